@@ -1,0 +1,1 @@
+"""Repository-level pytest configuration (the plugin itself is loaded through its entry point)."""

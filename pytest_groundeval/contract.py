@@ -1,0 +1,37 @@
+"""Constants of the contract shared by the mock provider and any target (SPEC §3, §4).
+
+A target that wants the mock to decompose a draft into claims sends a chat
+completion whose *system* message starts with ``DECOMPOSITION_PROMPT`` (or whose
+``response_format.json_schema.name`` is ``DECOMPOSITION_SCHEMA_NAME``) and whose
+last user message is the draft. The mock answers with a JSON object as the
+message content::
+
+    {"claims": [{"text": str, "start": int, "end": int, "markers": ["S1", ...]}]}
+
+``start``/``end`` are UTF-8 byte offsets into the draft; ``markers`` are the
+marker names (without brackets) the sentence carries.
+"""
+
+from __future__ import annotations
+
+DECOMPOSITION_PROMPT = (
+    "Decompose the draft answer into atomic claims. "
+    "Return JSON {\"claims\": [{\"text\", \"start\", \"end\", \"markers\"}]} "
+    "with UTF-8 byte offsets into the draft."
+)
+"""System-message prefix that selects the mock's decomposition behaviour."""
+
+DECOMPOSITION_SCHEMA_NAME = "claim_decomposition"
+"""``response_format.json_schema.name`` that also selects decomposition."""
+
+FAULT_HEADER = "X-Groundeval-Fault"
+"""Request header the mock reads for fault injection (see ``pytest_groundeval.mock``)."""
+
+FAULT_MODEL_SEPARATOR = "+fault="
+"""Model-name suffix alternative to the header: ``mock-generate+fault=500``."""
+
+TEMPORAL_LABEL_SEPARATOR = "__ge_"
+"""Per-run, per-item suffix separator the harness appends to temporal labels (SPEC §6)."""
+
+VERDICTS = ("supported", "unsupported", "contradicted", "unverifiable")
+"""Claim verdicts a target may return (SPEC §3)."""
