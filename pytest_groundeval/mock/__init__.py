@@ -1,0 +1,73 @@
+"""The deterministic OpenAI-compatible mock provider (SPEC §4).
+
+Start it from async code with :class:`MockProvider`, from sync code (fixtures)
+with :class:`ThreadedMockProvider`, or from a shell with
+``groundeval mock --port N`` / ``python -m pytest_groundeval.mock``.
+Behaviour, fault grammar and wire shapes are documented in ``docs/mock.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+
+from pytest_groundeval.mock.behaviour import count_tokens, decompose, embed_text, generate_answer, score_logit
+from pytest_groundeval.mock.faults import FaultPlan, FaultSpecError, parse_fault_spec
+from pytest_groundeval.mock.server import MockProvider, RequestRecord, ThreadedMockProvider
+
+__all__ = [
+    "FaultPlan",
+    "FaultSpecError",
+    "MockProvider",
+    "RequestRecord",
+    "ThreadedMockProvider",
+    "count_tokens",
+    "decompose",
+    "embed_text",
+    "generate_answer",
+    "main",
+    "parse_fault_spec",
+    "score_logit",
+]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="groundeval mock",
+        description="Serve the deterministic OpenAI-compatible mock provider until Ctrl-C or SIGTERM.",
+    )
+    parser.add_argument("--port", type=int, default=0, help="Port to bind (default 0: a free port)")
+    parser.add_argument("--host", default="127.0.0.1", help="Interface to bind (default 127.0.0.1)")
+    return parser
+
+
+async def _serve(host: str, port: int) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(signum, stop.set)
+        except (NotImplementedError, RuntimeError):  # pragma: no cover - Windows / non-main thread
+            pass
+    async with MockProvider(host, port) as mock:
+        print(f"groundeval mock provider serving at {mock.base_url}", flush=True)
+        await stop.wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``groundeval mock [--port N] [--host H]``: serve until interrupted.
+
+    Prints ``groundeval mock provider serving at http://HOST:PORT/v1`` once
+    listening. Returns 0 after SIGINT/SIGTERM, 2 when the address cannot be bound.
+    """
+    args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        asyncio.run(_serve(args.host, args.port))
+    except OSError as exc:
+        print(f"groundeval mock: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # pragma: no cover - signal arrived before the handler was installed
+        pass
+    return 0

@@ -1,0 +1,7 @@
+"""``python -m pytest_groundeval.mock``: the same as ``groundeval mock``."""
+
+import sys
+
+from pytest_groundeval.mock import main
+
+sys.exit(main())

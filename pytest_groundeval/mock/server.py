@@ -1,0 +1,638 @@
+"""The aiohttp server of the mock provider and its start-up API (SPEC §4).
+
+:class:`MockProvider` runs the server on the caller's event loop;
+:class:`ThreadedMockProvider` runs the same server in its own thread and loop,
+for synchronous fixtures. Both keep a request log (:class:`RequestRecord`) in
+arrival order and a per-instance fault counter for ``x<N>`` faults.
+
+The handler path is benchmarked (``benchmarks/bench_mock.py``): it parses with
+plain ``json``, builds responses from dicts or prebuilt byte templates, and
+keeps validation to what a client can get wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import xxhash
+from aiohttp import web
+
+from pytest_groundeval import contract
+from pytest_groundeval.mock import behaviour
+from pytest_groundeval.mock.faults import FaultCounter, FaultPlan, FaultSpecError, parse_fault_spec, split_model
+from pytest_groundeval.mock.sse import DONE_EVENT, ChunkFramer, content_pieces, dumps
+
+CREATED = 1_700_000_000
+"""The fixed ``created`` timestamp of every response (seconds since the epoch), for reproducibility."""
+
+MOCK_MODELS = ("mock-generate", "mock-decompose", "mock-embed", "mock-score")
+"""Model ids listed by ``GET /v1/models``; any model name is accepted and echoed."""
+
+DEFAULT_MODEL = "mock"
+"""Model reported when a request names none."""
+
+CLIENT_CLOSED_STATUS = 499
+"""Status recorded (never sent) when the client went away mid-response, as nginx logs it."""
+
+_JSON_CT = "application/json"
+_SSE_HEADERS = {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache"}
+_ERROR_TYPES = {400: "invalid_request_error", 429: "rate_limit_error", 500: "server_error"}
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """One request the mock answered, as kept in the request log (SPEC §4)."""
+
+    path: str
+    """Request path, e.g. ``/v1/chat/completions``."""
+    kind: str
+    """``chat``, ``chat_stream``, ``decompose``, ``embeddings``, ``score`` or ``models``."""
+    model: str
+    """Model name from the request, without any ``+fault=`` suffix."""
+    prompt_tokens: int
+    """Prompt tokens by the mock's rule (:func:`behaviour.count_tokens`)."""
+    completion_tokens: int
+    """Completion tokens by the same rule (0 for embeddings, score and errors)."""
+    latency_ms: float
+    """Server-side milliseconds from reading the request to the end of the response (or the fault)."""
+    status: int
+    """HTTP status sent; 499 when the client disconnected before the response ended."""
+    fault: str | None
+    """The fault spec the request carried, or ``None``."""
+
+
+class _BadRequest(Exception):
+    """A request a client got wrong; becomes a 400 with an OpenAI-style error body."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+def error_body(status: int, message: str, param: str | None = None) -> bytes:
+    """OpenAI-style error body: ``{"error": {"message", "type", "param", "code"}}``."""
+    return dumps(
+        {"error": {"message": message, "type": _ERROR_TYPES.get(status, "api_error"), "param": param, "code": None}}
+    ).encode()
+
+
+def _usage(prompt: int, completion: int) -> dict[str, int]:
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def _parse_json(raw: bytes) -> dict[str, Any]:
+    try:
+        body = json.loads(raw)
+    except ValueError as exc:
+        raise _BadRequest(f"request body is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise _BadRequest("request body must be a JSON object")
+    return body
+
+
+class _Call:
+    """Bookkeeping of one request: what goes into its :class:`RequestRecord`."""
+
+    __slots__ = ("path", "kind", "model", "prompt_tokens", "completion_tokens", "status", "fault", "started", "seq")
+
+    def __init__(self, path: str, kind: str, seq: int) -> None:
+        self.path = path
+        self.kind = kind
+        self.model = DEFAULT_MODEL
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.status = 200
+        self.fault: str | None = None
+        self.started = time.perf_counter()
+        self.seq = seq
+
+    def record(self) -> RequestRecord:
+        latency_ms = (time.perf_counter() - self.started) * 1000.0
+        return RequestRecord(
+            self.path, self.kind, self.model, self.prompt_tokens, self.completion_tokens,
+            latency_ms, self.status, self.fault,
+        )
+
+
+class MockProvider:
+    """The deterministic OpenAI-compatible mock provider, served by aiohttp on the running loop.
+
+    Use as ``async with MockProvider() as mock:``; ``mock.base_url`` is the
+    OpenAI-style base URL (``http://127.0.0.1:PORT/v1``).
+
+    Args:
+        host: Interface to bind (loopback by default).
+        port: Port to bind; 0 picks a free one.
+        shutdown_timeout: Seconds :meth:`stop` waits for in-flight requests before cancelling them.
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, shutdown_timeout: float = 1.0) -> None:
+        self.host = host
+        self.port = port
+        self._shutdown_timeout = shutdown_timeout
+        self._runner: web.AppRunner | None = None
+        self._records: dict[int, RequestRecord] = {}
+        self._seq = 0
+        self._lock = threading.Lock()
+        self._faults = FaultCounter()
+
+    # ---- lifecycle -------------------------------------------------------
+
+    def build_app(self) -> web.Application:
+        """The aiohttp application with every mock route (also usable with ``aiohttp.test_utils``)."""
+        app = web.Application()
+        for prefix in ("", "/v1"):
+            app.router.add_post(prefix + "/chat/completions", self._chat)
+            app.router.add_post(prefix + "/embeddings", self._embeddings)
+            app.router.add_post(prefix + "/score", self._score)
+            app.router.add_get(prefix + "/models", self._models)
+        return app
+
+    async def start(self) -> None:
+        """Bind and start serving; sets :attr:`port` to the bound port.
+
+        Raises:
+            RuntimeError: Already started.
+            OSError: The address cannot be bound.
+        """
+        if self._runner is not None:
+            raise RuntimeError("MockProvider already started")
+        runner = web.AppRunner(
+            self.build_app(), access_log=None, handle_signals=False, shutdown_timeout=self._shutdown_timeout
+        )
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, self.host, self.port)
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self.port = runner.addresses[0][1]
+
+    async def stop(self) -> None:
+        """Stop serving (waits up to ``shutdown_timeout`` for in-flight requests). Idempotent."""
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+
+    async def __aenter__(self) -> MockProvider:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+    # ---- what the session reads -------------------------------------------
+
+    @property
+    def root_url(self) -> str:
+        """``http://HOST:PORT`` of the running server."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """OpenAI-style base URL ``http://HOST:PORT/v1`` (SPEC §3 ``{llm_url}``)."""
+        return self.root_url + "/v1"
+
+    @property
+    def log(self) -> list[RequestRecord]:
+        """A copy of the request log, in arrival order (requests still in flight are not in it)."""
+        with self._lock:
+            items = sorted(self._records.items())
+        return [record for _, record in items]
+
+    def clear_log(self) -> None:
+        """Empty the request log (fault counters are kept; see :meth:`reset_faults`)."""
+        with self._lock:
+            self._records.clear()
+
+    def reset_faults(self) -> None:
+        """Forget the ``x<N>`` fault counters, so those faults fire again."""
+        self._faults.reset()
+
+    def tokens_total(self, kind: str | None = None) -> int:
+        """Prompt plus completion tokens over the log, optionally only for one ``kind``."""
+        return sum(r.prompt_tokens + r.completion_tokens for r in self.log if kind is None or r.kind == kind)
+
+    # ---- request plumbing -------------------------------------------------
+
+    def _begin(self, request: web.Request, kind: str) -> _Call:
+        with self._lock:
+            self._seq += 1
+            seq = self._seq
+        return _Call(request.path, kind, seq)
+
+    def _finish(self, call: _Call) -> None:
+        record = call.record()
+        with self._lock:
+            self._records[call.seq] = record
+
+    def _fault_plan(self, request: web.Request, body: dict[str, Any], call: _Call) -> FaultPlan | None:
+        """Read the model name and fault spec of a request into ``call``; parse the spec."""
+        model = body.get("model", DEFAULT_MODEL)
+        if not isinstance(model, str):
+            raise _BadRequest("'model' must be a string", "model")
+        model, suffix_spec = split_model(model)
+        call.model = model
+        spec = request.headers.get(contract.FAULT_HEADER) or suffix_spec
+        if not spec:
+            return None
+        call.fault = spec.strip()
+        try:
+            return parse_fault_spec(spec)
+        except FaultSpecError as exc:
+            raise _BadRequest(str(exc), "model" if suffix_spec and spec is suffix_spec else None) from None
+
+    async def _pre_fault(self, plan: FaultPlan | None) -> web.Response | None:
+        """Apply the delay, then return the 429/500 response when that fault fires."""
+        if plan is None:
+            return None
+        if plan.delay_ms:
+            await asyncio.sleep(plan.delay_ms / 1000.0)
+        if not self._faults.status_fires(plan):
+            return None
+        if plan.status == 429:
+            seconds = plan.retry_after_s
+            headers = {
+                "Retry-After": str(int(seconds)) if seconds == int(seconds) else repr(seconds),
+                "retry-after-ms": str(int(seconds * 1000)),
+            }
+            return web.Response(
+                status=429, body=error_body(429, f"Rate limit injected by fault {plan.spec!r}"),
+                content_type=_JSON_CT, headers=headers,
+            )
+        return web.Response(
+            status=500, body=error_body(500, f"Server error injected by fault {plan.spec!r}"), content_type=_JSON_CT
+        )
+
+    async def _serve(
+        self,
+        request: web.Request,
+        kind: str,
+        respond: Callable[[web.Request, dict[str, Any], _Call, FaultPlan | None], Awaitable[web.StreamResponse]],
+    ) -> web.StreamResponse:
+        """Shared frame of the POST handlers: parse, faults, respond, record — whatever happens."""
+        call = self._begin(request, kind)
+        try:
+            try:
+                body = _parse_json(await request.read())
+                plan = self._fault_plan(request, body, call)
+            except _BadRequest as exc:
+                call.status = 400
+                return web.Response(status=400, body=error_body(400, str(exc), exc.param), content_type=_JSON_CT)
+            faulted = await self._pre_fault(plan)
+            if faulted is not None:
+                call.status = faulted.status
+                return faulted
+            try:
+                response = await respond(request, body, call, plan)
+            except _BadRequest as exc:
+                call.status = 400
+                call.prompt_tokens = call.completion_tokens = 0
+                return web.Response(status=400, body=error_body(400, str(exc), exc.param), content_type=_JSON_CT)
+            call.status = response.status if call.status == 200 else call.status
+            return response
+        except asyncio.CancelledError:
+            call.status = CLIENT_CLOSED_STATUS
+            raise
+        finally:
+            self._finish(call)
+
+    async def _send_json(
+        self, request: web.Request, payload: bytes, call: _Call, plan: FaultPlan | None
+    ) -> web.StreamResponse:
+        """Send a JSON body, honouring the ``malformed`` and ``cut`` faults."""
+        if plan is not None and plan.malformed:
+            payload = payload[: len(payload) // 2]
+        if plan is None or not plan.cut:
+            return web.Response(body=payload, content_type=_JSON_CT)
+        response = web.StreamResponse(headers={"Content-Type": _JSON_CT})
+        response.content_length = len(payload)
+        try:
+            await response.prepare(request)
+            await response.write(payload[: len(payload) // 2])
+        except ConnectionError:
+            call.status = CLIENT_CLOSED_STATUS
+        _close_transport(request)
+        return response
+
+    # ---- chat completions --------------------------------------------------
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, "chat", self._respond_chat)
+
+    async def _respond_chat(
+        self, request: web.Request, body: dict[str, Any], call: _Call, plan: FaultPlan | None
+    ) -> web.StreamResponse:
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise _BadRequest("'messages' must be a non-empty list of chat messages", "messages")
+        stream = body.get("stream") is True
+        decomposing = behaviour.is_decomposition(body)
+        if decomposing:
+            call.kind = "decompose"
+            draft = behaviour.last_user_text(messages)
+            content = dumps({"claims": behaviour.decompose(draft)})
+        else:
+            call.kind = "chat_stream" if stream else "chat"
+            content = behaviour.generate_answer(messages)
+        call.prompt_tokens = behaviour.prompt_tokens(messages)
+        call.completion_tokens = behaviour.count_tokens(content)
+        completion_id = "chatcmpl-" + xxhash.xxh3_64_hexdigest(await request.read())
+        usage = _usage(call.prompt_tokens, call.completion_tokens)
+        if stream:
+            options = body.get("stream_options")
+            include_usage = isinstance(options, dict) and options.get("include_usage") is True
+            framer = ChunkFramer(completion_id, CREATED, call.model)
+            return await self._stream_chat(request, framer, content, usage if include_usage else None, call, plan)
+        payload = dumps(
+            {
+                "id": completion_id,
+                "object": "chat.completion",
+                "created": CREATED,
+                "model": call.model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content, "refusal": None},
+                        "logprobs": None,
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": usage,
+            }
+        ).encode()
+        return await self._send_json(request, payload, call, plan)
+
+    async def _stream_chat(
+        self,
+        request: web.Request,
+        framer: ChunkFramer,
+        content: str,
+        usage: dict[str, int] | None,
+        call: _Call,
+        plan: FaultPlan | None,
+    ) -> web.StreamResponse:
+        """Stream ``content`` as SSE chunk events; see :mod:`.sse` for the framing."""
+        content_events = [framer.content_event(piece) for piece in content_pieces(content)]
+        half = (len(content_events) + 1) // 2
+        cut = plan is not None and plan.cut
+        if plan is not None and plan.malformed:
+            content_events.insert(half, framer.malformed_event())
+        events = [framer.role_event()]
+        if cut:
+            events += content_events[:half]
+            events.append(framer.cut_fragment())
+        else:
+            events += content_events
+            events.append(framer.stop_event())
+            if usage is not None:
+                events.append(framer.usage_event(usage))
+            events.append(DONE_EVENT)
+        response = web.StreamResponse(headers=_SSE_HEADERS)
+        try:
+            await response.prepare(request)
+            for event in events:
+                await response.write(event)
+        except ConnectionError:
+            # The client went away mid-stream: normal for streaming clients, not an error.
+            call.status = CLIENT_CLOSED_STATUS
+            return response
+        if cut:
+            _close_transport(request)
+        return response
+
+    # ---- embeddings -------------------------------------------------------
+
+    async def _embeddings(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, "embeddings", self._respond_embeddings)
+
+    async def _respond_embeddings(
+        self, request: web.Request, body: dict[str, Any], call: _Call, plan: FaultPlan | None
+    ) -> web.StreamResponse:
+        texts = _embedding_inputs(body.get("input"))
+        encoding = body.get("encoding_format", "float")
+        if encoding not in ("float", "base64"):
+            raise _BadRequest(f"'encoding_format' must be \"float\" or \"base64\", got {encoding!r}", "encoding_format")
+        call.prompt_tokens = sum(behaviour.count_tokens(t) for t in texts)
+        data = []
+        for index, text in enumerate(texts):
+            vector = behaviour.embed_text(text)
+            embedding: Any = (
+                base64.b64encode(behaviour.embedding_bytes(vector)).decode("ascii") if encoding == "base64" else vector
+            )
+            data.append({"object": "embedding", "index": index, "embedding": embedding})
+        payload = dumps(
+            {
+                "object": "list",
+                "data": data,
+                "model": call.model,
+                "usage": {"prompt_tokens": call.prompt_tokens, "total_tokens": call.prompt_tokens},
+            }
+        ).encode()
+        return await self._send_json(request, payload, call, plan)
+
+    # ---- score ------------------------------------------------------------
+
+    async def _score(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, "score", self._respond_score)
+
+    async def _respond_score(
+        self, request: web.Request, body: dict[str, Any], call: _Call, plan: FaultPlan | None
+    ) -> web.StreamResponse:
+        pairs = _score_pairs(body.get("text_1"), body.get("text_2"))
+        call.prompt_tokens = sum(behaviour.count_tokens(a) + behaviour.count_tokens(b) for a, b in pairs)
+        payload = dumps(
+            {
+                "id": "score-" + xxhash.xxh3_64_hexdigest(await request.read()),
+                "object": "list",
+                "created": CREATED,
+                "model": call.model,
+                "data": [
+                    {"index": i, "object": "score", "score": behaviour.score_logit(a, b)}
+                    for i, (a, b) in enumerate(pairs)
+                ],
+                "usage": _usage(call.prompt_tokens, 0),
+            }
+        ).encode()
+        return await self._send_json(request, payload, call, plan)
+
+    # ---- models -----------------------------------------------------------
+
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        call = self._begin(request, "models")
+        try:
+            data = [{"id": m, "object": "model", "created": CREATED, "owned_by": "groundeval"} for m in MOCK_MODELS]
+            return web.Response(body=dumps({"object": "list", "data": data}).encode(), content_type=_JSON_CT)
+        finally:
+            self._finish(call)
+
+
+def _close_transport(request: web.Request) -> None:
+    """Close the connection after what was written is flushed (the ``cut`` fault)."""
+    transport = request.transport
+    if transport is not None:
+        transport.close()
+
+
+def _embedding_inputs(value: Any) -> list[str]:
+    """``input`` of an embeddings request as a list of strings.
+
+    Raises:
+        _BadRequest: Not a string or a non-empty list of strings (token-id arrays are not supported).
+    """
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return value
+    raise _BadRequest(
+        "'input' must be a string or a non-empty list of strings (token-id arrays are not supported by the mock)",
+        "input",
+    )
+
+
+def _score_texts(value: Any, field: str) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return value
+    raise _BadRequest(f"'{field}' must be a string or a non-empty list of strings", field)
+
+
+def _score_pairs(text_1: Any, text_2: Any) -> list[tuple[str, str]]:
+    """Pair ``text_1`` with ``text_2`` as vLLM does: one side of length 1 is broadcast, else zip equal lengths.
+
+    Raises:
+        _BadRequest: A side is missing or malformed, or the lengths differ and neither is 1.
+    """
+    queries = _score_texts(text_1, "text_1")
+    documents = _score_texts(text_2, "text_2")
+    if len(queries) == 1:
+        return [(queries[0], d) for d in documents]
+    if len(documents) == 1:
+        return [(q, documents[0]) for q in queries]
+    if len(queries) != len(documents):
+        raise _BadRequest(
+            f"'text_1' ({len(queries)} texts) and 'text_2' ({len(documents)} texts) must have equal lengths "
+            "or one of them a single text",
+            "text_2",
+        )
+    return list(zip(queries, documents))
+
+
+class ThreadedMockProvider:
+    """The same mock provider on its own thread and event loop, for synchronous fixtures.
+
+    Use as ``with ThreadedMockProvider() as mock:``. Attributes mirror
+    :class:`MockProvider`; the log is safe to read from any thread.
+
+    Args:
+        host: Interface to bind (loopback by default).
+        port: Port to bind; 0 picks a free one.
+        shutdown_timeout: Seconds :meth:`stop` waits for in-flight requests.
+        start_timeout: Seconds to wait for the server to start.
+    """
+
+    def __init__(
+        self, host: str = "127.0.0.1", port: int = 0, *, shutdown_timeout: float = 1.0, start_timeout: float = 10.0
+    ) -> None:
+        self.provider = MockProvider(host, port, shutdown_timeout=shutdown_timeout)
+        self._start_timeout = start_timeout
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Start the loop thread and the server; returns once it is listening.
+
+        Raises:
+            RuntimeError: Already started.
+            OSError: The address cannot be bound.
+        """
+        if self._loop is not None:
+            raise RuntimeError("ThreadedMockProvider already started")
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="groundeval-mock", daemon=True)
+        thread.start()
+        self._loop, self._thread = loop, thread
+        try:
+            asyncio.run_coroutine_threadsafe(self.provider.start(), loop).result(self._start_timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Stop the server, then the loop and its thread. Idempotent."""
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(self.provider.stop(), loop).result()
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+            self._loop = self._thread = None
+
+    def __enter__(self) -> ThreadedMockProvider:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        """OpenAI-style base URL ``http://HOST:PORT/v1``."""
+        return self.provider.base_url
+
+    @property
+    def root_url(self) -> str:
+        """``http://HOST:PORT``."""
+        return self.provider.root_url
+
+    @property
+    def log(self) -> list[RequestRecord]:
+        """A copy of the request log, in arrival order."""
+        return self.provider.log
+
+    def clear_log(self) -> None:
+        """Empty the request log."""
+        self.provider.clear_log()
+
+    def reset_faults(self) -> None:
+        """Forget the ``x<N>`` fault counters."""
+        self._call_in_loop(self.provider.reset_faults)
+
+    def tokens_total(self, kind: str | None = None) -> int:
+        """Prompt plus completion tokens over the log, optionally only for one ``kind``."""
+        return self.provider.tokens_total(kind)
+
+    def task_count(self) -> int:
+        """Number of tasks alive in the server's loop (a debugging aid to spot leaked tasks)."""
+
+        async def count() -> int:
+            return len(asyncio.all_tasks()) - 1  # minus this probe itself
+
+        if self._loop is None:
+            raise RuntimeError("ThreadedMockProvider is not running")
+        return asyncio.run_coroutine_threadsafe(count(), self._loop).result(self._start_timeout)
+
+    def _call_in_loop(self, func: Callable[[], None]) -> None:
+        if self._loop is None:
+            func()
+            return
+
+        async def run() -> None:
+            func()
+
+        asyncio.run_coroutine_threadsafe(run(), self._loop).result(self._start_timeout)
