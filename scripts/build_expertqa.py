@@ -289,26 +289,35 @@ class Agreement:
         )
 
 
-def claim_labels(rows: Sequence[dict]) -> list[tuple[Verdict, str]]:
-    """``(our verdict, annotators' support)`` per asserted claim, support ``N/A`` excluded."""
-    pairs: list[tuple[Verdict, str]] = []
+def claim_labels(rows: Sequence[dict]) -> list[tuple[Verdict, str, bool]]:
+    """``(our verdict, annotators' support, cites a source)`` per asserted claim, support ``N/A`` excluded."""
+    triples: list[tuple[Verdict, str, bool]] = []
     for _row, _system, record, answer in iter_answers(rows):
         block = EvidenceBlock.model_validate(evidence_block(answer, record["metadata"]["field"]))
         review = review_answer(block, answer["answer_string"])
         verdicts = {f.claim_id: f.verdict for f in review.findings}
         for n, claim in enumerate(answer["claims"], start=1):
             if claim["support"] in _SUPPORT_ORDER and f"c{n}" in verdicts:
-                pairs.append((verdicts[f"c{n}"], claim["support"]))
-    return pairs
+                triples.append((verdicts[f"c{n}"], claim["support"], bool(claim["evidence"])))
+    return triples
 
 
 def agreement_report(rows: Sequence[dict]) -> str:
     """The agreement section of the dataset README, as Markdown."""
-    pairs = claim_labels(rows)
+    triples = claim_labels(rows)
+    pairs = [(verdict, support) for verdict, support, _sourced in triples]
+    sourced = [(verdict, support) for verdict, support, has_source in triples if has_source]
 
-    def table(title: str, ours_yes: set[str], theirs_yes: set[str], ours: str, theirs: str) -> Agreement:
+    def table(
+        title: str,
+        ours_yes: set[str],
+        theirs_yes: set[str],
+        ours: str,
+        theirs: str,
+        claims: list[tuple[Verdict, str]] = pairs,
+    ) -> Agreement:
         cells = {(o, t): 0 for o in (True, False) for t in (True, False)}
-        for verdict, support in pairs:
+        for verdict, support in claims:
             cells[(verdict in ours_yes, support in theirs_yes)] += 1
         return Agreement(
             title, ours, theirs, cells[(True, True)], cells[(True, False)], cells[(False, True)], cells[(False, False)]
@@ -322,6 +331,14 @@ def agreement_report(rows: Sequence[dict]) -> str:
         "pass/soften",
         "Complete/Partial",
     )
+    strict_sourced = table(
+        "pass vs Complete, claims that cite a source only",
+        {"pass"},
+        {"Complete"},
+        "pass",
+        "Complete",
+        sourced,
+    )
     counts = {(v, s): 0 for v in _VERDICT_ORDER for s in _SUPPORT_ORDER}
     for pair in pairs:
         counts[pair] += 1
@@ -331,7 +348,7 @@ def agreement_report(rows: Sequence[dict]) -> str:
     ]
     for verdict in _VERDICT_ORDER:
         cross.append(f"| {verdict} | " + " | ".join(str(counts[(verdict, s)]) for s in _SUPPORT_ORDER) + " |")
-    return "\n\n".join([strict.markdown(), lenient.markdown(), "**Verdict by support label**\n\n" + "\n".join(cross)]) + "\n"
+    return "\n\n".join([strict.markdown(), lenient.markdown(), strict_sourced.markdown(), "**Verdict by support label**\n\n" + "\n".join(cross)]) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
