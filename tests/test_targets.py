@@ -6,10 +6,14 @@ through ``SpawnedTarget``; the HTTP tests call it over real loopback HTTP.
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
+import re
 import shlex
 import signal
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -33,9 +37,21 @@ from pytest_groundeval.targets import (
 )
 
 PYTHON = shlex.quote(sys.executable)
-FAKE = f"{PYTHON} {shlex.quote(str(Path(__file__).parent / 'servers' / 'fake_target.py'))}"
+FAKE_SCRIPT = str(Path(__file__).parent / "servers" / "fake_target.py")
+FAKE = f"{PYTHON} {shlex.quote(FAKE_SCRIPT)}"
 LLM_URL = "http://127.0.0.1:9/v1"
 EMBED_URL = "http://127.0.0.1:10/v1"
+
+
+
+def _load_fake_module():
+    spec = importlib.util.spec_from_file_location("groundeval_fake_target", FAKE_SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+GOOD_GENERATE = _load_fake_module().GOOD_GENERATE
 
 
 def spawn_config(tmp_path: Path, command: str, **overrides) -> SpawnConfig:
@@ -343,6 +359,53 @@ def test_connect_url_checks_readiness_once(fake: SpawnedTarget) -> None:
     url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(TargetUnavailable, match=f"the target at {url} is unavailable"):
         connect_url(url, "k")
+
+
+@pytest.fixture
+def not_ready_url():
+    """A fake target whose /readyz answers 503, started directly (SpawnedTarget would wait for it)."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, FAKE_SCRIPT, "--port", str(port), "--readyz-status", "503"],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        yield f"http://127.0.0.1:{port}", process
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_wait_ready_reports_the_last_status(not_ready_url) -> None:
+    url, process = not_ready_url
+    with HttpTarget(url, "k") as target, pytest.raises(TargetUnavailable) as info:
+        target.wait_ready(2.0, process=process)
+    assert "did not answer 200 within 2 s (last: HTTP 503)" in str(info.value)
+    with pytest.raises(TargetUnavailable, match="is not ready: GET /readyz returned HTTP 503"):
+        connect_url(url, "k")
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (lambda b: b["evidence"][0].update(start="3"), "'evidence[0].start' must be an integer"),
+        (lambda b: b["evidence"][0].update(end=True), "'evidence[0].end' must be an integer"),
+        (lambda b: b["evidence"][0].pop("document"), "missing required field 'evidence[0].document'"),
+        (lambda b: b["claims"][0].update(markers=[1]), "'claims[0].markers' must be a list of strings"),
+        (lambda b: b["claims"][0].pop("end"), "missing required field 'claims[0].end'"),
+        (lambda b: b.update(answer=None), "'answer' must be a string"),
+        (lambda b: b.update(evidence={}), "'evidence' must be a list"),
+        (lambda b: b.update(usage={"promptTokens": "12"}), "'usage.promptTokens' must be an integer"),
+    ],
+)
+def test_generate_shape_violations_name_the_field(change, field: str) -> None:
+    from pytest_groundeval.targets import _check_generate
+
+    body = json.loads(json.dumps(GOOD_GENERATE))
+    _check_generate(body)
+    change(body)
+    with pytest.raises(ValueError, match=re.escape(field)):
+        _check_generate(body)
 
 
 def test_in_process_target_satisfies_the_protocol() -> None:

@@ -3,7 +3,7 @@
 It speaks just enough of the SPEC §3 REST contract to exercise the spawn
 machinery and ``HttpTarget``:
 
-- ``GET /readyz`` → 200 (no key needed); ``GET /echo`` → what the process
+- ``GET /readyz`` (no key needed); ``GET /echo`` → what the process
   received: ``{"argv", "env", "cwd", "pid"}``.
 - Every ``/v1/*`` call checks ``Authorization: Bearer <key>`` (the key from
   ``--api-key``, else ``GROUNDEVAL_API_KEY``) and answers 401 otherwise.
@@ -11,6 +11,7 @@ machinery and ``HttpTarget``:
   response), ``no-claims``, ``bad-verdict``, ``bad-json``, ``not-object``,
   ``http-500``, ``slow`` (sleeps 3 s first).
 - ``GET /v1/info`` → models, or 404 with ``--no-info``.
+- ``GET /readyz`` answers ``--readyz-status`` (default 200).
 
 Start-up flags for the spawn tests: ``--delay-listen S`` (sleep before binding),
 ``--ignore-sigterm``, ``--grandchild PIDFILE`` (start a sleeping grandchild and
@@ -58,7 +59,7 @@ def generate_reply(question: str) -> tuple[int, bytes]:
     return 200, json.dumps(body).encode()
 
 
-def make_handler(api_key: str, no_info: bool) -> type[BaseHTTPRequestHandler]:
+def make_handler(api_key: str, no_info: bool, readyz_status: int) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: object) -> None:
             sys.stdout.write("fake target: " + format % args + "\n")
@@ -83,7 +84,7 @@ def make_handler(api_key: str, no_info: bool) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             if self.path == "/readyz":
-                self.reply(200, b'{"ready": true}')
+                self.reply(readyz_status, b'{"ready": true}')
             elif self.path == "/echo":
                 env = {k: v for k, v in os.environ.items() if k.startswith(("GROUNDEVAL_", "OPENAI_", "FAKE_"))}
                 echo = {"argv": sys.argv[1:], "env": env, "cwd": os.getcwd(), "pid": os.getpid()}
@@ -124,6 +125,7 @@ def main() -> None:
     parser.add_argument("--mark")
     parser.add_argument("--no-info", action="store_true")
     parser.add_argument("--on-sigterm")
+    parser.add_argument("--readyz-status", type=int, default=200)
     args, _unknown = parser.parse_known_args()
 
     if args.ignore_sigterm:
@@ -146,7 +148,7 @@ def main() -> None:
     if args.delay_listen:
         print(f"fake target: waiting {args.delay_listen} s before listening", flush=True)
         time.sleep(args.delay_listen)
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(args.api_key, args.no_info))
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(args.api_key, args.no_info, args.readyz_status))
     print(f"fake target: listening on {args.port}", flush=True)
     server.serve_forever()
 
