@@ -228,7 +228,7 @@ def question_of(messages: list[Any]) -> str:
     """
     user_text = last_user_text(messages)
     question = None
-    for line in user_text.splitlines():
+    for line in user_text.split("\n"):
         stripped = line.strip()
         if stripped.startswith(QUESTION_LINE_PREFIX):
             question = stripped[len(QUESTION_LINE_PREFIX) :].strip()

@@ -304,6 +304,9 @@ class MockProvider:
         except asyncio.CancelledError:
             call.status = CLIENT_CLOSED_STATUS
             raise
+        except Exception:
+            call.status = 500  # aiohttp answers 500 and logs the bug
+            raise
         finally:
             self._finish(call)
 
