@@ -1,0 +1,361 @@
+"""The reference target's aiohttp application: routes, auth, errors, the answer pipeline.
+
+Routes (SPEC §3; ``docs/target-contract.md`` is the full contract):
+``GET /readyz``, ``GET /v1/info`` (no auth), and with ``Authorization: Bearer
+<key>``: ``POST /v1/documents``, ``/v1/generate``, ``/v1/records``,
+``/v1/query``, ``/v1/compare``.
+
+Errors are JSON ``{"error": {"code", "message", "field"}}``: 400
+``invalid_json``, 401 ``unauthorized``, 404 ``not_found``, 405
+``method_not_allowed``, 422 ``validation_error``, 502 ``provider_error``, 500
+``internal_error``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiohttp
+from aiohttp import web
+from pydantic import BaseModel, ValidationError
+
+from . import bitemporal, store
+from .models import CompareRequest, DocumentRequest, GenerateRequest, QueryRequest, RecordRequest
+from .provider import ProviderClient, ProviderError, ProviderSettings, Usage
+from .retrieval import DEFAULT_TOP_K, canonical_document, generation_messages, new_chunks, rank_chunks
+from .verify import DECOMPOSITION_RESPONSE_FORMAT, decomposition_messages, parse_decomposition, verify_claim
+
+log = logging.getLogger("pytest_groundeval.reference")
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class ReferenceConfig:
+    """Everything the server needs to run (see ``cli`` for the flags and env variables)."""
+
+    data_dir: Path
+    """Holds ``reference.sqlite3`` (and ``reference.port`` once listening)."""
+    llm_url: str
+    """Provider base URL for chat completions (ends in ``/v1``)."""
+    embed_url: str
+    """Provider base URL for embeddings (ends in ``/v1``)."""
+    model_generate: str = "mock-generate"
+    """Chat model for generation and decomposition."""
+    model_embed: str = "mock-embed"
+    """Embedding model."""
+    provider_api_key: str | None = None
+    """Key sent to the provider."""
+    bootstrap_api_key: str | None = None
+    """Key accepted at start-up for the bootstrap tenant (``GROUNDEVAL_API_KEY``, SPEC §7)."""
+    provider_timeout_s: float = 30.0
+    """Overall budget of one provider call, retries included."""
+    provider_attempts: int = 3
+    """Attempts per provider call for retryable failures."""
+    top_k: int = DEFAULT_TOP_K
+    """Evidence blocks per answer."""
+    host: str = "127.0.0.1"
+    port: int = 0
+
+
+@dataclass
+class ServerState:
+    """Per-app resources, created on startup and released on cleanup."""
+
+    config: ReferenceConfig
+    store: store.AsyncStore | None = None
+    provider: ProviderClient | None = None
+    ready: bool = False
+    session: aiohttp.ClientSession | None = field(default=None, repr=False)
+
+
+STATE = web.AppKey("state", ServerState)
+
+
+class ApiError(Exception):
+    """An error answered as JSON ``{"error": {"code", "message", "field"}}`` with ``status``."""
+
+    def __init__(self, status: int, code: str, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message, self.field = status, code, message, field
+
+
+def error_response(status: int, code: str, message: str, field: str | None = None) -> web.Response:
+    """The JSON error body every failure uses."""
+    return web.json_response({"error": {"code": code, "message": message, "field": field}}, status=status)
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+    """Turn every failure into the JSON error shape; log unexpected ones."""
+    try:
+        return await handler(request)
+    except ApiError as exc:
+        return error_response(exc.status, exc.code, exc.message, exc.field)
+    except ProviderError as exc:
+        log.warning("provider error on %s: %s", request.path, exc)
+        return error_response(502, "provider_error", str(exc))
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status, "http_error")
+        return error_response(exc.status, code, f"{request.method} {request.path}: {exc.reason}")
+    except Exception:
+        log.exception("internal error on %s", request.path)
+        return error_response(500, "internal_error", f"internal error while handling {request.path}; see the server log")
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _state(request: web.Request) -> ServerState:
+    return request.app[STATE]
+
+
+def _store(request: web.Request) -> store.AsyncStore:
+    state = _state(request)
+    assert state.store is not None
+    return state.store
+
+
+def _provider(request: web.Request) -> ProviderClient:
+    state = _state(request)
+    assert state.provider is not None
+    return state.provider
+
+
+async def authenticate(request: web.Request) -> str:
+    """The tenant of the request's bearer key.
+
+    Raises:
+        ApiError: 401 when the header is missing, not ``Bearer``, or the key is unknown.
+    """
+    header = request.headers.get("Authorization", "")
+    scheme, _, key = header.partition(" ")
+    if scheme.lower() != "bearer" or not key.strip():
+        raise ApiError(401, "unauthorized", "missing API key: send 'Authorization: Bearer <key>'")
+    tenant = await _store(request).run(store.tenant_for_key, key.strip())
+    if tenant is None:
+        raise ApiError(401, "unauthorized", "invalid API key")
+    return tenant
+
+
+def _field_path(loc: tuple[Any, ...]) -> str | None:
+    parts = [str(p) for p in loc if p not in ("function-after", "function-before")]
+    return ".".join(parts) or None
+
+
+async def read_body(request: web.Request, model: type[M]) -> M:
+    """Parse and validate the JSON body.
+
+    Raises:
+        ApiError: 400 ``invalid_json`` when the body is not JSON; 422
+            ``validation_error`` naming the first bad field (all errors in ``details``).
+    """
+    raw = await request.read()
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise ApiError(400, "invalid_json", f"request body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ApiError(422, "validation_error", "request body must be a JSON object")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        first = errors[0]
+        path = _field_path(tuple(first["loc"]))
+        message = first["msg"].removeprefix("Value error, ")
+        raise ApiError(422, "validation_error", f"{path}: {message}" if path else message, path) from None
+
+
+# ----------------------------------------------------------------- handlers
+
+
+async def readyz(request: web.Request) -> web.Response:
+    """``GET /readyz``: 200 once the database is open and migrated, else 503."""
+    if not _state(request).ready:
+        return error_response(503, "not_ready", "starting up")
+    return web.json_response({"status": "ready"})
+
+
+async def info(request: web.Request) -> web.Response:
+    """``GET /v1/info`` (no auth): the model lineage ``{"models": {"generate", "embed"}}``."""
+    config = _state(request).config
+    return web.json_response({"models": {"generate": config.model_generate, "embed": config.model_embed}})
+
+
+async def post_document(request: web.Request) -> web.Response:
+    """``POST /v1/documents``: ingest (idempotent on tenant, name, contentHash)."""
+    tenant = await authenticate(request)
+    body = await read_body(request, DocumentRequest)
+    db = _store(request)
+    # Idempotent: the same (name, contentHash) again returns the stored id and tx time
+    # (and makes that version current again if a newer one had replaced it).
+    existing = await db.run(store.activate_document, tenant, body.name, body.content_hash)
+    if existing is None:
+        canonical, spans = canonical_document(body.format, body.content)
+        config = _state(request).config
+        vectors, _ = await _provider(request).embed([s.text for s in spans], config.model_embed)
+        existing = await db.run(
+            store.insert_document,
+            tenant,
+            name=body.name,
+            label=body.label,
+            format=body.format,
+            content_hash=body.content_hash,
+            canonical=canonical,
+            chunks=new_chunks(spans, vectors),
+        )
+    document_id, tx_start = existing
+    return web.json_response({"documentId": document_id, "txStart": tx_start})
+
+
+async def post_generate(request: web.Request) -> web.Response:
+    """``POST /v1/generate``: retrieve, generate (streamed), decompose, verify."""
+    tenant = await authenticate(request)
+    body = await read_body(request, GenerateRequest)
+    config = _state(request).config
+    provider = _provider(request)
+    usage = Usage()
+    trace_id = "tr_" + uuid.uuid4().hex
+
+    vectors, embed_usage = await provider.embed([body.question], config.model_embed)
+    usage.add(embed_usage)
+    chunks = await _store(request).run(store.current_chunks, tenant, body.find)
+    evidence = rank_chunks(body.question, vectors[0], chunks, config.top_k)
+
+    answer, generate_usage = await provider.chat_stream(generation_messages(body.question, evidence), config.model_generate)
+    usage.add(generate_usage)
+
+    claims = []
+    if answer.strip():
+        content, decompose_usage = await provider.chat(
+            decomposition_messages(answer), config.model_generate, DECOMPOSITION_RESPONSE_FORMAT
+        )
+        usage.add(decompose_usage)
+        claims = parse_decomposition(content, answer)
+
+    spans = {e.marker: e.chunk.text for e in evidence}
+    claim_bodies = []
+    for claim in claims:
+        check = verify_claim(claim.text, claim.markers, spans)
+        log.info("%s claim %r: %s (%s)", trace_id, claim.text, check.verdict, check.reason)
+        claim_bodies.append(
+            {"text": claim.text, "start": claim.start, "end": claim.end, "markers": claim.markers, "verdict": check.verdict}
+        )
+    return web.json_response(
+        {
+            "answer": answer,
+            "traceId": trace_id,
+            "evidence": [e.to_wire() for e in evidence],
+            "claims": claim_bodies,
+            "usage": {"promptTokens": usage.prompt_tokens, "completionTokens": usage.completion_tokens},
+        }
+    )
+
+
+async def post_record(request: web.Request) -> web.Response:
+    """``POST /v1/records``: create, update or delete a bitemporal record."""
+    tenant = await authenticate(request)
+    body = await read_body(request, RecordRequest)
+    try:
+        record_id, tx_start = await _store(request).run(
+            bitemporal.write_record,
+            tenant,
+            op=body.op,
+            target=body.target,
+            label=body.label,
+            properties=body.properties,
+            valid=None if body.valid_time is None else body.valid_time.interval(),
+        )
+    except bitemporal.RecordNotFound as exc:
+        raise ApiError(404, "not_found", str(exc), "target") from None
+    return web.json_response({"id": record_id, "txStart": tx_start})
+
+
+async def post_query(request: web.Request) -> web.Response:
+    """``POST /v1/query``: records visible as of (asOfTx, asOfValid), both defaulting to now."""
+    tenant = await authenticate(request)
+    body = await read_body(request, QueryRequest)
+    now = store.now_ms()
+    records = await _store(request).run(
+        bitemporal.query_records,
+        tenant,
+        label=body.label,
+        target=body.target,
+        as_of_tx=now if body.as_of_tx is None else body.as_of_tx,
+        as_of_valid_ms=body.as_of_valid_ms(now),
+    )
+    return web.json_response({"records": records})
+
+
+async def post_compare(request: web.Request) -> web.Response:
+    """``POST /v1/compare``: added, removed and changed records between two tx times."""
+    tenant = await authenticate(request)
+    body = await read_body(request, CompareRequest)
+    result = await _store(request).run(
+        bitemporal.compare_records,
+        tenant,
+        label=body.label,
+        target=body.target,
+        from_tx=body.from_tx,
+        to_tx=store.now_ms() if body.to_tx is None else body.to_tx,
+    )
+    return web.json_response(result)
+
+
+# --------------------------------------------------------------------- app
+
+
+def create_app(config: ReferenceConfig) -> web.Application:
+    """Build the application; resources open on startup and close on cleanup.
+
+    On startup: the database is opened and migrated, the bootstrap key (if any)
+    registered, and one ``aiohttp.ClientSession`` created for the provider.
+    """
+    app = web.Application(middlewares=[error_middleware], client_max_size=64 * 1024 * 1024)
+    app[STATE] = ServerState(config)
+    app.cleanup_ctx.append(_resources)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/v1/info", info)
+    app.router.add_post("/v1/documents", post_document)
+    app.router.add_post("/v1/generate", post_generate)
+    app.router.add_post("/v1/records", post_record)
+    app.router.add_post("/v1/query", post_query)
+    app.router.add_post("/v1/compare", post_compare)
+    return app
+
+
+async def _resources(app: web.Application) -> AsyncIterator[None]:
+    state = app[STATE]
+    config = state.config
+    state.store = store.AsyncStore(config.data_dir)
+    await state.store.open()
+    if config.bootstrap_api_key:
+        await state.store.run(store.add_key, store.BOOTSTRAP_TENANT, config.bootstrap_api_key)
+    # The provider timeout is enforced per call (ProviderSettings.timeout_s), not per session.
+    state.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None))
+    state.provider = ProviderClient(
+        state.session,
+        ProviderSettings(
+            llm_url=config.llm_url,
+            embed_url=config.embed_url,
+            api_key=config.provider_api_key,
+            timeout_s=config.provider_timeout_s,
+            max_attempts=config.provider_attempts,
+        ),
+    )
+    state.ready = True
+    try:
+        yield
+    finally:
+        state.ready = False
+        await state.session.close()
+        await state.store.close()

@@ -1,0 +1,236 @@
+"""Claim decomposition and verification against the cited evidence (SPEC §5, §7).
+
+Verdict rule for one claim (the claim text with its ``[S#]`` markers removed):
+
+1. No marker, or only markers that name no evidence block of this answer →
+   ``unsupported`` (an uncited claim is never supported).
+2. Otherwise the cited spans' texts are the claim's only admissible source.
+   The claim is ``supported`` when both hold:
+
+   - ``scoring.claim_is_true(claim, truths)`` with the cited span texts as the
+     truths (plus their concatenation when several are cited, so a claim that
+     joins two cited facts can be covered): ≥ 0.6 token coverage, and every
+     number and negation of the claim present in that span (SPEC §5 guard);
+   - the claim brings in **no content word** the cited spans lack. Content
+     words are ``scoring.content_tokens`` (function words are stop words and
+     allowed). A claim word is accounted for by a span word when they are
+     equal or share a stem by a crude rule: a common prefix of at least
+     ``STEM_PREFIX`` characters, or of at least ``STEM_SHARE`` of the shorter
+     word (inflection drift: "ships"/"shipped", "öppnade"/"öppnar"). Numbers
+     must match exactly; negations match by ``scoring.negation_key`` ("isn't"
+     = "is not").
+
+3. When it is not supported and every content word it brings in is a number
+   or a negation, the claim is ``contradicted`` (a swapped figure, an inserted
+   "not": the span says otherwise); any other failure is ``unsupported`` (a
+   one-word swap such as "rose" → "fell" or "Stockholm" → "Oslo", or too little
+   coverage). ``unverifiable`` is never produced by this server.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .. import contract
+from ..scoring import claim_is_true, content_tokens, is_number_token, negation_key, tokenize
+from .provider import ProviderError
+
+STEM_PREFIX = 5
+"""A shared prefix this long makes two words the same word for verification."""
+STEM_SHARE = 0.8
+"""…or a shared prefix covering this share of the shorter word."""
+
+MARKER_RE = re.compile(r"\[(S\d+)\]")
+"""An evidence marker as it appears in an answer."""
+
+
+def strip_markers(text: str) -> str:
+    """The claim text without ``[S#]`` markers (markers are citations, not content)."""
+    return " ".join(MARKER_RE.sub(" ", text).split())
+
+
+def same_word(claim_word: str, span_word: str) -> bool:
+    """Whether a span word accounts for a claim word (equality, or the crude stem rule above)."""
+    if claim_word == span_word:
+        return True
+    if is_number_token(claim_word) or is_number_token(span_word):
+        return False
+    claim_negation, span_negation = negation_key(claim_word), negation_key(span_word)
+    if claim_negation is not None or span_negation is not None:
+        return claim_negation == span_negation
+    shared = 0
+    for a, b in zip(claim_word, span_word):
+        if a != b:
+            break
+        shared += 1
+    shorter = min(len(claim_word), len(span_word))
+    return shared >= STEM_PREFIX or shared >= STEM_SHARE * shorter
+
+
+def novel_content_words(claim: str, spans: Sequence[str]) -> list[str]:
+    """Content words of ``claim`` that no word of ``spans`` accounts for, in order, deduplicated."""
+    span_words = {tok for span in spans for tok in tokenize(span)}
+    novel: list[str] = []
+    for word in content_tokens(claim):
+        if word in novel or word in span_words:
+            continue
+        if not any(same_word(word, candidate) for candidate in span_words):
+            novel.append(word)
+    return novel
+
+
+@dataclass(frozen=True)
+class ClaimCheck:
+    """The verdict on one claim and the reason, for logs and tests."""
+
+    verdict: str
+    """``supported``, ``unsupported`` or ``contradicted`` (SPEC §3)."""
+    reason: str
+    """Plain-language why."""
+
+
+def verify_claim(claim_text: str, markers: Sequence[str], evidence: Mapping[str, str]) -> ClaimCheck:
+    """Judge one claim against the evidence it cites (module docstring for the rule).
+
+    Args:
+        claim_text: the claim as it appears in the answer (markers may be inside).
+        markers: the markers the claim carries, e.g. ``["S1"]``.
+        evidence: marker → the cited span's text (the canonical-text slice).
+
+    Returns:
+        The verdict and its reason.
+    """
+    cited = [m for m in dict.fromkeys(markers) if m in evidence]
+    if not cited:
+        why = "cites no evidence" if not markers else f"cites unknown markers {list(markers)}"
+        return ClaimCheck("unsupported", f"the claim {why}")
+    spans = [evidence[m] for m in cited]
+    claim = strip_markers(claim_text)
+    truths = spans + ([" ".join(spans)] if len(spans) > 1 else [])
+    covered = claim_is_true(claim, truths)
+    novel = novel_content_words(claim, spans)
+    if covered and not novel:
+        return ClaimCheck("supported", f"covered by {', '.join(cited)}")
+    if novel and all(is_number_token(w) or negation_key(w) is not None for w in novel):
+        return ClaimCheck("contradicted", f"{', '.join(cited)} do not carry {novel}")
+    if novel:
+        return ClaimCheck("unsupported", f"words not in {', '.join(cited)}: {novel}")
+    return ClaimCheck("unsupported", f"{', '.join(cited)} do not cover the claim")
+
+
+# ------------------------------------------------------------------ decomposition
+
+
+DECOMPOSITION_INSTRUCTIONS = (
+    contract.DECOMPOSITION_PROMPT
+    + " Each claim is one sentence of the draft copied exactly, including its trailing citation markers;"
+    " markers lists the marker names without brackets, e.g. [\"S1\"]."
+)
+"""System message of the decomposition call; starts with the contract's prompt (SPEC §4)."""
+
+DECOMPOSITION_RESPONSE_FORMAT: dict[str, Any] = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": contract.DECOMPOSITION_SCHEMA_NAME,
+        "strict": True,
+        "schema": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["claims"],
+            "properties": {
+                "claims": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["text", "start", "end", "markers"],
+                        "properties": {
+                            "text": {"type": "string"},
+                            "start": {"type": "integer"},
+                            "end": {"type": "integer"},
+                            "markers": {"type": "array", "items": {"type": "string"}},
+                        },
+                    },
+                }
+            },
+        },
+    },
+}
+"""Structured-output request for providers that support it (the mock also keys on its name)."""
+
+
+def decomposition_messages(draft: str) -> list[dict[str, str]]:
+    """Chat messages for the decomposition call: the instructions, then the draft as the user message."""
+    return [{"role": "system", "content": DECOMPOSITION_INSTRUCTIONS}, {"role": "user", "content": draft}]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim located in the answer."""
+
+    text: str
+    start: int
+    """UTF-8 byte offset into the answer."""
+    end: int
+    """Exclusive UTF-8 byte end offset."""
+    markers: list[str]
+
+
+def parse_decomposition(content: str, draft: str) -> list[Claim]:
+    """Read the decomposer's JSON and pin every claim to exact byte offsets in ``draft``.
+
+    A claim whose offsets do not slice its text out of the draft is searched for
+    (first occurrence at or after the previous claim); its markers are the
+    decomposer's plus any ``[S#]`` inside its text. A ```` ```json ```` fence
+    around the JSON is tolerated.
+
+    Raises:
+        ProviderError: not JSON, wrong shape, or a claim that does not occur in the draft
+            (a decomposer that paraphrases cannot be verified span by span).
+    """
+    body = _unfence(content)
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        raise ProviderError(f"provider returned a claim decomposition that is not JSON: {content[:120]!r}") from None
+    items = parsed.get("claims") if isinstance(parsed, dict) else None
+    if not isinstance(items, list):
+        raise ProviderError("provider returned a claim decomposition without a 'claims' list")
+    data = draft.encode("utf-8")
+    claims: list[Claim] = []
+    cursor = 0
+    for index, item in enumerate(items):
+        if not isinstance(item, dict) or not isinstance(item.get("text"), str):
+            raise ProviderError(f"claim decomposition item {index} has no 'text' string")
+        text = item["text"]
+        start, end = _locate(data, text, item.get("start"), item.get("end"), cursor)
+        if start is None:
+            raise ProviderError(f"claim decomposition item {index} ({text[:60]!r}) does not occur in the draft")
+        given = item.get("markers") if isinstance(item.get("markers"), list) else []
+        markers = [str(m).strip("[]") for m in given] + MARKER_RE.findall(text)
+        claims.append(Claim(text, start, end, list(dict.fromkeys(markers))))
+        cursor = end
+    return claims
+
+
+def _locate(data: bytes, text: str, start: Any, end: Any, cursor: int) -> tuple[int, int] | tuple[None, None]:
+    needle = text.encode("utf-8")
+    if isinstance(start, int) and isinstance(end, int) and 0 <= start <= end and data[start:end] == needle:
+        return start, end
+    found = data.find(needle, cursor)
+    if found < 0:
+        found = data.find(needle)
+    return (found, found + len(needle)) if found >= 0 and needle else (None, None)
+
+
+def _unfence(content: str) -> str:
+    stripped = content.strip()
+    if stripped.startswith("```"):
+        stripped = stripped.split("\n", 1)[1] if "\n" in stripped else ""
+        if stripped.rstrip().endswith("```"):
+            stripped = stripped.rstrip()[:-3]
+    return stripped
