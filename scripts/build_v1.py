@@ -1,0 +1,711 @@
+"""Build ``datasets/v1`` from the real labelled data in ``../shared/data`` (issue 6).
+
+The output is a pure function of the input files: the same sources give the
+same bytes (deterministic ordering, no timestamps, ``json.dumps(...,
+ensure_ascii=False, indent=2)`` plus a trailing newline), so
+``tests/test_datasets_v1.py`` can rebuild into a temporary directory and compare.
+
+Sources and what each becomes (the design is explained in ``datasets/v1/README.md``):
+
+* HaluEval (``halueval/``, MIT): knowledge passages become paragraphs of text
+  documents, eight rows to a label; questions become ``qa`` items; hallucinated
+  answers become ``adversarial`` items, alternately ``ECHO:`` and ``ECHO-CITED:``.
+* TruthfulQA-multi (``truthfulqa-multi/``, Apache-2.0), English and Spanish:
+  correct answers become JSON records, eight questions to a label; one incorrect
+  answer per question becomes an ``adversarial`` item (``near_miss`` when it
+  shares most of its words with a correct answer).
+* TimeQA (``timeqa/``, BSD-3-Clause): an entity's time-bound facts become
+  bitemporal records; ``temporal`` items probe them as of a valid time, as of a
+  transaction time before and after a synthetic correction, and by comparing
+  the two transaction times.
+
+A planted falsehood is kept only when a verifier following SPEC §7 can reject
+it against *every* chunk under its label (any of them may end up as the cited
+``[S1]``): it must bring a content word, a number or a negation that the chunk
+lacks. A "falsehood" that the evidence itself states (HaluEval sometimes
+hallucinates by naming a different entity from the passage) is not a fair
+adversarial item and is left out.
+
+Usage::
+
+    python scripts/build_v1.py [--data DIR] [--out DIR]
+
+``--data`` defaults to ``../shared/data`` relative to the repository root,
+``--out`` to ``datasets/v1``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import xxhash
+
+from pytest_groundeval.scoring import (
+    COVERAGE_THRESHOLD,
+    claim_coverage,
+    content_tokens,
+    is_number_token,
+    negation_key,
+    normalize_text,
+    tokenize,
+)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data"
+DEFAULT_OUT = REPO_ROOT / "datasets" / "v1"
+
+HALUEVAL_FILE = "halueval/qa_one-turn_data.first400.jsonl"
+TRUTHFULQA_FILES = {"en": "truthfulqa-multi/en/validation.json", "es": "truthfulqa-multi/es/validation.json"}
+TIMEQA_FILE = "timeqa/human_annotated_test.json"
+LICENSES = {
+    "halueval-LICENSE.txt": "halueval/LICENSE",
+    "truthfulqa-multi-LICENSE.txt": "truthfulqa-multi/LICENSE",
+    "timeqa-LICENSE.txt": "timeqa/LICENSE",
+}
+
+ROWS_PER_LABEL = 8
+"""HaluEval rows (passages) and TruthfulQA questions grouped under one label.
+
+Eight passages per label make retrieval rank within the label (the target
+returns four evidence blocks), so recall measures ranking, not just filtering.
+"""
+QA_HALUEVAL = 160
+ADV_HALUEVAL = 80
+ADV_TRUTHFULQA = {"en": 60, "es": 40}
+TRUTHFULQA_FIRST_QUESTION = {"en": 0, "es": 400}
+"""Where each language starts in the 817 questions, so the two languages cover different questions."""
+TEMPORAL_ENTITIES = 18
+"""TimeQA entities used; each gives four temporal items."""
+MIN_FACTS = 3
+
+NO_ANSWER = re.compile(r"no comment|ningún comentario|^unknown$|^se desconoce$", re.IGNORECASE)
+"""TruthfulQA correct answers that are refusals, not evidence."""
+
+# HaluEval joins its two Wikipedia passages with no space ("...century.First for
+# Women is..."); a full stop glued to a capital after a lower-case letter, digit
+# or closing punctuation is such a seam (abbreviations like "U.S.A" are left alone).
+_PASSAGE_SEAM = re.compile(r"(?<=[a-z0-9)\]\"'%])\.(?=[A-Z\"“])")
+_SENTENCE_END = re.compile(r"(?<=\.)\s+")
+_SPACE = re.compile(r"\s+")
+
+_MONTH = r"(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
+_PERIOD = re.compile(
+    rf"\b(?:from|in|between|during)\s+(?:{_MONTH}\s+)?(\d{{4}})\s*(?:to|and|until|-|–)\s*(?:{_MONTH}\s+)?(\d{{4}})\b",
+    re.IGNORECASE,
+)
+_SINGLE = re.compile(rf"\bin\s+(?:{_MONTH}\s+)?(\d{{4}})\b", re.IGNORECASE)
+_MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+
+WIKIDATA_RELATIONS = {
+    "P6": "head of government", "P17": "country", "P26": "spouse", "P27": "country of citizenship",
+    "P35": "head of state", "P36": "capital", "P39": "position held", "P54": "member of sports team",
+    "P69": "educated at", "P102": "member of political party", "P106": "occupation", "P108": "employer",
+    "P115": "home venue", "P118": "league", "P121": "item operated", "P123": "publisher",
+    "P127": "owned by", "P137": "operator", "P159": "headquarters location", "P166": "award received",
+    "P169": "chief executive officer", "P176": "manufacturer", "P264": "record label", "P276": "location",
+    "P286": "head coach", "P366": "use", "P371": "presenter", "P410": "military rank",
+    "P449": "original broadcaster", "P463": "member of", "P466": "occupant", "P488": "chairperson",
+    "P551": "residence", "P559": "terminus", "P641": "sport", "P749": "parent organization",
+    "P793": "significant event", "P800": "notable work", "P937": "work location",
+    "P1037": "director or manager", "P1075": "rector", "P1365": "replaces", "P1376": "capital of",
+    "P1416": "affiliation", "P1435": "heritage designation", "P1448": "official name",
+    "P2962": "title of chess person", "P4791": "commanded by", "P6087": "coach of sports team",
+    "P8047": "country of registry",
+}  # fmt: skip
+"""Wikidata property ids used by TimeQA's ``type`` field, with their English labels."""
+
+
+class BuildError(Exception):
+    """The source data does not have the shape this script expects (names the file and row)."""
+
+
+# --------------------------------------------------------------------------- text helpers
+
+
+def dumps(value: Any) -> bytes:
+    """The house JSON encoding: UTF-8, non-ASCII kept, two-space indent, trailing newline."""
+    return (json.dumps(value, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+
+
+def canonical_record(record: dict[str, Any]) -> str:
+    """A JSON record as the target chunks it (SPEC §2): sorted keys, compact separators."""
+    return json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def halueval_paragraph(knowledge: str) -> str:
+    """HaluEval knowledge as one paragraph: passage seams get their missing space, whitespace collapsed."""
+    return _SPACE.sub(" ", _PASSAGE_SEAM.sub(". ", knowledge)).strip()
+
+
+def sentences(paragraph: str) -> list[str]:
+    """Split at a full stop followed by whitespace, as the mock's decomposition does (SPEC §4)."""
+    return [s for s in _SENTENCE_END.split(paragraph) if s]
+
+
+def as_sentence(answer: str) -> str:
+    """A short answer as a sentence: stripped, with a final full stop unless it ends in punctuation."""
+    text = _SPACE.sub(" ", answer).strip()
+    return text if text[-1:] in ".!?" else text + "."
+
+
+def slug(text: str) -> str:
+    """ASCII letters, digits and single hyphens, lower-case: usable in an item id (SPEC §2)."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    return re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")
+
+
+# --------------------------------------------------------------------------- falsehood filter
+
+
+def _shares_stem(token: str, others: Iterable[str]) -> bool:
+    """Whether ``token`` matches a token of ``others`` up to inflection.
+
+    Deliberately lenient (a shared four-letter prefix, or all but the last two
+    letters of a short word: "started"/"start", "women"/"woman"), so that a
+    falsehood kept by ``rejectable`` brings in a word that is clearly new.
+    """
+    for other in others:
+        if other == token:
+            return True
+        common = 0
+        for a, b in zip(token, other):
+            if a != b:
+                break
+            common += 1
+        if common >= 4 or (common >= 3 and common >= min(len(token), len(other)) - 2):
+            return True
+    return False
+
+
+def rejectable(falsehood: str, span: str) -> bool:
+    """Whether a verifier following SPEC §5/§7 can refuse ``falsehood`` when it cites ``span``.
+
+    True when the span covers less than ``COVERAGE_THRESHOLD`` of the claim's
+    tokens, lacks one of its numbers or negations, or lacks one of its content
+    words (up to inflection, see ``_shares_stem``).
+    """
+    claim_tokens = set(tokenize(falsehood))
+    span_tokens = set(tokenize(span))
+    if claim_coverage(falsehood, span) < COVERAGE_THRESHOLD:
+        return True
+    if {t for t in claim_tokens if is_number_token(t)} - span_tokens:
+        return True
+    claim_negations = {negation_key(t) for t in claim_tokens} - {None}
+    span_negations = {negation_key(t) for t in span_tokens} - {None}
+    if claim_negations - span_negations:
+        return True
+    return any(
+        not _shares_stem(t, span_tokens) for t in content_tokens(falsehood) if not is_number_token(t)
+    )
+
+
+MIN_CONTENT_WORDS = 3
+"""A planted falsehood needs this many content tokens: "Pop rock." is an answer, not a statement."""
+
+
+def fair_falsehood(falsehood: str, spans: Sequence[str]) -> bool:
+    """A planted falsehood is fair when it is one statement and rejectable against every span of its label.
+
+    One statement: one sentence (so the single ``[S1]`` of ``ECHO-CITED`` cites
+    all of it) with at least ``MIN_CONTENT_WORDS`` content tokens.
+    """
+    if len(sentences(falsehood)) != 1 or len(set(content_tokens(falsehood))) < MIN_CONTENT_WORDS:
+        return False
+    return all(rejectable(falsehood, span) for span in spans)
+
+
+# --------------------------------------------------------------------------- HaluEval
+
+
+@dataclass(frozen=True)
+class HaluRow:
+    """One HaluEval row with its position in the source file."""
+
+    index: int
+    paragraph: str
+    question: str
+    right_answer: str
+    hallucinated: str
+
+
+def read_halueval(path: Path) -> list[HaluRow]:
+    """Read the HaluEval JSON lines; raises ``BuildError`` naming the line on a missing field."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BuildError(f"{path}: {exc}") from exc
+    rows = []
+    for index, line in enumerate(lines):
+        try:
+            raw = json.loads(line)
+            rows.append(
+                HaluRow(
+                    index,
+                    halueval_paragraph(raw["knowledge"]),
+                    _SPACE.sub(" ", raw["question"]).strip(),
+                    raw["right_answer"].strip(),
+                    _SPACE.sub(" ", raw["hallucinated_answer"]).strip(),
+                )
+            )
+        except (ValueError, KeyError, AttributeError) as exc:
+            raise BuildError(f"{path}: line {index + 1}: {exc!r}") from exc
+    return rows
+
+
+def answer_sentence(row: HaluRow) -> str | None:
+    """The passage sentence that states the right answer literally, or None (yes/no, paraphrased answers)."""
+    if row.right_answer.lower() in ("yes", "no") or len(row.right_answer) < 2:
+        return None
+    for sentence in sentences(row.paragraph):
+        if row.right_answer.lower() in sentence.lower():
+            return sentence
+    return None
+
+
+def text_document(paragraphs: Sequence[str]) -> bytes:
+    """A text corpus file: paragraphs separated by one blank line, ending with a newline."""
+    return ("\n\n".join(paragraphs) + "\n").encode("utf-8")
+
+
+class DatasetBuilder:
+    """Accumulates corpus files, manifest corpus entries and items, in the order they are added."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
+        self.corpus: list[dict[str, str]] = []
+        self.items: list[dict[str, Any]] = []
+
+    def add_document(self, file: str, name: str, label: str, fmt: str, content: bytes) -> None:
+        """Add one corpus file under ``corpus/`` with its manifest entry."""
+        if file in self.files:
+            raise BuildError(f"corpus file {file} produced twice")
+        self.files[file] = content
+        self.corpus.append({"name": name, "label": label, "file": file, "format": fmt})
+
+    def manifest(self) -> dict[str, Any]:
+        """The manifest v1 (SPEC §2) with xxh3_64 hashes of the raw corpus bytes."""
+        ids = [item["id"] for item in self.items]
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise BuildError(f"duplicate item ids: {duplicates}")
+        return {
+            "version": "v1",
+            "corpus": self.corpus,
+            "corpusHashes": {file: xxhash.xxh3_64_hexdigest(content) for file, content in self.files.items()},
+            "items": self.items,
+        }
+
+
+def _chunks(rows: Sequence[HaluRow], size: int) -> list[list[HaluRow]]:
+    return [list(rows[i : i + size]) for i in range(0, len(rows), size)]
+
+
+def add_halueval(builder: DatasetBuilder, rows: Sequence[HaluRow]) -> None:
+    """qa labels first (rows whose passage states the answer), then adversarial labels from the rows after.
+
+    Each qa item's truths are every paragraph under its label, whole: the mock
+    generator echoes the two best chunks, and the second is usually a
+    neighbouring row's passage, which is just as true.
+    """
+    qa_rows = [r for r in rows if answer_sentence(r) is not None][:QA_HALUEVAL]
+    if len(qa_rows) < QA_HALUEVAL:
+        raise BuildError(f"{HALUEVAL_FILE}: only {len(qa_rows)} rows state their answer; need {QA_HALUEVAL}")
+    for number, group in enumerate(_chunks(qa_rows, ROWS_PER_LABEL), start=1):
+        label = f"HALUEVAL_QA_{number:02d}"
+        paragraphs = list(dict.fromkeys(r.paragraph for r in group))
+        builder.add_document(
+            f"halueval-qa-{number:02d}.txt", f"halueval/qa-{number:02d}.txt", label, "text", text_document(paragraphs)
+        )
+        for row in group:
+            builder.items.append(
+                {
+                    "id": f"qa-halueval-{row.index:04d}",
+                    "kind": "qa",
+                    "question": row.question,
+                    "find": label,
+                    "expectedEvidence": [answer_sentence(row)],
+                    "truths": paragraphs,
+                    "tags": ["halueval"],
+                }
+            )
+
+    rest = [r for r in rows if r.index > qa_rows[-1].index]
+    kept = 0
+    for number, group in enumerate(_chunks(rest, ROWS_PER_LABEL), start=1):
+        if kept >= ADV_HALUEVAL:
+            break
+        label = f"HALUEVAL_ADV_{number:02d}"
+        paragraphs = list(dict.fromkeys(r.paragraph for r in group))
+        builder.add_document(
+            f"halueval-adv-{number:02d}.txt", f"halueval/adv-{number:02d}.txt", label, "text", text_document(paragraphs)
+        )
+        for row in group:
+            falsehood = as_sentence(row.hallucinated)
+            if kept >= ADV_HALUEVAL or not fair_falsehood(falsehood, paragraphs):
+                continue
+            cited = kept % 2 == 1
+            builder.items.append(
+                {
+                    "id": f"adv-halueval-{row.index:04d}",
+                    "kind": "adversarial",
+                    "question": ("ECHO-CITED: " if cited else "ECHO: ") + falsehood,
+                    "find": label,
+                    "tags": ["halueval", "echo_cited" if cited else "echo"],
+                }
+            )
+            kept += 1
+    if kept < ADV_HALUEVAL:
+        raise BuildError(f"{HALUEVAL_FILE}: only {kept} fair hallucinated answers; need {ADV_HALUEVAL}")
+
+
+# --------------------------------------------------------------------------- TruthfulQA
+
+
+def correct_answers(question: dict[str, Any]) -> list[str]:
+    """A question's correct answers usable as evidence: refusals and empty strings dropped, deduplicated."""
+    answers = [as_sentence(a) for a in question["correct_answers"] if a.strip() and not NO_ANSWER.search(a.strip())]
+    return list(dict.fromkeys(answers))
+
+
+def near_miss(falsehood: str, correct: Sequence[str]) -> bool:
+    """Whether an incorrect answer shares most of its words with a correct one (coverage ≥ 0.6, SPEC §5)."""
+    return any(claim_coverage(falsehood, c) >= COVERAGE_THRESHOLD for c in correct)
+
+
+def add_truthfulqa(builder: DatasetBuilder, lang: str, questions: Sequence[dict[str, Any]]) -> None:
+    """JSON documents of correct answers, eight questions to a label; one planted falsehood per question.
+
+    The planted falsehood is the question's first fair incorrect answer that is
+    a near miss, else its first fair one. Near misses are always ``ECHO-CITED``
+    (the hard case: the cited span is probably the correct answer it echoes);
+    the others alternate between ``ECHO`` and ``ECHO-CITED``.
+    """
+    language = {"en": "english", "es": "spanish"}[lang]
+    usable = [q for q in questions[TRUTHFULQA_FIRST_QUESTION[lang] :] if correct_answers(q)]
+    kept = 0
+    plain = 0
+    planted: set[str] = set()  # TruthfulQA repeats stock wrong answers ("Su nombre es Elon Musk")
+    for number, group in enumerate(_chunks(usable, ROWS_PER_LABEL), start=1):  # type: ignore[arg-type]
+        if kept >= ADV_TRUTHFULQA[lang]:
+            break
+        label = f"TRUTHFULQA_{lang.upper()}_{number:02d}"
+        records = [{"answer": a} for q in group for a in correct_answers(q)]
+        spans = [canonical_record(r) for r in records]
+        builder.add_document(
+            f"truthfulqa-{lang}-{number:02d}.json",
+            f"truthfulqa/{lang}-{number:02d}.json",
+            label,
+            "json",
+            dumps(records),
+        )
+        for question in group:
+            if kept >= ADV_TRUTHFULQA[lang]:
+                break
+            correct = correct_answers(question)
+            fair = [
+                f
+                for f in map(as_sentence, question["incorrect_answers"])
+                if f != "." and normalize_text(f) not in planted and fair_falsehood(f, spans)
+            ]
+            if not fair:
+                continue
+            misses = [f for f in fair if near_miss(f, correct)]
+            falsehood = (misses or fair)[0]
+            planted.add(normalize_text(falsehood))
+            if misses:
+                cited = True
+            else:
+                cited = plain % 2 == 1
+                plain += 1
+            tags = ["truthfulqa", language, "echo_cited" if cited else "echo"] + (["near_miss"] if misses else [])
+            builder.items.append(
+                {
+                    "id": f"adv-tqa-{lang}-{int(question['id']):04d}",
+                    "kind": "adversarial",
+                    "question": ("ECHO-CITED: " if cited else "ECHO: ") + falsehood,
+                    "find": label,
+                    "tags": tags,
+                }
+            )
+            kept += 1
+    if kept < ADV_TRUTHFULQA[lang]:
+        raise BuildError(f"{TRUTHFULQA_FILES[lang]}: only {kept} fair incorrect answers; need {ADV_TRUTHFULQA[lang]}")
+
+
+# --------------------------------------------------------------------------- TimeQA
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One time-bound fact: a value valid in ``[start, end)`` (RFC 3339, UTC midnight)."""
+
+    value: str
+    start: str
+    end: str
+
+    def midpoint(self) -> str:
+        """An instant well inside the interval (noon UTC of its middle day): never on a boundary."""
+        a = datetime.fromisoformat(self.start.replace("Z", "+00:00"))
+        b = datetime.fromisoformat(self.end.replace("Z", "+00:00"))
+        middle = a + (b - a) / 2
+        return (middle.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(hours=12)).strftime(
+            "%Y-%m-%dT%H:%M:%SZ"
+        )
+
+    def covers(self, instant: str) -> bool:
+        """Whether ``instant`` lies in ``[start, end)`` (same-format UTC strings compare as instants)."""
+        return self.start <= instant < self.end
+
+
+def _month(name: str | None) -> int:
+    return _MONTHS.index(name[:3].lower()) + 1 if name else 1
+
+
+def period(question: str) -> tuple[str, str] | None:
+    """The valid interval a TimeQA question asks about, or None when it names no parseable period.
+
+    ``from [Mon] Y1 to [Mon] Y2`` gives ``[Y1-Mon-01, Y2-Mon-01)`` (a bare year
+    means January); when that would be empty (``from 2005 to 2005``) the end is
+    the next January. ``in [Mon] Y`` gives that month, or that year.
+    """
+    match = _PERIOD.search(question)
+    if match:
+        m1, y1, m2, y2 = match.groups()
+        start = (int(y1), _month(m1))
+        end = (int(y2), _month(m2))
+        if end <= start:
+            end = (start[0] + 1, 1) if not m2 else (end[0], end[1])
+        if end <= start:
+            return None
+    else:
+        single = _SINGLE.search(question)
+        if not single:
+            return None
+        month, year = single.groups()
+        start = (int(year), _month(month))
+        end = (start[0], start[1] + 1) if month else (start[0] + 1, 1)
+        if end[1] == 13:
+            end = (end[0] + 1, 1)
+    return f"{start[0]:04d}-{start[1]:02d}-01T00:00:00Z", f"{end[0]:04d}-{end[1]:02d}-01T00:00:00Z"
+
+
+def clean_value(answer: str) -> str:
+    """TimeQA answers are whitespace-tokenised ("Arizona , Tucson"); rejoin the punctuation."""
+    text = re.sub(r"\s+([,.;:)])", r"\1", answer.strip())
+    return re.sub(r"\(\s+", "(", text)
+
+
+def entity_facts(entity: dict[str, Any]) -> list[Fact]:
+    """Distinct facts of one TimeQA entity, ordered by start, skipping unanswered or undated questions."""
+    facts: dict[tuple[str, str, str], Fact] = {}
+    for question, answers in entity["questions"]:
+        interval = period(question)
+        values = [clean_value(a["answer"]) for a in answers if a["answer"].strip()]
+        if interval is None or not values:
+            continue
+        fact = Fact(values[0], *interval)
+        facts.setdefault((fact.start, fact.end, fact.value), fact)
+    return sorted(facts.values(), key=lambda f: (f.start, f.end, f.value))
+
+
+def _valid(fact: Fact) -> dict[str, str]:
+    return {"start": fact.start, "end": fact.end}
+
+
+def _expected(facts: Sequence[Fact], instant: str, entity: str, relation: str) -> dict[str, Any]:
+    visible = [f for f in facts if f.covers(instant)]
+    return {
+        "count": len(visible),
+        "records": [{"properties": {"entity": entity, "relation": relation, "value": f.value}} for f in visible],
+    }
+
+
+def _year_before(fact: Fact) -> str:
+    """Noon on 1 July of the year before ``fact`` starts: an instant before the entity's first fact."""
+    return f"{int(fact.start[:4]) - 1:04d}-07-01T12:00:00Z"
+
+
+def _shifted(fact: Fact) -> Fact:
+    """The same value with its validity recorded a year late (a synthetic data-entry mistake)."""
+    return Fact(fact.value, f"{int(fact.start[:4]) + 1:04d}{fact.start[4:]}", f"{int(fact.end[:4]) + 1:04d}{fact.end[4:]}")
+
+
+def temporal_items(entity: dict[str, Any], facts: Sequence[Fact], entity_slug: str, variant: int) -> list[dict[str, Any]]:
+    """Four items over one entity's history, sharing one setup with a synthetic correction.
+
+    Setup: every fact is created (``f1``…), except the middle one, which is first
+    recorded wrong (``wrong``) and then corrected by an ``update`` (``fix``).
+    The mistake is a neighbouring fact's value (even ``variant``) or the right
+    value with its validity a year late (odd ``variant``). Probes: (1) now, as
+    of a valid time (the first fact, the last fact, or before any fact: count
+    0, by ``variant``); (2) as of the ``wrong`` transaction, what was believed
+    then; (3) as of the ``fix`` transaction, the corrected history; (4) compare
+    ``wrong`` → ``fix``: exactly one record changed.
+
+    Expected counts and records are computed from the same facts with the
+    visibility rule of SPEC §6/§7 (half-open ``[start, end)`` intervals), and
+    every probe instant is noon UTC, never on an interval boundary.
+    """
+    name = entity["paras"][0].strip() if entity.get("paras") else entity["link"].rsplit("/", 1)[-1]
+    relation = WIKIDATA_RELATIONS[entity["type"]]
+    label = slug(relation).upper().replace("-", "_")
+    k = len(facts) // 2
+    if variant % 2 == 0:
+        wrong_value = facts[k + 1].value if facts[k + 1].value != facts[k].value else facts[k - 1].value
+        mistaken = Fact(wrong_value, facts[k].start, facts[k].end)
+        mistake_tag = "wrong_value"
+    else:
+        mistaken = _shifted(facts[k])
+        mistake_tag = "wrong_valid_time"
+
+    def props(value: str) -> dict[str, str]:
+        return {"entity": name, "relation": relation, "value": value}
+
+    setup: list[dict[str, Any]] = [
+        {"op": "create", "save": f"f{i + 1}", "label": label, "properties": props(f.value), "validTime": _valid(f)}
+        for i, f in enumerate(facts)
+        if i != k
+    ]
+    setup.append(
+        {"op": "create", "save": "wrong", "label": label, "properties": props(mistaken.value), "validTime": _valid(mistaken)}
+    )
+    setup.append(
+        {
+            "op": "update",
+            "save": "fix",
+            "target": "$id:wrong",
+            "label": label,
+            "properties": props(facts[k].value),
+            "validTime": _valid(facts[k]),
+        }
+    )
+    believed = [mistaken if i == k else f for i, f in enumerate(facts)]
+    now_at = [facts[0].midpoint(), facts[-1].midpoint(), _year_before(facts[0])][variant % 3]
+    at_k = facts[k].midpoint()
+    probes = [
+        (["valid_time"], {"call": "query", "label": label, "asOfValid": now_at},
+         _expected(facts, now_at, name, relation)),
+        (["as_of_tx", "correction", mistake_tag],
+         {"call": "query", "label": label, "asOfTx": "$tx:wrong", "asOfValid": at_k},
+         _expected(believed, at_k, name, relation)),
+        (["as_of_tx", "correction", mistake_tag],
+         {"call": "query", "label": label, "asOfTx": "$tx:fix", "asOfValid": at_k},
+         _expected(facts, at_k, name, relation)),
+        (["compare", "correction", mistake_tag],
+         {"call": "compare", "label": label, "fromTx": "$tx:wrong", "toTx": "$tx:fix"},
+         {"added": 0, "removed": 0, "changed": 1}),
+    ]  # fmt: skip
+    return [
+        {
+            "id": f"tmp-timeqa-{entity_slug}-{n}",
+            "kind": "temporal",
+            "setup": setup,
+            "probe": probe,
+            "expect": expect,
+            "tags": ["timeqa", *tags],
+        }
+        for n, (tags, probe, expect) in enumerate(probes, start=1)
+    ]
+
+
+def add_timeqa(builder: DatasetBuilder, entities: Sequence[dict[str, Any]]) -> None:
+    """Temporal items from the first entities with at least ``MIN_FACTS`` distinct dated facts."""
+    used = 0
+    slugs: set[str] = set()
+    for entity in entities:
+        if used >= TEMPORAL_ENTITIES:
+            break
+        if entity.get("type") not in WIKIDATA_RELATIONS:
+            continue
+        facts = entity_facts(entity)
+        if len(facts) < MIN_FACTS or len({f.value for f in facts}) < 2:
+            continue
+        entity_slug = slug(entity["link"].rsplit("/", 1)[-1])
+        if entity_slug in slugs:
+            entity_slug = f"{entity_slug}-{entity['type'].lower()}"
+        slugs.add(entity_slug)
+        builder.items.extend(temporal_items(entity, facts, entity_slug, used))
+        used += 1
+    if used < TEMPORAL_ENTITIES:
+        raise BuildError(f"{TIMEQA_FILE}: only {used} entities with {MIN_FACTS}+ dated facts")
+
+
+# --------------------------------------------------------------------------- build
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BuildError(f"{path}: {exc}") from exc
+
+
+def build(data: Path) -> dict[str, bytes]:
+    """Build the dataset in memory.
+
+    Args:
+        data: The shared data directory (holding ``halueval/``, ``truthfulqa-multi/``, ``timeqa/``).
+
+    Returns:
+        Relative output path (POSIX, e.g. ``corpus/halueval-qa-01.txt``) → file bytes,
+        including ``manifest.json`` and ``licenses/*``. ``README.md`` is written by hand.
+
+    Raises:
+        BuildError: a source file is missing, malformed, or yields too few items.
+    """
+    builder = DatasetBuilder()
+    add_halueval(builder, read_halueval(data / HALUEVAL_FILE))
+    for lang, file in TRUTHFULQA_FILES.items():
+        add_truthfulqa(builder, lang, _load_json(data / file))
+    add_timeqa(builder, _load_json(data / TIMEQA_FILE))
+    out = {"manifest.json": dumps(builder.manifest())}
+    out.update({f"corpus/{file}": content for file, content in builder.files.items()})
+    for target, source in LICENSES.items():
+        try:
+            out[f"licenses/{target}"] = (data / source).read_bytes()
+        except OSError as exc:
+            raise BuildError(f"{data / source}: {exc}") from exc
+    return out
+
+
+def write(files: dict[str, bytes], out: Path) -> None:
+    """Write the files under ``out``, removing stale files in the generated folders (``corpus/``, ``licenses/``)."""
+    for folder in ("corpus", "licenses"):
+        directory = out / folder
+        if directory.is_dir():
+            for stale in directory.iterdir():
+                if stale.is_file() and f"{folder}/{stale.name}" not in files:
+                    stale.unlink()
+    for relative, content in files.items():
+        path = out / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: build from ``--data`` into ``--out``. Returns 0, or 2 on unusable input."""
+    parser = argparse.ArgumentParser(description="Build datasets/v1 from the shared labelled data")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="Shared data directory")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="Output dataset directory")
+    args = parser.parse_args(argv)
+    try:
+        files = build(args.data)
+    except BuildError as exc:
+        print(f"build_v1: {exc}", file=sys.stderr)
+        return 2
+    write(files, args.out)
+    print(f"build_v1: wrote {len(files)} files to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
