@@ -175,11 +175,15 @@ def parse_floors(obj: Any, source: str = "floors") -> dict[str, float]:
             outside [0, 1] or a negative ceiling; or ``errors`` is null.
     """
     if not isinstance(obj, Mapping):
-        raise FloorsError(f"floors must be a JSON object mapping metric names to numbers, got {_describe(obj)} ({source})")
+        raise FloorsError(
+            f"floors must be a JSON object mapping metric names to numbers, got {_describe(obj)} ({source})"
+        )
     merged = dict(DEFAULT_FLOORS)
     for name, value in obj.items():
         if name not in METRIC_DIRECTIONS and name != RECALL_MARGIN_KEY:
-            raise FloorsError(f"'{name}' is not a metric with a floor or ceiling; valid names: {_valid_names()} ({source})")
+            raise FloorsError(
+                f"'{name}' is not a metric with a floor or ceiling; valid names: {_valid_names()} ({source})"
+            )
         if value is None:
             if name in ("errors", RECALL_MARGIN_KEY):
                 raise FloorsError(f"{name} cannot be disabled with null: it is always checked ({source})")
@@ -253,7 +257,9 @@ def describe_lineage(models: Mapping[str, Any] | ModelLineage | None) -> str:
     return "/".join(f"{role}={lineage.get(role) or UNKNOWN_MODEL}" for role in ("generate", "embed"))
 
 
-def same_lineage(a_models: Mapping[str, Any] | ModelLineage | None, b_models: Mapping[str, Any] | ModelLineage | None) -> bool:
+def same_lineage(
+    a_models: Mapping[str, Any] | ModelLineage | None, b_models: Mapping[str, Any] | ModelLineage | None
+) -> bool:
     """Whether two runs used the same generate and embed models, both known (SPEC §9).
 
     An ``unknown`` (or missing) model name matches nothing, not even another
@@ -285,7 +291,8 @@ def _baseline_recall_check(
     if baseline is None:
         return _skip(metric, value, "no baseline given")
     if baseline.dataset_version != dataset_version:
-        return _skip(metric, value, f"baseline is for dataset {baseline.dataset_version}, this run is {dataset_version}")
+        reason = f"baseline is for dataset {baseline.dataset_version}, this run is {dataset_version}"
+        return _skip(metric, value, reason)
     if not _lineage_known(models):
         return _skip(metric, value, f"model lineage unknown matches no baseline (this run: {describe_lineage(models)})")
     if not same_lineage(baseline.models, models):

@@ -148,7 +148,8 @@ def parse_report(obj: Any, source: str) -> Report:
     try:
         return Report.model_validate(obj)
     except ValidationError as exc:
-        raise ReportError(f"{source}: does not match report schema v{SCHEMA_VERSION}: {_validation_summary(exc)}") from exc
+        summary = _validation_summary(exc)
+        raise ReportError(f"{source}: does not match report schema v{SCHEMA_VERSION}: {summary}") from exc
 
 
 def read_report(path: str | Path) -> Report:
@@ -254,6 +255,8 @@ class ReportWriter:
         wire = outcome.to_wire() if isinstance(outcome, ItemOutcome) else ItemOutcome.model_validate(outcome).to_wire()
         # One item per line: JSON strings escape newlines, so lines are items.
         self._items.write(_dumps(wire) + "\n")
+        # Flushed per item so that nothing accumulates in the process (a few µs each).
+        self._items.flush()
         self.count += 1
 
     def finish(
