@@ -14,6 +14,8 @@ marker names (without brackets) the sentence carries.
 
 from __future__ import annotations
 
+import re
+
 DECOMPOSITION_PROMPT = (
     "Decompose the draft answer into atomic claims. "
     "Return JSON {\"claims\": [{\"text\", \"start\", \"end\", \"markers\"}]} "
@@ -35,3 +37,18 @@ TEMPORAL_LABEL_SEPARATOR = "__ge_"
 
 VERDICTS = ("supported", "unsupported", "contradicted", "unverifiable")
 """Claim verdicts a target may return (SPEC §3)."""
+
+MARKER_PATTERN = r"\[(S?\d+)\]"
+"""A citation marker in an answer: ``[S1]`` (evidence block) or ``[1]`` (numbered source)."""
+
+_MARKER_RUN_RE = re.compile(r"\s*" + MARKER_PATTERN)
+
+
+def strip_markers(text: str) -> str:
+    """Remove citation markers (and the space before each) from claim text.
+
+    Markers are citation syntax, not content: a claim is judged on its words
+    (SPEC §5), so ``"Det har fyrtio anställda. [S1]"`` is judged as
+    ``"Det har fyrtio anställda."``.
+    """
+    return _MARKER_RUN_RE.sub("", text).strip()
