@@ -45,7 +45,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import xxhash
 
@@ -58,6 +58,8 @@ from pytest_groundeval.scoring import (
     normalize_text,
     tokenize,
 )
+
+T = TypeVar("T")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data"
@@ -305,7 +307,8 @@ class DatasetBuilder:
         }
 
 
-def _chunks(rows: Sequence[HaluRow], size: int) -> list[list[HaluRow]]:
+def _chunks(rows: Sequence[T], size: int) -> list[list[T]]:
+    """Consecutive groups of ``size`` (the last may be shorter), in order."""
     return [list(rows[i : i + size]) for i in range(0, len(rows), size)]
 
 
@@ -394,7 +397,7 @@ def add_truthfulqa(builder: DatasetBuilder, lang: str, questions: Sequence[dict[
     kept = 0
     plain = 0
     planted: set[str] = set()  # TruthfulQA repeats stock wrong answers ("Su nombre es Elon Musk")
-    for number, group in enumerate(_chunks(usable, ROWS_PER_LABEL), start=1):  # type: ignore[arg-type]
+    for number, group in enumerate(_chunks(usable, ROWS_PER_LABEL), start=1):
         if kept >= ADV_TRUTHFULQA[lang]:
             break
         label = f"TRUTHFULQA_{lang.upper()}_{number:02d}"
@@ -536,10 +539,15 @@ def _year_before(fact: Fact) -> str:
 
 def _shifted(fact: Fact) -> Fact:
     """The same value with its validity recorded a year late (a synthetic data-entry mistake)."""
-    return Fact(fact.value, f"{int(fact.start[:4]) + 1:04d}{fact.start[4:]}", f"{int(fact.end[:4]) + 1:04d}{fact.end[4:]}")
+    def later(instant: str) -> str:
+        return f"{int(instant[:4]) + 1:04d}{instant[4:]}"
+
+    return Fact(fact.value, later(fact.start), later(fact.end))
 
 
-def temporal_items(entity: dict[str, Any], facts: Sequence[Fact], entity_slug: str, variant: int) -> list[dict[str, Any]]:
+def temporal_items(
+    entity: dict[str, Any], facts: Sequence[Fact], entity_slug: str, variant: int
+) -> list[dict[str, Any]]:
     """Four items over one entity's history, sharing one setup with a synthetic correction.
 
     Setup: every fact is created (``f1``…), except the middle one, which is first
@@ -576,7 +584,13 @@ def temporal_items(entity: dict[str, Any], facts: Sequence[Fact], entity_slug: s
         if i != k
     ]
     setup.append(
-        {"op": "create", "save": "wrong", "label": label, "properties": props(mistaken.value), "validTime": _valid(mistaken)}
+        {
+            "op": "create",
+            "save": "wrong",
+            "label": label,
+            "properties": props(mistaken.value),
+            "validTime": _valid(mistaken),
+        }
     )
     setup.append(
         {

@@ -69,7 +69,9 @@ def test_rebuild_removes_stale_corpus_files(builder: ModuleType, tmp_path: Path)
     assert (tmp_path / "corpus" / "new.txt").read_bytes() == b"x\n"
 
 
-def test_missing_source_is_a_clear_error(builder: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_source_is_a_clear_error(
+    builder: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert builder.main(["--data", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "qa_one-turn_data.first400.jsonl" in err
