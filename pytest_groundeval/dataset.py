@@ -1340,6 +1340,8 @@ def _what_was_expected(error: Any, loc: tuple[Any, ...]) -> str:
     if kind == "literal_error":
         return f"expected one of {ctx.get('expected', '?')}; got {_short(value)}"
     if kind in ("model_type", "dict_type", "model_attributes_type"):
+        if len(loc) == 2 and loc[0] == "items":
+            return f"expected an item object, got {_short(value)}"
         return f"expected a JSON object, got {_short(value)}"
     if kind == "list_type":
         return f"expected a JSON array, got {_short(value)}"
