@@ -1,1 +1,189 @@
-"""pytest hooks for pytest-groundeval (hook glue only; logic lives in the other modules)."""
+"""pytest hooks for pytest-groundeval: options, collection, fixtures, aggregation and the gate.
+
+Hook glue only: the dataset (``dataset``), per-item judging (``evaluate``),
+targets (``targets``), metrics, gate and report live in their own modules.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import options as _options
+from .outcome import USER_PROPERTY, ItemOutcome
+from .session import KINDS, RUN_PROPERTY
+
+settings_key = pytest.StashKey["_options.Settings"]()
+mock_key = pytest.StashKey[Any]()
+run_key = pytest.StashKey[dict]()
+
+
+# -- options ---------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    _options.add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for kind in KINDS:
+        config.addinivalue_line("markers", f"{kind}: groundeval dataset items of kind {kind}")
+    config.addinivalue_line("markers", "groundeval: every groundeval dataset item")
+    settings = _options.resolve_settings(config)
+    config.stash[settings_key] = settings
+    if settings.dataset is not None and config.args_source != pytest.Config.ArgsSource.ARGS:
+        # `pytest --eval-dataset=D` with no paths runs the dataset's items only.
+        config.args = [str(settings.dataset)]
+    if not hasattr(config, "workerinput"):
+        from .session import GateSession
+
+        config.pluginmanager.register(GateSession(config, settings), "groundeval-gate")
+
+
+# -- collection -------------------------------------------------------------------
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.name != "manifest.json":
+        return None
+    settings = parent.config.stash[settings_key]
+    session = parent.session
+    wanted = (
+        (settings.dataset is not None and file_path == settings.dataset)
+        or session.isinitpath(file_path)
+        or session.isinitpath(file_path.parent)
+    )
+    if not wanted:
+        return None
+    from .collect import ManifestFile
+
+    return ManifestFile.from_parent(parent, path=file_path)
+
+
+# -- fixtures -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def groundeval_mock(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The deterministic OpenAI-compatible mock provider (SPEC §4), one per xdist worker.
+
+    Exists so that the target's model calls cost nothing and are reproducible.
+    Yields a started ``pytest_groundeval.mock.ThreadedMockProvider`` whose
+    ``base_url`` ends in ``/v1`` and whose ``log`` lists every provider call.
+    """
+    from .mock import ThreadedMockProvider
+
+    with ThreadedMockProvider() as mock:
+        request.session.stash[mock_key] = mock
+        yield mock
+
+
+@pytest.fixture(scope="session")
+def groundeval_target(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The system under test, one per xdist worker, torn down at the end of the session.
+
+    Resolved from the options (SPEC §3): ``--eval-url`` (a running target, no mock),
+    ``--eval-spawn`` (a command started per worker against the mock), or, by default,
+    the embedded reference server started through the same spawn path. Override this
+    fixture in a ``conftest.py`` to return any object implementing
+    ``pytest_groundeval.targets.Target`` (an in-process pipeline).
+    """
+    from . import targets
+
+    settings: _options.Settings = request.config.stash[settings_key]
+    if settings.url:
+        try:
+            target = targets.connect_url(settings.url, settings.api_key, timeout_s=settings.timeout_s)
+        except targets.TargetError as exc:
+            request.session.shouldfail = f"groundeval: {exc}"
+            raise
+        try:
+            yield target
+        finally:
+            target.close()
+        return
+    mock = request.getfixturevalue("groundeval_mock")
+    worker = getattr(request.config, "workerinput", {}).get("workerid", "main")
+    config = targets.SpawnConfig(
+        command=settings.spawn or targets.reference_command(),
+        setup=list(settings.setup),
+        ready_timeout_s=settings.ready_timeout_s,
+        timeout_s=settings.timeout_s,
+        llm_url=mock.base_url,
+        embed_url=mock.base_url,
+        worker_id=worker,
+        base_dir=request.getfixturevalue("tmp_path_factory").mktemp("groundeval-target"),
+    )
+    try:
+        spawned = targets.SpawnedTarget(config)
+        spawned.__enter__()
+    except targets.TargetError as exc:
+        request.session.shouldfail = f"groundeval: target failed to start: {str(exc).splitlines()[0]}"
+        raise
+    try:
+        yield spawned.target
+    finally:
+        spawned.__exit__(None, None, None)
+
+
+def _lineage(target: Any, settings: _options.Settings) -> dict:
+    info = None
+    try:
+        info = target.info()
+    except Exception:  # /v1/info is optional (SPEC §3); its absence means "fall back"
+        info = None
+    models = (info or {}).get("models") or {}
+    return {
+        "generate": models.get("generate") or settings.model_generate or "unknown",
+        "embed": models.get("embed") or settings.model_embed or "unknown",
+    }
+
+
+@pytest.fixture(scope="session")
+def groundeval_runner(request: pytest.FixtureRequest, groundeval_target: Any) -> Any:
+    """Runs dataset items against ``groundeval_target`` (an ``evaluate.ItemRunner``).
+
+    Ingests each dataset's corpus once before its first item, namespaces temporal
+    labels per run and item, and falls back to the mock's token count for
+    ``tokensPerQuery`` when the target reports no usage.
+    """
+    from .evaluate import ItemRunner
+
+    settings = request.config.stash[settings_key]
+    mock = request.session.stash.get(mock_key, None)
+    runner = ItemRunner(
+        groundeval_target,
+        run_id=uuid.uuid4().hex,
+        mock_tokens=(lambda: sum(r.prompt_tokens + r.completion_tokens for r in mock.log)) if mock else None,
+    )
+    runner.models = _lineage(groundeval_target, settings)
+    return runner
+
+
+@pytest.fixture(scope="session")
+def groundeval_offline_runner(request: pytest.FixtureRequest) -> Any:
+    """Runs items that need no target (``review`` items, SPEC §2): no mock, no server."""
+    from .evaluate import ItemRunner
+
+    settings = request.config.stash[settings_key]
+    runner = ItemRunner(None)
+    runner.models = {
+        "generate": settings.model_generate or "unknown",
+        "embed": settings.model_embed or "unknown",
+    }
+    return runner
+
+
+def record_run(item: pytest.Item, dataset_version: str, models: dict) -> None:
+    """Attach the run's dataset version and lineage to the item's report (for the controller)."""
+    item.user_properties.append((RUN_PROPERTY, {"datasetVersion": dataset_version, "models": dict(models)}))
+
+
+def record_outcome(item: pytest.Item, outcome: ItemOutcome) -> None:
+    """Attach the outcome as JSON built-ins, so it survives xdist (STYLE: aggregating under xdist)."""
+    item.user_properties.append((USER_PROPERTY, outcome.to_wire()))
+

@@ -1,0 +1,115 @@
+"""Collection: a ``manifest.json`` becomes one collector per kind and one test per item.
+
+Node ids are ``<path>/manifest.json::<kind>::<item-id>`` (STYLE: collection and
+items). Items are ``pytest.Function`` objects so that they get fixtures; the
+target is driven in the setup phase, so an item that cannot be run is reported
+as an error, and judged in the call phase, so an item below its check fails.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from .dataset import Dataset, DatasetError, load_dataset
+from .evaluate import ItemError
+from .outcome import ItemOutcome
+
+
+class EvalFailure(Exception):
+    """An item ran and fell short of its check; the message is the item's detail."""
+
+
+class ManifestFile(pytest.File):
+    """A dataset manifest (SPEC §2) collected as tests."""
+
+    def collect(self):
+        dataset = load_dataset(self.path)
+        by_kind: dict[str, list[Any]] = {}
+        for item in dataset.items:
+            by_kind.setdefault(item.kind, []).append(item)
+        for tag in sorted({t for item in dataset.items for t in item.tags}):
+            self.config.addinivalue_line("markers", f"{tag}: groundeval dataset tag")
+        for kind, items in by_kind.items():
+            yield KindGroup.from_parent(self, name=kind, dataset=dataset, items=items)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None):
+        if isinstance(excinfo.value, DatasetError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+class KindGroup(pytest.Collector):
+    """All items of one kind in one manifest (``manifest.json::<kind>``)."""
+
+    def __init__(self, *, dataset: Dataset, items: list[Any], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.dataset = dataset
+        self.eval_items = items
+
+    def collect(self):
+        for item in self.eval_items:
+            yield EvalItem.from_parent(self, name=item.id, callobj=_test_function(item), eval_item=item)
+
+
+def _test_function(item: Any):
+    # The fixture a test requests decides what starts: review items need no target
+    # (SPEC §8: no provider call), so they must not pull in the mock or the server.
+    if item.kind == "review":
+
+        def test_review(groundeval_offline_runner):
+            """A recorded answer reviewed for evidence risk (SPEC §8)."""
+
+        return test_review
+
+    def test_item(groundeval_runner):
+        """A dataset item run against the target (SPEC §2)."""
+
+    return test_item
+
+
+class EvalItem(pytest.Function):
+    """One dataset item as a test."""
+
+    def __init__(self, *, eval_item: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.eval_item = eval_item
+        self.add_marker(eval_item.kind)
+        self.add_marker("groundeval")
+        for tag in eval_item.tags:
+            self.add_marker(tag)
+        self.outcome: ItemOutcome | None = None
+
+    @property
+    def dataset(self) -> Dataset:
+        return self.parent.dataset
+
+    def setup(self) -> None:
+        super().setup()
+        from .plugin import record_outcome, record_run
+
+        name = "groundeval_offline_runner" if self.eval_item.kind == "review" else "groundeval_runner"
+        runner = self.funcargs[name]
+        record_run(self, self.dataset.version, runner.models)
+        try:
+            self.outcome = runner.run(self.eval_item, self.dataset)
+        except ItemError as exc:
+            record_outcome(self, exc.outcome)
+            # pytest.fail in setup makes an error report whose text is just this message.
+            pytest.fail(f"{self.eval_item.kind} item {self.eval_item.id} could not be run: {exc}", pytrace=False)
+        record_outcome(self, self.outcome)
+
+    def runtest(self) -> None:
+        assert self.outcome is not None
+        if not self.outcome.passed:
+            raise EvalFailure(self.outcome.detail)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None):
+        if isinstance(excinfo.value, EvalFailure):
+            return f"{self.eval_item.kind} item {self.eval_item.id}: {excinfo.value}"
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        line = self.dataset.item_lines.get(self.eval_item.id, 1)
+        return self.dataset.manifest_path, line - 1, f"{self.eval_item.kind}::{self.eval_item.id}"

@@ -1,0 +1,436 @@
+"""Running one dataset item against a target and judging it (SPEC §2, §5, §6, §8).
+
+This module is the per-item logic of the plugin, usable without pytest:
+``ItemRunner.run(item)`` drives the target through the ``Target`` protocol and
+returns an ``ItemOutcome``. An item that cannot be run (target down, timeout,
+malformed response) raises ``ItemError`` carrying an errored outcome; an item
+that ran is judged and its ``passed`` flag and ``detail`` say why.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from .contract import VERDICTS, strip_markers
+from .dataset import (
+    AdversarialItem,
+    CitationItem,
+    CompareProbe,
+    Dataset,
+    QaItem,
+    ReviewItem,
+    TemporalItem,
+)
+from .evidence import review_answer
+from .outcome import ItemOutcome
+from .scoring import best_truth, claim_coverage, claim_is_true, evidence_found
+from .targets import Target, TargetError, namespace_label, substitute
+
+FALSEHOOD_OVERLAP = 0.6
+"""A claim overlaps a planted falsehood when it covers this share of the claim's tokens (SPEC §2)."""
+
+MAX_LISTED = 5
+"""How many claims or strings a failure message lists before summarising the rest."""
+
+
+class ItemError(Exception):
+    """An item could not be run; ``outcome`` is the errored outcome to record."""
+
+    def __init__(self, outcome: ItemOutcome) -> None:
+        super().__init__(outcome.error)
+        self.outcome = outcome
+
+
+def _short(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _listed(lines: list[str]) -> list[str]:
+    if len(lines) <= MAX_LISTED:
+        return lines
+    return lines[:MAX_LISTED] + [f"… and {len(lines) - MAX_LISTED} more"]
+
+
+class ItemRunner:
+    """Runs dataset items against one target, ingesting each dataset's corpus once.
+
+    Args:
+        target: the system under test (``pytest_groundeval.targets.Target``).
+        run_id: identifies this run; temporal labels are namespaced with it (SPEC §6).
+        mock_tokens: optional callable returning the mock provider's running total of
+            prompt + completion tokens; used for ``tokensPerQuery`` when the target
+            reports no ``usage`` (SPEC §9).
+    """
+
+    def __init__(
+        self,
+        target: Target,
+        *,
+        run_id: str | None = None,
+        mock_tokens: Callable[[], int] | None = None,
+    ) -> None:
+        self.target = target
+        self.run_id = run_id or uuid.uuid4().hex
+        self._mock_tokens = mock_tokens
+        self._ingested: set[str] = set()
+
+    # -- corpus -----------------------------------------------------------------
+
+    def ensure_ingested(self, dataset: Dataset) -> None:
+        """Send every corpus document of ``dataset`` to the target once per runner.
+
+        Raises:
+            TargetError: the target refused or failed a document.
+        """
+        key = str(dataset.manifest_path)
+        if key in self._ingested:
+            return
+        for doc in dataset.documents.values():
+            self.target.ingest(
+                {
+                    "name": doc.name,
+                    "label": doc.label,
+                    "format": doc.format,
+                    "contentHash": doc.content_hash,
+                    "content": doc.content,
+                }
+            )
+        self._ingested.add(key)
+
+    # -- dispatch ---------------------------------------------------------------
+
+    def run(self, item: Any, dataset: Dataset) -> ItemOutcome:
+        """Run ``item`` of ``dataset`` and return its judged outcome.
+
+        Raises:
+            ItemError: the item could not be run; carries an errored outcome.
+        """
+        try:
+            if isinstance(item, ReviewItem):
+                return self._run_review(item)
+            if isinstance(item, TemporalItem):
+                return self._run_temporal(item)
+            self.ensure_ingested(dataset)
+            if isinstance(item, QaItem):
+                return self._run_qa(item, dataset)
+            if isinstance(item, AdversarialItem):
+                return self._run_adversarial(item, dataset)
+            if isinstance(item, CitationItem):
+                return self._run_citation(item, dataset)
+            raise TypeError(f"unknown item type {type(item).__name__}")
+        except TargetError as exc:
+            raise ItemError(errored_outcome(item, str(exc))) from exc
+
+    # -- generate ---------------------------------------------------------------
+
+    def _generate(self, item: Any) -> tuple[dict, dict]:
+        """Call generate; return (response, figures) with latency and tokens."""
+        before = self._mock_tokens() if self._mock_tokens else None
+        start = time.perf_counter()
+        response = self.target.generate(item.question, item.find)
+        latency_ms = (time.perf_counter() - start) * 1000.0
+        _check_generate_shape(response)
+        usage = response.get("usage") or {}
+        prompt = usage.get("promptTokens")
+        completion = usage.get("completionTokens")
+        if prompt is None and completion is None and before is not None:
+            # The target reports no usage: fall back to what the mock counted (SPEC §9).
+            prompt, completion = self._mock_tokens() - before, 0
+        figures = {
+            "latency_ms": latency_ms,
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "trace_id": response.get("traceId"),
+        }
+        return response, figures
+
+    def _spans(self, response: dict, dataset: Dataset) -> list[tuple[str, str, str]]:
+        """Slice each evidence entry from canonical text: (marker, document, text)."""
+        spans = []
+        for i, ev in enumerate(response["evidence"]):
+            doc = dataset.documents.get(ev["document"])
+            if doc is None:
+                raise TargetError(
+                    f"generate response evidence[{i}].document {ev['document']!r} is not a corpus "
+                    f"document of this dataset (known: {sorted(dataset.documents)[:5]}…)"
+                )
+            try:
+                text = doc.slice(ev["start"], ev["end"])
+            except ValueError as exc:
+                raise TargetError(f"generate response evidence[{i}]: {exc}") from exc
+            spans.append((ev["marker"], ev["document"], text))
+        return spans
+
+    # -- qa ---------------------------------------------------------------------
+
+    def _run_qa(self, item: QaItem, dataset: Dataset) -> ItemOutcome:
+        response, figures = self._generate(item)
+        spans = self._spans(response, dataset)
+        missing: list[str] = []
+        found = 0
+        for expected in item.expected_evidence:
+            if isinstance(expected, str):
+                text, texts = expected, [s[2] for s in spans]
+            else:
+                text, texts = expected.text, [s[2] for s in spans if s[1] == expected.document]
+            if evidence_found(text, texts):
+                found += 1
+            else:
+                missing.append(text)
+
+        supported = supported_true = true_cited = true_cited_supported = 0
+        false_supported: list[str] = []
+        rejected_true: list[str] = []
+        for claim in response["claims"]:
+            is_true = claim_is_true(strip_markers(claim["text"]), item.truths)
+            is_supported = claim["verdict"] == "supported"
+            if is_supported:
+                supported += 1
+                if is_true:
+                    supported_true += 1
+                else:
+                    truth, cov = best_truth(strip_markers(claim["text"]), item.truths)
+                    false_supported.append(
+                        f"  {_short(claim['text'])!r}\n    closest truth ({cov:.2f} coverage): "
+                        f"{_short(truth) if truth else '(none)'!r}"
+                    )
+            if is_true and claim["markers"]:
+                true_cited += 1
+                if is_supported:
+                    true_cited_supported += 1
+                else:
+                    rejected_true.append(f"  {_short(claim['text'])!r} cited {claim['markers']} marked {claim['verdict']}")
+
+        problems = []
+        if missing:
+            retrieved = [f"  [{m}] {d}: {_short(t, 120)!r}" for m, d, t in spans] or ["  (no evidence)"]
+            problems.append(
+                f"{len(missing)} of {len(item.expected_evidence)} expected evidence strings not retrieved:\n"
+                + "\n".join(_listed([f"  {_short(m)!r}" for m in missing]))
+                + "\nretrieved evidence:\n"
+                + "\n".join(_listed(retrieved))
+            )
+        if false_supported:
+            problems.append(
+                f"{len(false_supported)} claim(s) marked supported are not true by the truths:\n"
+                + "\n".join(_listed(false_supported))
+            )
+        if rejected_true:
+            problems.append(
+                f"{len(rejected_true)} true, cited claim(s) not marked supported:\n" + "\n".join(_listed(rejected_true))
+            )
+        review = self._review(item, response["answer"])
+        if review is not None and not review.passed:
+            problems.append(_review_problem(review))
+        return ItemOutcome(
+            id=item.id,
+            kind="qa",
+            passed=not problems,
+            detail="\n".join(problems) or f"{found}/{len(item.expected_evidence)} evidence found; "
+            f"{supported_true}/{supported} supported claims true",
+            evidence_expected=len(item.expected_evidence),
+            evidence_found=found,
+            claims_supported=supported,
+            claims_supported_true=supported_true,
+            claims_true_cited=true_cited,
+            claims_true_cited_supported=true_cited_supported,
+            evidence_review=review,
+            **figures,
+        )
+
+    # -- adversarial --------------------------------------------------------------
+
+    def _run_adversarial(self, item: AdversarialItem, dataset: Dataset) -> ItemOutcome:
+        response, figures = self._generate(item)
+        falsehood = item.falsehood
+        answer = response["answer"]
+        window = _falsehood_window(answer, falsehood)
+        offending = []
+        for claim in response["claims"]:
+            if claim["verdict"] != "supported":
+                continue
+            overlaps_span = window is not None and claim["start"] < window[1] and claim["end"] > window[0]
+            if overlaps_span or claim_coverage(strip_markers(claim["text"]), falsehood) >= FALSEHOOD_OVERLAP:
+                offending.append(claim)
+        problems = []
+        if offending:
+            problems.append(
+                f"planted falsehood was marked supported:\n  falsehood: {_short(falsehood)!r}\n"
+                + "\n".join(_listed([f"  supported claim {_short(c['text'])!r} cited {c['markers']}" for c in offending]))
+            )
+        review = self._review(item, answer)
+        if review is not None and not review.passed:
+            problems.append(_review_problem(review))
+        return ItemOutcome(
+            id=item.id,
+            kind="adversarial",
+            passed=not problems,
+            detail="\n".join(problems) or "planted falsehood was not supported",
+            falsehood_supported=bool(offending),
+            evidence_review=review,
+            **figures,
+        )
+
+    # -- temporal -----------------------------------------------------------------
+
+    def _label(self, label: Any, item_id: str) -> Any:
+        return namespace_label(label, self.run_id, item_id) if isinstance(label, str) else label
+
+    def _run_temporal(self, item: TemporalItem) -> ItemOutcome:
+        saves: dict[str, dict] = {}
+        for step in item.setup:
+            body = step.model_dump(mode="json", by_alias=True, exclude={"save"})
+            body["label"] = self._label(body.get("label"), item.id)
+            body = substitute(body, saves)
+            result = self.target.records(body)
+            if not isinstance(result, dict) or "id" not in result or "txStart" not in result:
+                raise TargetError(f"records response for step {step.save!r} lacks id/txStart: {result!r}")
+            saves[step.save] = result
+        probe = item.probe.model_dump(mode="json", by_alias=True, exclude={"call"})
+        probe["label"] = self._label(probe.get("label"), item.id)
+        probe = substitute(probe, saves)
+        if isinstance(item.probe, CompareProbe):
+            result = self.target.compare(probe)
+            problems = _check_compare(item.expect, result)
+        else:
+            result = self.target.query(probe)
+            problems = _check_query(item.expect, result)
+        detail = (
+            "\n".join(problems)
+            + f"\nprobe ({'compare' if isinstance(item.probe, CompareProbe) else 'query'}): {probe}"
+            + f"\ntarget returned: {_short(repr(result), 1200)}"
+            if problems
+            else "probe matched"
+        )
+        return ItemOutcome(id=item.id, kind="temporal", passed=not problems, detail=detail)
+
+    # -- review and citation ------------------------------------------------------
+
+    def _review(self, item: Any, answer: str):
+        block = getattr(item, "evidence", None)
+        return review_answer(block, answer) if block is not None else None
+
+    def _run_review(self, item: ReviewItem) -> ItemOutcome:
+        review = review_answer(item.evidence, item.response.answer)
+        return ItemOutcome(
+            id=item.id,
+            kind="review",
+            passed=review.passed,
+            detail=_review_problem(review) if not review.passed else f"evidence-risk score {review.score:.3f}",
+            evidence_review=review,
+        )
+
+    def _run_citation(self, item: CitationItem, dataset: Dataset) -> ItemOutcome:
+        from .citation import judge_citation_item
+
+        return judge_citation_item(self, item, dataset)
+
+
+def errored_outcome(item: Any, error: str) -> ItemOutcome:
+    """The outcome of an item that could not be run.
+
+    A qa item keeps its expected-evidence count, so its evidence counts as not
+    found instead of leaving the recall denominator (errors are never dropped).
+    """
+    expected = len(item.expected_evidence) if isinstance(item, QaItem) else 0
+    return ItemOutcome(id=item.id, kind=item.kind, passed=False, error=error, detail=error, evidence_expected=expected)
+
+
+def _review_problem(review: Any) -> str:
+    lines = [f"evidence-risk score {review.score:.3f} below minScore {review.min_score:.3f}: {review.reason}"]
+    for f in review.findings:
+        if f.verdict != "pass":
+            rewrite = f"\n    suggested rewrite: {f.suggested_rewrite!r}" if f.suggested_rewrite else ""
+            lines.append(f"  {f.check} {f.claim_id}: {f.verdict} — {f.reason}{rewrite}")
+    return "\n".join(lines)
+
+
+def _falsehood_window(answer: str, falsehood: str) -> tuple[int, int] | None:
+    """Byte span of the falsehood's first appearance in the answer, if it appears verbatim."""
+    pos = answer.find(falsehood.strip())
+    if pos < 0:
+        return None
+    start = len(answer[:pos].encode("utf-8"))
+    return start, start + len(falsehood.strip().encode("utf-8"))
+
+
+def _check_generate_shape(response: Any) -> None:
+    """Raise TargetError naming the field when a generate response breaks SPEC §3."""
+    if not isinstance(response, dict):
+        raise TargetError(f"generate returned {type(response).__name__}, expected a JSON object")
+    if not isinstance(response.get("answer"), str):
+        raise TargetError("generate response field 'answer' is missing or not a string")
+    for name in ("evidence", "claims"):
+        if not isinstance(response.get(name), list):
+            raise TargetError(f"generate response field {name!r} is missing or not a list")
+    for i, ev in enumerate(response["evidence"]):
+        for key, typ in (("marker", str), ("document", str), ("start", int), ("end", int)):
+            if not isinstance(ev, dict) or not isinstance(ev.get(key), typ):
+                raise TargetError(f"generate response field evidence[{i}].{key} is missing or not {typ.__name__}")
+    for i, claim in enumerate(response["claims"]):
+        for key, typ in (("text", str), ("markers", list), ("verdict", str)):
+            if not isinstance(claim, dict) or not isinstance(claim.get(key), typ):
+                raise TargetError(f"generate response field claims[{i}].{key} is missing or not {typ.__name__}")
+        if claim["verdict"] not in VERDICTS:
+            raise TargetError(
+                f"generate response field claims[{i}].verdict is {claim['verdict']!r}, expected one of {list(VERDICTS)}"
+            )
+        for key in ("start", "end"):
+            if not isinstance(claim.get(key), int):
+                claim[key] = -1  # offsets are optional for judging; -1 never overlaps a span
+
+
+def _check_query(expect: Any, result: Any) -> list[str]:
+    if not isinstance(result, dict) or not isinstance(result.get("records"), list):
+        raise TargetError(f"query response lacks a 'records' list: {_short(repr(result), 300)}")
+    records = result["records"]
+    problems = []
+    if expect.count is not None and len(records) != expect.count:
+        problems.append(f"expected {expect.count} record(s), target returned {len(records)}")
+    # Each expected record must match a distinct returned record (SPEC §6): greedy is
+    # not enough for overlapping subsets, so use a small bipartite matching.
+    wanted = [e.properties for e in expect.records]
+    have = [r.get("properties") or {} for r in records if isinstance(r, dict)]
+    matched = _match_subsets(wanted, have)
+    for i in range(len(wanted)):
+        if i not in matched:
+            problems.append(f"no distinct returned record has properties ⊇ {wanted[i]}")
+    return problems
+
+
+def _match_subsets(wanted: list[dict], have: list[dict]) -> dict[int, int]:
+    """Maximum bipartite matching of expected property subsets to returned records."""
+    fits = [[j for j, h in enumerate(have) if all(h.get(k) == v for k, v in w.items())] for w in wanted]
+    owner: dict[int, int] = {}
+
+    def augment(i: int, seen: set[int]) -> bool:
+        for j in fits[i]:
+            if j in seen:
+                continue
+            seen.add(j)
+            if j not in owner or augment(owner[j], seen):
+                owner[j] = i
+                return True
+        return False
+
+    for i in range(len(wanted)):
+        augment(i, set())
+    return {i: j for j, i in owner.items()}
+
+
+def _check_compare(expect: Any, result: Any) -> list[str]:
+    if not isinstance(result, dict) or not all(isinstance(result.get(k), list) for k in ("added", "removed", "changed")):
+        raise TargetError(f"compare response lacks added/removed/changed lists: {_short(repr(result), 300)}")
+    problems = []
+    for key in ("added", "removed", "changed"):
+        want = getattr(expect, key)
+        if want is not None and len(result[key]) != want:
+            problems.append(f"expected {want} {key}, target returned {len(result[key])}")
+    return problems
+
+
+__all__ = ["ItemError", "ItemRunner", "errored_outcome"]

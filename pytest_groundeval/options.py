@@ -1,0 +1,199 @@
+"""Command-line, ini and environment options of the plugin, resolved in one place (SPEC §10).
+
+Every option has a flag ``--eval-x`` (default ``None``), an ini key ``eval_x``
+and an environment variable ``GROUNDEVAL_X``; precedence is flag > ini > env.
+Invalid values raise ``pytest.UsageError`` saying what was wrong and what is valid.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+GROUP = "groundeval"
+
+# name, help, kind ("str" | "path" | "float" | "bool" | "int" | "list")
+OPTIONS: tuple[tuple[str, str, str], ...] = (
+    ("dataset", "Dataset directory (or its manifest.json) whose items become tests", "path"),
+    ("spawn", "Command that starts the target; placeholders {port} {data_dir} {llm_url} {embed_url} {api_key}", "str"),
+    ("setup", "Command run before the spawned target starts (repeatable; same placeholders)", "list"),
+    ("url", "Base URL of an already running target (no mock is started)", "str"),
+    ("api-key", "API key for the --eval-url target", "str"),
+    ("report", "Write the JSON report to this path", "path"),
+    ("baseline", "Baseline report that arms the retrievalRecall floor", "path"),
+    ("floors", "JSON file of gate floors and ceilings by metric name", "path"),
+    ("strict", "Fail the session when any eval item fails, not only when the gate fails", "bool"),
+    ("timeout", "Seconds to wait for one target call (default 60)", "float"),
+    ("ready-timeout", "Seconds to wait for a spawned target's /readyz (default 60)", "float"),
+    ("model-generate", "Generate model name for the lineage when the target has no /v1/info", "str"),
+    ("model-embed", "Embedding model name for the lineage when the target has no /v1/info", "str"),
+)
+
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_READY_TIMEOUT_S = 60.0
+
+CONFLICT_SPAWN_URL = (
+    "--eval-spawn and --eval-url both given (from flags, ini or GROUNDEVAL_* env): "
+    "a run has exactly one target; drop one of them"
+)
+
+
+def _dest(name: str) -> str:
+    return "eval_" + name.replace("-", "_")
+
+
+def _env(name: str) -> str:
+    return "GROUNDEVAL_" + name.replace("-", "_").upper()
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register every option in one ``groundeval`` group, with its ini key."""
+    group = parser.getgroup(GROUP, "groundeval: gate grounded-answer quality")
+    for name, help_, kind in OPTIONS:
+        flag = f"--eval-{name}"
+        env_help = f" (ini {_dest(name)}, env {_env(name)})"
+        if kind == "bool":
+            group.addoption(flag, action="store_true", default=None, dest=_dest(name), help=help_ + env_help)
+            parser.addini(_dest(name), help_, type="bool", default=None)
+        elif kind == "list":
+            group.addoption(flag, action="append", default=None, dest=_dest(name), metavar="CMD", help=help_ + env_help)
+            parser.addini(_dest(name), help_, type="linelist", default=[])
+        else:
+            group.addoption(flag, action="store", default=None, dest=_dest(name), metavar=name.split("-")[-1].upper(), help=help_ + env_help)
+            parser.addini(_dest(name), help_, type="string", default=None)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The resolved options of one run."""
+
+    dataset: Path | None = None
+    """The dataset's manifest.json, when ``--eval-dataset`` is given."""
+    spawn: str | None = None
+    """Spawn command of the target, or None for the reference target."""
+    setup: tuple[str, ...] = ()
+    """Setup commands run before the spawned target."""
+    url: str | None = None
+    """Base URL of a running target."""
+    api_key: str | None = None
+    """API key for the url target."""
+    report: Path | None = None
+    """Where to write the JSON report."""
+    baseline: Path | None = None
+    """Baseline report for the recall floor."""
+    floors: Path | None = None
+    """Floors file."""
+    strict: bool = False
+    """Any failed item fails the session."""
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    """Timeout of one target call, in seconds."""
+    ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S
+    """How long a spawned target may take to become ready, in seconds."""
+    model_generate: str | None = None
+    """Lineage fallback for the generate model."""
+    model_embed: str | None = None
+    """Lineage fallback for the embedding model."""
+    extra: dict = field(default_factory=dict)
+
+
+def _raw(config: pytest.Config, name: str, kind: str):
+    value = config.getoption(_dest(name))
+    if value is not None:
+        return value, f"--eval-{name}"
+    ini = config.getini(_dest(name))
+    if kind == "list":
+        if ini:
+            return list(ini), f"ini {_dest(name)}"
+    elif ini not in (None, ""):
+        return ini, f"ini {_dest(name)}"
+    env = os.environ.get(_env(name))
+    if env not in (None, ""):
+        if kind == "list":
+            return [line for line in env.splitlines() if line.strip()], f"env {_env(name)}"
+        return env, f"env {_env(name)}"
+    return None, None
+
+
+def _positive(value, source: str, name: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not math.isfinite(number) or number <= 0:
+        raise pytest.UsageError(f"{value!r} is not a valid value for {source}: expected a number of seconds > 0")
+    return number
+
+
+def _bool(value, source: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise pytest.UsageError(f"{value!r} is not a valid value for {source}: expected true or false")
+
+
+def _manifest_path(value: str, source: str, rootdir: Path) -> Path:
+    path = Path(value)
+    if not path.is_absolute():
+        path = Path.cwd() / path
+    if path.is_dir():
+        path = path / "manifest.json"
+    if not path.is_file():
+        raise pytest.UsageError(
+            f"{value!r} given by {source} is not a dataset: expected a directory holding manifest.json "
+            f"(or the manifest.json itself); no such file {path}"
+        )
+    return path
+
+
+def resolve_settings(config: pytest.Config) -> Settings:
+    """Resolve every option with precedence flag > ini > env (SPEC §10).
+
+    Raises:
+        pytest.UsageError: a value is invalid, or spawn and url are both given.
+    """
+    values: dict = {}
+    sources: dict = {}
+    for name, _, kind in OPTIONS:
+        values[name], sources[name] = _raw(config, name, kind)
+    if values["spawn"] and values["url"]:
+        raise pytest.UsageError(CONFLICT_SPAWN_URL)
+    if values["setup"] and not values["spawn"] and values["url"]:
+        raise pytest.UsageError("--eval-setup runs before a spawned target; it cannot be used with --eval-url")
+    if values["url"] and not values["api-key"]:
+        raise pytest.UsageError("--eval-url needs --eval-api-key (or GROUNDEVAL_API_KEY): the target's bearer key")
+    dataset = _manifest_path(values["dataset"], sources["dataset"], config.rootpath) if values["dataset"] else None
+
+    def path(name: str) -> Path | None:
+        return Path(values[name]).resolve() if values[name] else None
+
+    for name in ("baseline", "floors"):
+        p = path(name)
+        if p is not None and not p.is_file():
+            raise pytest.UsageError(f"{values[name]!r} given by {sources[name]} does not exist (expected a JSON file)")
+    return Settings(
+        dataset=dataset,
+        spawn=values["spawn"],
+        setup=tuple(values["setup"] or ()),
+        url=values["url"].rstrip("/") if values["url"] else None,
+        api_key=values["api-key"],
+        report=path("report"),
+        baseline=path("baseline"),
+        floors=path("floors"),
+        strict=_bool(values["strict"], sources["strict"]) if values["strict"] is not None else False,
+        timeout_s=_positive(values["timeout"], sources["timeout"], "timeout") if values["timeout"] else DEFAULT_TIMEOUT_S,
+        ready_timeout_s=(
+            _positive(values["ready-timeout"], sources["ready-timeout"], "ready-timeout")
+            if values["ready-timeout"]
+            else DEFAULT_READY_TIMEOUT_S
+        ),
+        model_generate=values["model-generate"],
+        model_embed=values["model-embed"],
+    )

@@ -1,0 +1,192 @@
+"""The controller's side of a run: collect per-item outcomes, compute metrics, apply the gate.
+
+Registered only on the controller (or a plain run), never on an xdist worker,
+as pytest's junitxml does (STYLE: aggregating under xdist). Outcomes arrive in
+``report.user_properties``; an eval item whose report carries no outcome (a
+crashed worker's synthetic report) is counted as an error, never dropped.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from .outcome import USER_PROPERTY, ItemOutcome
+
+KINDS = ("qa", "adversarial", "temporal", "citation", "review")
+RUN_PROPERTY = "groundeval_run"
+"""``user_properties`` key carrying the dataset version and model lineage of the run."""
+
+
+def eval_node_kind(nodeid: str) -> tuple[str, str] | None:
+    """``(kind, item_id)`` when ``nodeid`` names a dataset item (``…manifest.json::kind::id``)."""
+    parts = nodeid.split("::")
+    if len(parts) == 3 and parts[0].endswith("manifest.json") and parts[1] in KINDS:
+        return parts[1], parts[2]
+    return None
+
+
+class GateSession:
+    """Aggregates outcomes as reports arrive and decides the session's exit status (SPEC §9)."""
+
+    def __init__(self, config: pytest.Config, settings: Any) -> None:
+        self.config = config
+        self.settings = settings
+        self.accumulator = None
+        self.writer = None
+        self.started_at_ms = int(time.time() * 1000)
+        self.started = time.perf_counter()
+        self.dataset_version: str | None = None
+        self.models: dict | None = None
+        self.lineage_conflict: str | None = None
+        self.seen: set[str] = set()
+        self.failed_items = 0
+        self.errored_items = 0
+        self.other_failures = 0
+        self.gate = None
+        self.metrics = None
+        self.floors_error: str | None = None
+
+    # -- per report ---------------------------------------------------------------
+
+    def _add(self, outcome: ItemOutcome) -> None:
+        if outcome.id in self.seen:
+            return
+        self.seen.add(outcome.id)
+        if self.accumulator is None:
+            # Imported on the first eval outcome, so runs without datasets pay nothing.
+            from .metrics import MetricsAccumulator
+
+            self.accumulator = MetricsAccumulator()
+            if self.settings.report is not None:
+                from .report import ReportWriter
+
+                self.writer = ReportWriter(self.settings.report)
+        self.accumulator.add(outcome)
+        if self.writer is not None:
+            self.writer.add_item(outcome)
+        if outcome.error is not None:
+            self.errored_items += 1
+        elif not outcome.passed:
+            self.failed_items += 1
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        node = eval_node_kind(report.nodeid)
+        if node is None:
+            if report.failed:
+                self.other_failures += 1
+            return
+        props = dict(report.user_properties)
+        run = props.get(RUN_PROPERTY)
+        if run is not None:
+            self._note_run(run)
+        wire = props.get(USER_PROPERTY)
+        if wire is not None and (report.when == "call" or report.failed):
+            self._add(ItemOutcome.model_validate(wire))
+        elif report.failed and report.when != "teardown":
+            # No outcome: a crashed worker's synthetic report, or a fixture that failed
+            # before the item could run. It is an error, counted, never dropped.
+            kind, item_id = node
+            message = str(report.longrepr).strip().splitlines()
+            self._add(
+                ItemOutcome(
+                    id=item_id,
+                    kind=kind,
+                    passed=False,
+                    error=(message[-1] if message else "item could not be run")[:500],
+                )
+            )
+        elif report.failed:
+            self.other_failures += 1
+
+    def _note_run(self, run: dict) -> None:
+        if self.dataset_version is None:
+            self.dataset_version = run.get("datasetVersion")
+            self.models = run.get("models")
+        elif run.get("models") != self.models or run.get("datasetVersion") != self.dataset_version:
+            self.lineage_conflict = (
+                f"items report different datasets or lineages: {self.dataset_version} {self.models} "
+                f"vs {run.get('datasetVersion')} {run.get('models')}"
+            )
+
+    # -- end of session -----------------------------------------------------------
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if not self.seen:
+            return
+        from .gate import FloorsError, evaluate_gate, load_floors
+        from .report import ReportError, read_report
+
+        self.metrics = self.accumulator.result()
+        models = self.models or {"generate": "unknown", "embed": "unknown"}
+        try:
+            floors = load_floors(self.settings.floors) if self.settings.floors else None
+            baseline = read_report(self.settings.baseline) if self.settings.baseline else None
+        except (FloorsError, ReportError) as exc:
+            self.floors_error = str(exc)
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+            if self.writer is not None:
+                self.writer.abort()
+            return
+        self.gate = evaluate_gate(
+            self.metrics,
+            floors=floors,
+            baseline=baseline,
+            dataset_version=self.dataset_version or "unknown",
+            models=models,
+        )
+        if self.writer is not None:
+            from .report import environment_info
+
+            self.writer.finish(
+                dataset_version=self.dataset_version or "unknown",
+                models=models,
+                started_at_ms=self.started_at_ms,
+                duration_ms=int((time.perf_counter() - self.started) * 1000),
+                metrics=self.metrics,
+                gate=self.gate,
+                environment=environment_info(),
+            )
+        if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
+            return
+        failed = (
+            not self.gate.passed
+            or self.errored_items > 0
+            or self.other_failures > 0
+            or (self.settings.strict and self.failed_items > 0)
+            or session.shouldfail
+        )
+        # SPEC §9: the gate decides; items below their own check do not fail the session.
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK
+
+    @pytest.hookimpl
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.floors_error:
+            terminalreporter.write_sep("=", "groundeval gate", red=True)
+            terminalreporter.write_line(f"groundeval: {self.floors_error}")
+            return
+        if self.gate is None:
+            return
+        from .gate import format_check
+
+        tr = terminalreporter
+        m = self.models or {}
+        tr.write_sep("=", "groundeval gate", bold=True)
+        tr.write_line(
+            f"dataset {self.dataset_version}  lineage generate={m.get('generate')} embed={m.get('embed')}  "
+            f"items {len(self.seen)} (failed {self.failed_items}, errors {self.errored_items})"
+        )
+        if self.lineage_conflict:
+            tr.write_line(f"warning: {self.lineage_conflict}", yellow=True)
+        for check in self.gate.checks:
+            tr.write_line(format_check(check), red=check.outcome == "FAIL", green=check.outcome == "PASS")
+        if self.settings.report is not None:
+            tr.write_line(f"report: {self.settings.report}")
+        if self.gate.passed:
+            tr.write_line("gate: PASS", green=True, bold=True)
+        else:
+            tr.write_line("gate: FAIL", red=True, bold=True)
