@@ -113,6 +113,17 @@ class SSEDecoder:
                 events.append(event)
         return events
 
+    def close(self) -> list[SSEEvent]:
+        """End of stream: a held trailing CR ends its line; returns any event that completes.
+
+        An event still unterminated after that is left in :meth:`pending` (and never dispatched).
+        """
+        if not self._buffer.endswith(b"\r"):
+            return []
+        line, self._buffer = self._buffer[:-1], b""
+        event = self._process_line(line.decode("utf-8", errors="replace"))
+        return [] if event is None else [event]
+
     def pending(self) -> str | None:
         """The data of an event started but not terminated (for end-of-stream diagnosis)."""
         tail = self._buffer.decode("utf-8", errors="replace")
@@ -216,6 +227,10 @@ async def read_chat_stream(chunks: AsyncIterable[bytes]) -> tuple[str, Usage]:
                 return stream.text, stream.usage
     except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError, ConnectionError) as exc:
         raise ProviderError(f"stream ended before [DONE]: the connection broke mid-stream ({exc})") from None
+    for event in decoder.close():
+        stream.add(event)
+    if stream.done:
+        return stream.text, stream.usage
     if decoder.pending() is not None and decoder.pending().strip() == "[DONE]":  # type: ignore[union-attr]
         return stream.text, stream.usage
     raise ProviderError("stream ended before [DONE]")

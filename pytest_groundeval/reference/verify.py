@@ -20,7 +20,12 @@ Verdict rule for one claim (the claim text with its ``[S#]`` markers removed):
      must match exactly; negations match by ``scoring.negation_key`` ("isn't"
      = "is not").
 
-3. When it is not supported and every content word it brings in is a number
+3. A claim that passes 2 but drops a negation is not supported either: the
+   cited sentence that best covers the claim (most shared content words) must
+   carry no negation the claim lacks ("It does not change the API" cited for
+   "It changes the API" is ``contradicted``). Only that sentence counts, so a
+   claim may leave out a negated *other* sentence of the same span.
+4. When it is not supported and every content word it brings in is a number
    or a negation, the claim is ``contradicted`` (a swapped figure, an inserted
    "not": the span says otherwise); any other failure is ``unsupported`` (a
    one-word swap such as "rose" → "fell" or "Stockholm" → "Oslo", or too little
@@ -83,6 +88,25 @@ def novel_content_words(claim: str, spans: Sequence[str]) -> list[str]:
     return novel
 
 
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+
+
+def best_sentence(claim: str, spans: Sequence[str]) -> str:
+    """The sentence of ``spans`` sharing the most content words with ``claim`` (first on ties)."""
+    claim_words = set(content_tokens(claim))
+    best, best_shared = "", -1
+    for span in spans:
+        for sentence in _SENTENCE_BREAK.split(span):
+            shared = len(claim_words & set(content_tokens(sentence)))
+            if shared > best_shared:
+                best, best_shared = sentence, shared
+    return best
+
+
+def _negations(text: str) -> set[str]:
+    return {key for key in map(negation_key, tokenize(text)) if key is not None}
+
+
 @dataclass(frozen=True)
 class ClaimCheck:
     """The verdict on one claim and the reason, for logs and tests."""
@@ -114,6 +138,9 @@ def verify_claim(claim_text: str, markers: Sequence[str], evidence: Mapping[str,
     covered = claim_is_true(claim, truths)
     novel = novel_content_words(claim, spans)
     if covered and not novel:
+        dropped = _negations(best_sentence(claim, spans)) - _negations(claim)
+        if dropped:
+            return ClaimCheck("contradicted", f"drops the negation {sorted(dropped)} of {', '.join(cited)}")
         return ClaimCheck("supported", f"covered by {', '.join(cited)}")
     if novel and all(is_number_token(w) or negation_key(w) is not None for w in novel):
         return ClaimCheck("contradicted", f"{', '.join(cited)} do not carry {novel}")

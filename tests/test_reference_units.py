@@ -1,0 +1,280 @@
+"""Unit tests of the reference target's pure parts: SSE reader, verifier, chunking, time, decomposition."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterable
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_groundeval.reference.bitemporal import Version, is_visible, parse_instant
+from pytest_groundeval.reference.provider import ProviderError, SSEDecoder, SSEEvent, parse_retry_after, read_chat_stream
+from pytest_groundeval.reference.retrieval import bm25_scores, canonical_document, paragraph_spans, render_chunk
+from pytest_groundeval.reference.verify import novel_content_words, parse_decomposition, same_word, verify_claim
+
+# ----------------------------------------------------------------------- SSE
+
+
+def _chunk(content: str) -> str:
+    return json.dumps({"choices": [{"index": 0, "delta": {"content": content}}]}, ensure_ascii=False)
+
+
+STREAM = (
+    ": keep-alive comment\n\n"
+    f"data: {_chunk('Hej ')}\n\n"
+    f"data: {_chunk('Göteborg 東京.')}\n\n"
+    'data: {"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":3}}\n\n'
+    "data: [DONE]\n\n"
+).encode()
+
+
+def _feed_all(decoder: SSEDecoder, pieces: Iterable[bytes]) -> list[SSEEvent]:
+    return [event for piece in pieces for event in decoder.feed(piece)] + decoder.close()
+
+
+def test_sse_events_are_the_same_however_the_bytes_are_split() -> None:
+    whole = _feed_all(SSEDecoder(), [STREAM])
+    byte_by_byte = _feed_all(SSEDecoder(), [STREAM[i : i + 1] for i in range(len(STREAM))])
+    assert byte_by_byte == whole
+    assert [e.data for e in whole][-1] == "[DONE]"
+    assert len(whole) == 4  # the comment dispatches nothing
+
+
+@pytest.mark.parametrize("newline", [b"\r\n", b"\r", b"\n"])
+def test_sse_accepts_crlf_cr_and_lf_line_endings(newline: bytes) -> None:
+    raw = STREAM.replace(b"\n", newline)
+    events = _feed_all(SSEDecoder(), [raw[i : i + 3] for i in range(0, len(raw), 3)])
+    assert events == _feed_all(SSEDecoder(), [STREAM])
+
+
+def test_sse_joins_multi_line_data_and_reads_the_event_name() -> None:
+    events = SSEDecoder().feed(b"event: error\ndata: {\"a\":\ndata: 1}\nid: 7\n\n")
+    assert events == [SSEEvent("error", '{"a":\n1}')]
+
+
+def test_sse_holds_a_trailing_cr_until_it_knows_whether_lf_follows() -> None:
+    decoder = SSEDecoder()
+    assert decoder.feed(b"data: x\r") == []
+    assert decoder.feed(b"\n\r") == []
+    assert decoder.feed(b"\n") == [SSEEvent("message", "x")]
+
+
+def _run(pieces: Iterable[bytes]) -> tuple[str, object]:
+    async def chunks() -> AsyncIterator[bytes]:
+        for piece in pieces:
+            yield piece
+
+    return asyncio.run(read_chat_stream(chunks()))
+
+
+def test_chat_stream_text_and_usage_survive_split_utf8() -> None:
+    text, usage = _run([STREAM[i : i + 5] for i in range(0, len(STREAM), 5)])
+    assert text == "Hej Göteborg 東京."
+    assert (usage.prompt_tokens, usage.completion_tokens) == (7, 3)
+
+
+def test_chat_stream_without_done_is_an_error() -> None:
+    cut = STREAM[: STREAM.index(b"data: [DONE]")]
+    with pytest.raises(ProviderError, match=r"stream ended before \[DONE\]"):
+        _run([cut])
+    with pytest.raises(ProviderError, match=r"stream ended before \[DONE\]"):
+        _run([STREAM[:40]])  # cut inside an event
+
+
+def test_chat_stream_done_without_final_blank_line_is_accepted() -> None:
+    text, _ = _run([STREAM.rstrip(b"\n")])
+    assert text == "Hej Göteborg 東京."
+
+
+def test_chat_stream_error_object_in_a_200_stream_is_an_error() -> None:
+    raw = f"data: {_chunk('Hej')}\n\n".encode() + b'data: {"error":{"message":"model overloaded","code":"overloaded"}}\n\n'
+    with pytest.raises(ProviderError, match="error inside the stream: model overloaded"):
+        _run([raw])
+    with pytest.raises(ProviderError, match="error inside the stream"):
+        _run([b'event: error\ndata: {"message":"boom"}\n\n'])
+
+
+def test_chat_stream_malformed_json_is_an_error() -> None:
+    with pytest.raises(ProviderError, match="malformed JSON in the stream"):
+        _run([b'data: {"choices":[{"delta":\n\n'])
+
+
+@pytest.mark.parametrize(("header", "seconds"), [("2", 2.0), ("0.5", 0.5), (None, None), ("soon", None), ("-3", 0.0)])
+def test_retry_after_seconds(header: str | None, seconds: float | None) -> None:
+    assert parse_retry_after(header) == seconds
+
+
+def test_retry_after_http_date() -> None:
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:03 GMT", now=1445412480.0) == pytest.approx(3.0)
+
+
+# ------------------------------------------------------------------ verifier
+
+SPAN = "Revenue rose 12% in the third quarter after the Stockholm launch."
+
+
+@pytest.mark.parametrize(
+    ("claim", "verdict"),
+    [
+        ("Revenue rose 12% in the third quarter after the Stockholm launch. [S1]", "supported"),
+        ("After the Stockholm launch, revenue rose 12% in the third quarter. [S1]", "supported"),
+        ("Revenues rose 12% in the third quarter. [S1]", "supported"),  # inflection drift
+        ("Revenue fell 12% in the third quarter after the Stockholm launch. [S1]", "unsupported"),
+        ("Revenue rose 12% in the third quarter after the Oslo launch. [S1]", "unsupported"),
+        ("Revenue rose 21% in the third quarter after the Stockholm launch. [S1]", "contradicted"),
+        ("The Stockholm launch was not in the third quarter. [S1]", "contradicted"),
+        ("Revenue rose 12% in the third quarter after the Stockholm launch.", "unsupported"),  # uncited
+    ],
+)
+def test_verify_claim(claim: str, verdict: str) -> None:
+    markers = ["S1"] if "[S1]" in claim else []
+    check = verify_claim(claim, markers, {"S1": SPAN})
+    assert check.verdict == verdict, check.reason
+
+
+def test_a_contraction_matches_the_spelled_out_negation() -> None:
+    evidence = {"S1": "The migration does not change the public API."}
+    assert verify_claim("The migration doesn't change the public API. [S1]", ["S1"], evidence).verdict == "supported"
+    assert verify_claim("The migration changes the public API. [S1]", ["S1"], evidence).verdict == "contradicted"
+
+
+def test_leaving_out_another_negated_sentence_of_the_span_is_fine() -> None:
+    evidence = {"S1": "Project Beta migrates the billing database. It does not change the public API."}
+    assert verify_claim("Project Beta migrates the billing database. [S1]", ["S1"], evidence).verdict == "supported"
+
+
+def test_a_claim_citing_an_unknown_marker_is_unsupported() -> None:
+    check = verify_claim("Revenue rose 12%. [S9]", ["S9"], {"S1": SPAN})
+    assert check.verdict == "unsupported"
+    assert "S9" in check.reason
+
+
+def test_a_claim_joining_two_cited_spans_is_supported() -> None:
+    evidence = {"S1": "Project Alpha is led by Ingrid.", "S2": "Project Alpha has a budget of 3.5 MSEK."}
+    claim = "Project Alpha is led by Ingrid and has a budget of 3.5 MSEK. [S1][S2]"
+    assert verify_claim(claim, ["S1", "S2"], evidence).verdict == "supported"
+    assert verify_claim(claim, ["S1"], evidence).verdict != "supported"
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("shipped", "ships", True),
+        ("öppnade", "öppnar", True),
+        ("rose", "fell", False),
+        ("stockholm", "oslo", False),
+        ("12%", "12", False),
+        ("isn't", "not", True),
+        ("not", "never", False),
+        ("may", "mars", False),
+    ],
+)
+def test_same_word(a: str, b: str, same: bool) -> None:
+    assert same_word(a, b) is same
+
+
+def test_function_words_are_not_novel() -> None:
+    assert novel_content_words("It was the launch of the service", ["Launch service"]) == []
+    assert novel_content_words("Oslo launch", ["Stockholm launch"]) == ["oslo"]
+
+
+# ------------------------------------------------------------------ chunking
+
+
+def test_json_canonical_text_and_record_offsets() -> None:
+    records = [{"b": "Åre", "a": [1, 2]}, {"z": "東京"}]
+    text, spans = canonical_document("json", records)
+    assert text == '{"a":[1,2],"b":"Åre"}\n{"z":"東京"}'
+    data = text.encode()
+    assert [data[s.start : s.end].decode() for s in spans] == text.split("\n")
+    single_text, single = canonical_document("json", {"k": 1})
+    assert single_text == '{"k":1}' and (single[0].start, single[0].end) == (0, 7)
+
+
+def test_text_paragraphs_with_crlf_and_blank_lines() -> None:
+    text, spans = canonical_document("text", "  Första stycket.\r\nfortsätter\r\n\r\n\r\n東京。\r\r   \nSista.  ")
+    assert text == "  Första stycket.\nfortsätter\n\n\n東京。\n\n   \nSista.  "
+    assert [s.text for s in spans] == ["Första stycket.\nfortsätter", "東京。", "Sista."]
+    data = text.encode()
+    assert all(data[s.start : s.end].decode() == s.text for s in spans)
+    assert render_chunk(spans[0].text) == "Första stycket. fortsätter"
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(list("ab é東\n\t") + ["\n\n", " \n \n"]), max_size=40).map("".join))
+def test_paragraph_spans_slice_exactly_and_cover_every_non_space_character(text: str) -> None:
+    spans = paragraph_spans(text)
+    data = text.encode()
+    for span in spans:
+        assert data[span.start : span.end].decode() == span.text
+        assert span.text == span.text.strip() and span.text
+    assert all(a.end < b.start for a, b in zip(spans, spans[1:]))
+    assert "".join("".join(s.text.split()) for s in spans) == "".join(text.split())
+
+
+def test_bm25_prefers_the_chunk_with_the_question_terms() -> None:
+    scores = bm25_scores("When did the Göteborg office open?", ["The Malmö office.", "Göteborg office opened in 2021.", "x"])
+    assert scores[1] > scores[0] > scores[2] == 0.0
+
+
+# ---------------------------------------------------------------------- time
+
+
+def test_instants_with_different_offsets_are_equal() -> None:
+    assert parse_instant("2024-03-01T12:00:00+02:00") == parse_instant("2024-03-01T10:00:00Z")
+    assert parse_instant("1970-01-01T00:00:00.250Z") == 250
+    with pytest.raises(ValueError, match="no UTC offset"):
+        parse_instant("2024-03-01T12:00:00")
+    with pytest.raises(ValueError, match="not an RFC 3339"):
+        parse_instant("March 1st")
+
+
+def _version(tx_start: int, tx_end: int | None, valid: tuple[int | None, int | None]) -> Version:
+    return Version("r", "L", {}, None, None, valid[0], valid[1], tx_start, tx_end)
+
+
+@pytest.mark.parametrize(
+    ("tx", "valid", "visible"),
+    [(10, 100, True), (9, 100, False), (20, 100, False), (19, 100, True), (10, 50, True), (10, 49, False), (10, 200, False)],
+)
+def test_visibility_is_half_open_in_both_times(tx: int, valid: int, visible: bool) -> None:
+    assert is_visible(_version(10, 20, (50, 200)), tx, valid) is visible
+
+
+def test_open_ends_are_unbounded() -> None:
+    assert is_visible(_version(10, None, (None, None)), 10**15, -(10**15))
+
+
+# ------------------------------------------------------------- decomposition
+
+
+def test_decomposition_offsets_are_repaired_when_wrong() -> None:
+    draft = "Åre är kallt. [S1] Oslo är stort. [S2]"
+    content = json.dumps({"claims": [{"text": "Åre är kallt. [S1]", "start": 0, "end": 3, "markers": []},
+                                     {"text": "Oslo är stort. [S2]", "start": 22, "end": 43, "markers": ["S2"]}]})  # fmt: skip
+    claims = parse_decomposition(content, draft)
+    data = draft.encode()
+    assert [data[c.start : c.end].decode() for c in claims] == ["Åre är kallt. [S1]", "Oslo är stort. [S2]"]
+    assert [c.markers for c in claims] == [["S1"], ["S2"]]
+
+
+def test_decomposition_inside_a_code_fence_is_read() -> None:
+    content = '```json\n{"claims": [{"text": "A.", "start": 0, "end": 2, "markers": []}]}\n```'
+    assert parse_decomposition(content, "A.")[0].end == 2
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("not json", "not JSON"),
+        ('{"items": []}', "without a 'claims' list"),
+        ('{"claims": [{"start": 0}]}', "item 0 has no 'text'"),
+        ('{"claims": [{"text": "Paraphrased."}]}', "does not occur in the draft"),
+    ],
+)
+def test_bad_decompositions_are_provider_errors(content: str, message: str) -> None:
+    with pytest.raises(ProviderError, match=message):
+        parse_decomposition(content, "The draft. [S1]")
