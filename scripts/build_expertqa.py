@@ -42,10 +42,12 @@ from pytest_groundeval.evidence import (
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_SRC = Path("/work/shared/data/expertqa/rand_test.first180.jsonl")
 DEFAULT_OUT = REPO / "datasets" / "expertqa"
-VERSION = "expertqa-v1"
+VERSION = "v1"
+"""Manifest format version (SPEC §2); the only one the loader accepts."""
 
 QUESTIONS_FILE = "questions.txt"
-"""The corpus document: the expert questions, one per line, in row order."""
+"""The corpus document: the expert questions, one per line, in row order (line ``row + 1``
+holds the question of ``expertqa-<row>-*``; review items have no ``question`` field)."""
 
 RELIABILITY_TIER: dict[str, Tier] = {
     "Reliable": "reputable",
@@ -204,7 +206,6 @@ def build_manifest(rows: Sequence[dict], questions: bytes) -> dict:
             {
                 "id": item_id(row, system),
                 "kind": "review",
-                "question": record["question"],
                 "response": {"answer": answer["answer_string"]},
                 "evidence": evidence_block(answer, record["metadata"]["field"]),
                 "tags": ["expertqa", system],

@@ -17,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from pytest_groundeval.dataset import DatasetError, load_dataset
 from pytest_groundeval.evidence import (
     EvidenceBlock,
     EvidenceReview,
@@ -470,7 +471,7 @@ def test_readme_agreement_figures_are_current() -> None:
 
 def test_expertqa_manifest_is_well_formed() -> None:
     manifest = json.loads((EXPERTQA / "manifest.json").read_text(encoding="utf-8"))
-    assert manifest["version"] == "expertqa-v1"
+    assert manifest["version"] == "v1"
     for name, digest in manifest["corpusHashes"].items():
         assert xxhash.xxh3_64_hexdigest((EXPERTQA / "corpus" / name).read_bytes()) == digest
     assert [c["file"] for c in manifest["corpus"]] == list(manifest["corpusHashes"])
@@ -498,3 +499,37 @@ def test_strength_table_is_monotone() -> None:
     for t in TIERS:
         risks = [VERDICT_RISK[EVIDENCE_STRENGTH[(a, t)]] for a in levels]
         assert risks == sorted(risks), f"{t}: a firmer claim got a milder verdict"
+
+
+def test_expertqa_loads_with_the_dataset_loader() -> None:
+    dataset = load_dataset(EXPERTQA)
+    assert len(dataset.items) == 180
+    first = dataset.items[0]
+    assert (first.id, first.kind) == ("expertqa-000-rr_sphere_gpt4", "review")
+    question = dataset.documents["expertqa/questions.txt"]
+    assert "psycho-therapeutic approaches" in str(question)
+
+
+@pytest.mark.parametrize(
+    ("block", "expected"),
+    [
+        (
+            {"claims": [{"id": "c1", "text": "x", "assertiveness": "definitive", "sourceIds": ["s9"]}]},
+            "item 'rv-1', field items[0].evidence: claims[0].sourceIds[0]: claim 'c1' cites unknown source id 's9'",
+        ),
+        ({"minScore": 2}, "item 'rv-1', field items[0].evidence.minScore: minScore must be a number in [0, 1]"),
+        (
+            {"claims": [{"id": "c", "text": "x", "assertiveness": "likely"}, {"id": "c", "text": "y", "assertiveness": "likely"}]},
+            "item 'rv-1', field items[0].evidence: claims[1].id: duplicate claim id 'c'",
+        ),
+    ],
+    ids=["unknown-source", "min-score", "duplicate-claim"],
+)
+def test_malformed_block_in_a_manifest_names_item_and_field(tmp_path: Path, block: dict, expected: str) -> None:
+    (tmp_path / "corpus").mkdir()
+    manifest = {"version": "v1", "items": [{"id": "rv-1", "kind": "review", "response": {"answer": "x"}, "evidence": block}]}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(DatasetError) as excinfo:
+        load_dataset(tmp_path)
+    assert expected in str(excinfo.value)
+    assert "manifest.json" in str(excinfo.value)
