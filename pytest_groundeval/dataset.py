@@ -41,7 +41,7 @@ from pydantic import (
 )
 
 from ._model import WireModel
-from .evidence import EvidenceBlock
+from .evidence import EvidenceBlock, EvidenceClaim, EvidenceSource
 
 __all__ = [
     "AdversarialItem",
@@ -277,10 +277,14 @@ class CorpusEntry(WireModel):
     @field_validator("file")
     @classmethod
     def _file_inside_corpus(cls, value: str) -> str:
-        path = PurePosixPath(value)
-        if path.is_absolute() or "\\" in value or ".." in path.parts or re.match(r"^[A-Za-z]:", value):
+        if not _inside_corpus(value):
             raise ValueError(f"{value!r} must be a '/'-separated path inside corpus/ (no absolute path, no '..')")
         return value
+
+
+def _inside_corpus(file: str) -> bool:
+    path = PurePosixPath(file)
+    return not (path.is_absolute() or "\\" in file or ".." in path.parts or re.match(r"^[A-Za-z]:", file))
 
 
 class ExpectedEvidence(WireModel):
@@ -793,11 +797,9 @@ def _all_aliases() -> dict[str, str]:
     pending: list[type[WireModel]] = [
         Manifest, CorpusEntry, ExpectedEvidence, QaItem, AdversarialItem, TemporalItem, TemporalStep, ValidTime,
         QueryProbe, CompareProbe, QueryExpect, CompareExpect, ExpectedRecord, CitationItem, ReviewItem,
-        RecordedAnswer, RecordedResponse, RecordedSource, SourceMetadata,
+        RecordedAnswer, RecordedResponse, RecordedSource, SourceMetadata, EvidenceBlock, EvidenceClaim,
+        EvidenceSource,
     ]
-    from . import evidence
-
-    pending += [evidence.EvidenceBlock, evidence.EvidenceClaim, evidence.EvidenceSource]
     for model in pending:
         for name, info in model.model_fields.items():
             alias = info.alias or name
@@ -1247,9 +1249,12 @@ def _describe(error: Any, raw: dict[str, Any], manifest_path: Path) -> DatasetEr
         index = int(json_path[6 : json_path.index("]")])
         item_id = _item_name(raw, index)
     what = _what_was_expected(error, loc)
-    where = f"item {item_id!r}, " if item_id and not item_id.startswith("items[") else ""
-    if item_id and item_id.startswith("items["):
+    if item_id is None:
+        where = ""
+    elif item_id.startswith("items["):
         where = f"item {item_id} (no valid id), "
+    else:
+        where = f"item {item_id!r}, "
     field_part = f"field {json_path}: " if json_path else ""
     return DatasetError(
         f"{manifest_path}: {where}{field_part}{what}", path=manifest_path, item_id=item_id, json_path=json_path or None
@@ -1257,7 +1262,8 @@ def _describe(error: Any, raw: dict[str, Any], manifest_path: Path) -> DatasetEr
 
 
 def _join_path(base: str, tail: str) -> str:
-    if tail.startswith(base) or not base:
+    """Append a rule's path (relative to the model that raised it) to the model's own path."""
+    if not base:
         return tail
     return base + ("" if tail.startswith("[") else ".") + tail
 
@@ -1365,15 +1371,22 @@ def _short(value: Any, limit: int = 80) -> str:
 
 
 def _corpus_files(root: Path) -> list[str]:
-    """Corpus files named by the manifest; every file under corpus/ if the manifest is unusable."""
+    """Corpus files named by the manifest; every file under corpus/ if the manifest is unusable.
+
+    Raises:
+        OSError: A listed file lies outside corpus/, or there is nothing to list.
+    """
+    files: list[str] = []
     try:
-        raw = json.loads((root / "manifest.json").read_bytes().decode("utf-8-sig"))
-        corpus = raw["corpus"]
+        corpus = json.loads((root / "manifest.json").read_bytes().decode("utf-8-sig"))["corpus"]
         files = sorted({entry["file"] for entry in corpus if isinstance(entry["file"], str)})
-        if files:
-            return files
     except (OSError, ValueError, KeyError, TypeError, RecursionError):
         pass
+    outside = [name for name in files if not _inside_corpus(name)]
+    if outside:
+        raise OSError(f"{root / 'manifest.json'}: corpus file {outside[0]!r} is not a path inside corpus/")
+    if files:
+        return files
     corpus_dir = root / "corpus"
     if not corpus_dir.is_dir():
         raise OSError(f"{root}: neither a usable manifest.json corpus list nor a corpus/ directory")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -250,8 +251,6 @@ def test_tag_equal_to_a_kind_name_is_fine() -> None:
 
 def snake_keys(value: Any, free_form: bool = False) -> Any:
     """Rewrite camelCase keys to snake_case, leaving user-defined mappings alone."""
-    import re
-
     if isinstance(value, list):
         return [snake_keys(v) for v in value]
     if isinstance(value, dict):
@@ -888,6 +887,29 @@ def test_module_imports_without_pytest() -> None:
     assert result.stdout.strip() == "load_dataset"
 
 
+def test_two_corpus_entries_may_share_one_file(tmp_path: Path) -> None:
+    corpus = [
+        {"name": "a", "label": "L1", "file": "log.txt", "format": "text"},
+        {"name": "b", "label": "L2", "file": "log.txt", "format": "text"},
+    ]
+    dataset = load_dataset(write_dataset(tmp_path, corpus=corpus, files={"log.txt": b"x\r\ny"}, items=[{"id": "q", "kind": "qa", "question": "?", "find": "L2"}]))
+    assert dataset.documents["a"].canonical == dataset.documents["b"].canonical == "x\ny"
+    assert dataset.documents["b"].label == "L2"
+
+
 def test_float_min_score_bounds_accept_edges() -> None:
     item = ITEM_ADAPTER.validate_python({**REVIEW, "evidence": {**REVIEW["evidence"], "minScore": 1}})
     assert math.isclose(item.evidence.min_score, 1.0)
+
+
+def test_hash_corpus_refuses_paths_outside_corpus(dataset_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = json.loads((dataset_dir / "manifest.json").read_text(encoding="utf-8"))
+    manifest["corpus"][0]["file"] = "../manifest.json"
+    (dataset_dir / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    assert cli.main(["hash-corpus", "--dataset", str(dataset_dir)]) == 2
+    assert "corpus file '../manifest.json' is not a path inside corpus/" in capsys.readouterr().err
+
+
+def test_hash_corpus_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["hash-corpus", "--help"]) == 0
+    assert "corpusHashes" in capsys.readouterr().out
