@@ -45,6 +45,7 @@ CHAT = {
 STREAM = {**CHAT, "stream": True, "stream_options": {"include_usage": True}}
 EMBED = {
     "model": "mock-embed",
+    "encoding_format": "base64",  # what the openai SDK sends by default
     "input": [
         "The project shipped release 1.1 in Göteborg.",
         "Stockholm har 3,5 miljoner invånare.",

@@ -45,8 +45,9 @@ QUESTION_LINE_PREFIX = "Question:"
 MAX_EVIDENCE_BLOCKS = 2
 """How many evidence blocks the generation behaviour echoes."""
 
+_FLOAT32 = struct.Struct(f"<{EMBEDDING_DIM}f")
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
-_WORD_RE = re.compile(r"[^\W_]+")
+_WORD_RE = re.compile(r"\w+")
 _EVIDENCE_LINE_RE = re.compile(r"^\[S(\d+)\] (.*)$", re.MULTILINE)
 _MARKER_RE = re.compile(r"\[(S?\d+)\]")
 # A terminator, optional closing quotes/brackets, then what must follow for the
@@ -272,8 +273,9 @@ def generate_answer(messages: list[Any]) -> str:
 
 
 def words(text: str) -> list[str]:
-    """Case-folded Unicode alphanumeric words of ``text`` (underscore is not a word character here)."""
-    return _WORD_RE.findall(text.casefold())
+    """Case-folded Unicode alphanumeric words of ``text``: runs of ``[^\\W_]`` (underscore separates words)."""
+    # \w+ over text with underscores blanked equals [^\W_]+, and runs faster.
+    return _WORD_RE.findall(text.casefold().replace("_", " "))
 
 
 def embed_text(text: str) -> list[float]:
@@ -288,14 +290,18 @@ def embed_text(text: str) -> list[float]:
     Returns:
         32 floats, each exactly representable as float32.
     """
-    vector = [0.0] * EMBEDDING_DIM
+    counts: dict[int, float] = {}
     for word in words(text):
         h = xxhash.xxh3_64_intdigest(word.encode())
-        vector[h % EMBEDDING_DIM] += -1.0 if h >> 63 else 1.0
-    norm = math.sqrt(sum(v * v for v in vector))
+        bucket = h % EMBEDDING_DIM
+        counts[bucket] = counts.get(bucket, 0.0) + (-1.0 if h >> 63 else 1.0)
+    vector = [0.0] * EMBEDDING_DIM
+    norm = math.hypot(*counts.values())
     if norm:
-        vector = [v / norm for v in vector]
-    return list(struct.unpack(f"<{EMBEDDING_DIM}f", struct.pack(f"<{EMBEDDING_DIM}f", *vector)))
+        # Sparse until here: a short text touches few of the 32 buckets.
+        for bucket, value in counts.items():
+            vector[bucket] = value / norm
+    return list(_FLOAT32.unpack(_FLOAT32.pack(*vector)))
 
 
 def embedding_bytes(vector: list[float]) -> bytes:
