@@ -4,16 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import TypeVar
 
+import aiohttp
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_groundeval.mock import MockProvider, embed_text
 from pytest_groundeval.reference.bitemporal import Version, is_visible, parse_instant
-from pytest_groundeval.reference.provider import ProviderError, SSEDecoder, SSEEvent, parse_retry_after, read_chat_stream
+from pytest_groundeval.reference.provider import (
+    ProviderClient,
+    ProviderError,
+    ProviderSettings,
+    SSEDecoder,
+    SSEEvent,
+    parse_retry_after,
+    read_chat_stream,
+)
 from pytest_groundeval.reference.retrieval import bm25_scores, canonical_document, paragraph_spans, render_chunk
 from pytest_groundeval.reference.verify import novel_content_words, parse_decomposition, same_word, verify_claim
+
+T = TypeVar("T")
 
 # ----------------------------------------------------------------------- SSE
 
@@ -278,3 +291,48 @@ def test_decomposition_inside_a_code_fence_is_read() -> None:
 def test_bad_decompositions_are_provider_errors(content: str, message: str) -> None:
     with pytest.raises(ProviderError, match=message):
         parse_decomposition(content, "The draft. [S1]")
+
+
+# ------------------------------------------------------- provider client, in-process
+
+
+def _with_client(settings_kwargs: dict, body: Callable[[ProviderClient, MockProvider], Awaitable[T]]) -> T:
+    async def run() -> T:
+        async with MockProvider() as mock, aiohttp.ClientSession() as session:
+            settings = ProviderSettings(llm_url=mock.base_url, embed_url=mock.base_url, **settings_kwargs)
+            return await body(ProviderClient(session, settings), mock)
+
+    return asyncio.run(run())
+
+
+def test_retry_after_is_capped_and_the_retry_succeeds() -> None:
+    async def body(client: ProviderClient, mock: MockProvider) -> tuple[str, list[int]]:
+        text, _ = await client.chat_stream([{"role": "user", "content": "[S1] Åre är kallt.\nQuestion: q"}], "m+fault=429:30x1")
+        return text, [r.status for r in mock.log]
+
+    # Retry-After says 30 s; the cap (0.05 s) wins, so this returns at once.
+    text, statuses = _with_client({"retry_after_cap_s": 0.05}, body)
+    assert text == "Åre är kallt. [S1]"
+    assert statuses == [429, 200]
+
+
+def test_a_wait_past_the_deadline_gives_up_at_once() -> None:
+    async def body(client: ProviderClient, mock: MockProvider) -> int:
+        with pytest.raises(ProviderError, match=r"HTTP 429 for /embeddings \(gave up after 1 attempt\)"):
+            await client.embed(["x"], "m+fault=429:4")
+        return len(mock.log)
+
+    assert _with_client({"timeout_s": 1.0}, body) == 1
+
+
+def test_embeddings_go_in_batches_and_keep_input_order() -> None:
+    texts = [f"word{n} text" for n in range(70)]
+
+    async def body(client: ProviderClient, mock: MockProvider) -> tuple[list[list[float]], int]:
+        vectors, usage = await client.embed(texts, "mock-embed")
+        assert usage.prompt_tokens > 0
+        return vectors, len(mock.log)
+
+    vectors, calls = _with_client({"embed_batch_size": 64}, body)
+    assert calls == 2
+    assert vectors == [pytest.approx(embed_text(t)) for t in texts]

@@ -61,7 +61,11 @@ class ReferenceConfig:
     top_k: int = DEFAULT_TOP_K
     """Evidence blocks per answer."""
     host: str = "127.0.0.1"
+    """Interface to bind (loopback by default)."""
     port: int = 0
+    """Port to bind; 0 picks a free one."""
+    log_level: str = "INFO"
+    """Python logging level name for the server log."""
 
 
 @dataclass

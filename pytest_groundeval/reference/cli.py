@@ -65,7 +65,8 @@ class _UsageError(Exception):
 def _serve_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     parser = _Parser(prog="groundeval reference", description="Serve the reference grounded-answer target (SPEC §7)")
     parser.add_argument("--host", default=env.get("GROUNDEVAL_HOST", "127.0.0.1"), help="Interface to bind")
-    parser.add_argument("--port", type=int, default=int(env.get("GROUNDEVAL_PORT", DEFAULT_PORT)), help="Port to bind (0: any free port)")
+    # String defaults go through ``type`` too, so a bad env value is a usage error naming the flag.
+    parser.add_argument("--port", type=int, default=env.get("GROUNDEVAL_PORT", str(DEFAULT_PORT)), help="Port to bind (0: any free port)")
     parser.add_argument("--data-dir", default=env.get("GROUNDEVAL_DATA_DIR", DEFAULT_DATA_DIR), help="Directory for the SQLite database")
     parser.add_argument(
         "--llm-url",
@@ -78,7 +79,7 @@ def _serve_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     parser.add_argument(
         "--provider-timeout",
         type=float,
-        default=float(env.get("GROUNDEVAL_PROVIDER_TIMEOUT", 30.0)),
+        default=env.get("GROUNDEVAL_PROVIDER_TIMEOUT", "30"),
         help="Seconds one provider call may take, retries included",
     )
     parser.add_argument("--top-k", type=int, default=4, help="Evidence blocks per answer")
@@ -118,6 +119,7 @@ def config_from_args(argv: list[str], env: Mapping[str, str]) -> ReferenceConfig
         top_k=args.top_k,
         host=args.host,
         port=args.port,
+        log_level=args.log_level.upper(),
     )
 
 
@@ -178,18 +180,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
-    logging.basicConfig(level=_log_level(env, args), format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.basicConfig(level=config.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
         asyncio.run(serve(config))
     except KeyboardInterrupt:  # pragma: no cover - signal handler not installable
         pass
     return 0
 
-
-def _log_level(env: Mapping[str, str], args: list[str]) -> str:
-    level = env.get("GROUNDEVAL_LOG_LEVEL", "INFO")
-    if "--log-level" in args:
-        index = args.index("--log-level")
-        if index + 1 < len(args):
-            level = args[index + 1]
-    return level.upper()
