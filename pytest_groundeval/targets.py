@@ -724,8 +724,9 @@ class SpawnedTarget:
     kept after teardown so the log can be read.
 
     On ``stop`` (or leaving the block), always: SIGTERM to the process group,
-    up to ``terminate_grace_s`` for the child to exit, SIGKILL to the group
-    (which also ends any stray grandchild), close the log.
+    up to ``terminate_grace_s`` for every process in it to exit, SIGKILL to
+    what is left (so a stray grandchild never outlives the session), close the
+    log.
 
     Attributes:
         target: The ``HttpTarget`` for the child, using the fresh key.

@@ -274,6 +274,28 @@ def test_reference_command_runs_the_reference_module() -> None:
     assert "{port}" in command and "{data_dir}" in command
 
 
+def test_reference_server_spawns_against_the_mock(tmp_path: Path) -> None:
+    """The default path end to end: reference_command() through SpawnedTarget, routed to the mock."""
+    from pytest_groundeval.mock.server import ThreadedMockProvider
+
+    text = "Project Alpha ships in May 2025.\nThe budget rose to 3 million.\n"
+    with ThreadedMockProvider() as mock:
+        config = spawn_config(
+            tmp_path, reference_command(), llm_url=mock.base_url, embed_url=mock.base_url, ready_timeout_s=60.0
+        )
+        with SpawnedTarget(config) as spawned:
+            target = spawned.target
+            document = {"name": "eval/a.txt", "label": "NOTE", "format": "text", "contentHash": "0" * 16, "content": text}
+            first = target.ingest(document)
+            assert target.ingest(document)["documentId"] == first["documentId"]
+            body, latency_ms = target.timed_generate("When does Project Alpha ship?", "NOTE")
+            with HttpTarget(spawned.base_url, "not-the-key") as stranger, pytest.raises(TargetError) as info:
+                stranger.generate("When does Project Alpha ship?", "NOTE")
+    assert body["evidence"] and body["evidence"][0]["document"] == "eval/a.txt"
+    assert latency_ms > 0
+    assert info.value.status == 401
+
+
 # ----------------------------------------------------------------------------- HTTP target
 
 
@@ -379,8 +401,8 @@ def not_ready_url():
 def test_wait_ready_reports_the_last_status(not_ready_url) -> None:
     url, process = not_ready_url
     with HttpTarget(url, "k") as target, pytest.raises(TargetUnavailable) as info:
-        target.wait_ready(2.0, process=process)
-    assert "did not answer 200 within 2 s (last: HTTP 503)" in str(info.value)
+        target.wait_ready(1.0, process=process)
+    assert "did not answer 200 within 1 s (last: HTTP 503)" in str(info.value)
     with pytest.raises(TargetUnavailable, match="is not ready: GET /readyz returned HTTP 503"):
         connect_url(url, "k")
 
