@@ -391,6 +391,13 @@ def not_ready_url():
         [sys.executable, FAKE_SCRIPT, "--port", str(port), "--readyz-status", "503"],
         stdout=subprocess.DEVNULL,
     )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.05)
     try:
         yield f"http://127.0.0.1:{port}", process
     finally:
