@@ -23,6 +23,7 @@ import asyncio
 import base64
 import email.utils
 import json
+import re
 import struct
 import time
 from collections.abc import AsyncIterable, Awaitable, Callable
@@ -32,6 +33,8 @@ from typing import Any, TypeVar
 import aiohttp
 
 T = TypeVar("T")
+
+_LINE_END = re.compile(rb"\r\n|\r|\n")
 
 CHAT_PATH = "/chat/completions"
 EMBEDDINGS_PATH = "/embeddings"
@@ -101,22 +104,24 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Add bytes; return the events they complete, in order."""
-        self._buffer += chunk
+        buffer = self._buffer + chunk
         events: list[SSEEvent] = []
-        while True:
-            line, rest = self._split_line(self._buffer)
-            if line is None:
+        position = 0
+        while (match := _LINE_END.search(buffer, position)) is not None:
+            if match.group() == b"\r" and match.end() == len(buffer):
+                # A CR at the end of a read may be the first half of CRLF: wait for more.
                 break
-            self._buffer = rest
-            event = self._process_line(line.decode("utf-8", errors="replace"))
+            event = self._process_line(buffer[position : match.start()].decode("utf-8", errors="replace"))
+            position = match.end()
             if event is not None:
                 events.append(event)
+        self._buffer = buffer[position:]
         return events
 
     def close(self) -> list[SSEEvent]:
         """End of stream: a held trailing CR ends its line; returns any event that completes.
 
-        An event still unterminated after that is left in :meth:`pending` (and never dispatched).
+        An event still unterminated after that is never dispatched (see :meth:`unterminated_data`).
         """
         if not self._buffer.endswith(b"\r"):
             return []
@@ -124,24 +129,13 @@ class SSEDecoder:
         event = self._process_line(line.decode("utf-8", errors="replace"))
         return [] if event is None else [event]
 
-    def pending(self) -> str | None:
-        """The data of an event started but not terminated (for end-of-stream diagnosis)."""
+    def unterminated_data(self) -> str:
+        """The data of an event begun but never terminated by a blank line ("" if none)."""
+        lines = list(self._data)
         tail = self._buffer.decode("utf-8", errors="replace")
-        lines = self._data + ([tail[5:].lstrip(" ")] if tail.startswith("data:") else [])
-        return "\n".join(lines) if lines or tail else None
-
-    @staticmethod
-    def _split_line(buffer: bytes) -> tuple[bytes | None, bytes]:
-        for index, byte in enumerate(buffer):
-            if byte == 0x0A:
-                return buffer[:index], buffer[index + 1 :]
-            if byte == 0x0D:
-                if index + 1 == len(buffer):
-                    # A CR at the end of a read may be the first half of CRLF: wait for more.
-                    return None, buffer
-                skip = 2 if buffer[index + 1] == 0x0A else 1
-                return buffer[:index], buffer[index + skip :]
-        return None, buffer
+        if tail.startswith("data:"):
+            lines.append(tail[5:].removeprefix(" "))
+        return "\n".join(lines)
 
     def _process_line(self, line: str) -> SSEEvent | None:
         if line == "":
@@ -223,15 +217,14 @@ async def read_chat_stream(chunks: AsyncIterable[bytes]) -> tuple[str, Usage]:
         async for chunk in chunks:
             for event in decoder.feed(chunk):
                 stream.add(event)
-            if stream.done:
-                return stream.text, stream.usage
+                if stream.done:
+                    return stream.text, stream.usage
     except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError, ConnectionError) as exc:
         raise ProviderError(f"stream ended before [DONE]: the connection broke mid-stream ({exc})") from None
     for event in decoder.close():
         stream.add(event)
-    if stream.done:
-        return stream.text, stream.usage
-    if decoder.pending() is not None and decoder.pending().strip() == "[DONE]":  # type: ignore[union-attr]
+    if stream.done or decoder.unterminated_data().strip() == "[DONE]":
+        # A provider that closes right after "data: [DONE]" without the blank line still finished.
         return stream.text, stream.usage
     raise ProviderError("stream ended before [DONE]")
 
