@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import gc
 import json
 import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -1021,8 +1024,9 @@ def load_dataset(path: str | Path) -> Dataset:
             the file, the item and the JSON path of the bad field.
     """
     manifest_path, root = _locate(Path(path))
-    raw, lines = _read_manifest(manifest_path)
-    manifest = _validate_manifest(raw, manifest_path, root)
+    with _gc_paused():
+        raw, lines = _read_manifest(manifest_path)
+        manifest = _validate_manifest(raw, manifest_path, root)
     documents = _load_corpus(manifest, manifest_path, root)
     items = list(manifest.items)
     by_id = {item.id: item for item in items}
@@ -1037,6 +1041,23 @@ def load_dataset(path: str | Path) -> Dataset:
         item_lines=item_lines,
         by_id=by_id,
     )
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a large manifest is parsed and validated.
+
+    Parsing and validation allocate millions of container objects that all stay
+    alive; each automatic collection re-walks them, which made a 100,000-item load
+    two to three times slower. Nothing collectable is created, so pausing loses nothing.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _locate(path: Path) -> tuple[Path, Path]:

@@ -913,3 +913,19 @@ def test_hash_corpus_refuses_paths_outside_corpus(dataset_dir: Path, capsys: pyt
 def test_hash_corpus_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["hash-corpus", "--help"]) == 0
     assert "corpusHashes" in capsys.readouterr().out
+
+
+def test_garbage_collector_state_is_restored(dataset_dir: Path, tmp_path: Path) -> None:
+    import gc
+
+    assert gc.isenabled()
+    load_dataset(dataset_dir)
+    assert gc.isenabled()
+    load_error(write_dataset(tmp_path / "bad", items=[{"id": "x"}]))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        load_dataset(dataset_dir)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
