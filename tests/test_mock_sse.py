@@ -80,7 +80,7 @@ def _wait_for(predicate, what: str) -> None:
         time.sleep(0.01)
 
 
-LONG_ECHO = "ECHO: " + "word " * 60_000  # ~9 MB of events: more than the socket buffers hold
+LONG_ECHO = "ECHO: " + "word " * 120_000  # ~23 MB of events: far more than loopback socket buffers hold
 
 
 def test_client_hanging_up_mid_stream_leaves_no_errors_or_tasks(caplog):
