@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from .contract import VERDICTS, strip_markers
+from .contract import strip_markers
 from .dataset import (
     AdversarialItem,
     CitationItem,
@@ -27,7 +27,7 @@ from .dataset import (
 from .evidence import review_answer
 from .outcome import ItemOutcome
 from .scoring import best_truth, claim_coverage, claim_is_true, evidence_found
-from .targets import Target, TargetError, namespace_label, substitute
+from .targets import Target, TargetError, check_generate_response, namespace_label, substitute
 
 FALSEHOOD_OVERLAP = 0.6
 """A claim overlaps a planted falsehood when it covers this share of the claim's tokens (SPEC §2)."""
@@ -64,6 +64,8 @@ class ItemRunner:
         mock_tokens: optional callable returning the mock provider's running total of
             prompt + completion tokens; used for ``tokensPerQuery`` when the target
             reports no ``usage`` (SPEC §9).
+        diagnose: optional callable explaining a failed call (for a spawned target:
+            its exit code and log tail when it has died), or None when it has nothing to add.
     """
 
     def __init__(
@@ -72,10 +74,12 @@ class ItemRunner:
         *,
         run_id: str | None = None,
         mock_tokens: Callable[[], int] | None = None,
+        diagnose: Callable[[], str | None] | None = None,
     ) -> None:
         self.target = target
         self.run_id = run_id or uuid.uuid4().hex
         self._mock_tokens = mock_tokens
+        self._diagnose = diagnose
         self._ingested: set[str] = set()
 
     # -- corpus -----------------------------------------------------------------
@@ -123,7 +127,9 @@ class ItemRunner:
                 return self._run_citation(item, dataset)
             raise TypeError(f"unknown item type {type(item).__name__}")
         except TargetError as exc:
-            raise ItemError(errored_outcome(item, str(exc))) from exc
+            reason = self._diagnose() if self._diagnose else None
+            message = f"{exc}\n{reason}" if reason else str(exc)
+            raise ItemError(errored_outcome(item, message)) from exc
 
     # -- generate ---------------------------------------------------------------
 
@@ -362,26 +368,10 @@ def _check_generate_shape(response: Any) -> None:
     """Raise TargetError naming the field when a generate response breaks SPEC §3."""
     if not isinstance(response, dict):
         raise TargetError(f"generate returned {type(response).__name__}, expected a JSON object")
-    if not isinstance(response.get("answer"), str):
-        raise TargetError("generate response field 'answer' is missing or not a string")
-    for name in ("evidence", "claims"):
-        if not isinstance(response.get(name), list):
-            raise TargetError(f"generate response field {name!r} is missing or not a list")
-    for i, ev in enumerate(response["evidence"]):
-        for key, typ in (("marker", str), ("document", str), ("start", int), ("end", int)):
-            if not isinstance(ev, dict) or not isinstance(ev.get(key), typ):
-                raise TargetError(f"generate response field evidence[{i}].{key} is missing or not {typ.__name__}")
-    for i, claim in enumerate(response["claims"]):
-        for key, typ in (("text", str), ("markers", list), ("verdict", str)):
-            if not isinstance(claim, dict) or not isinstance(claim.get(key), typ):
-                raise TargetError(f"generate response field claims[{i}].{key} is missing or not {typ.__name__}")
-        if claim["verdict"] not in VERDICTS:
-            raise TargetError(
-                f"generate response field claims[{i}].verdict is {claim['verdict']!r}, expected one of {list(VERDICTS)}"
-            )
-        for key in ("start", "end"):
-            if not isinstance(claim.get(key), int):
-                claim[key] = -1  # offsets are optional for judging; -1 never overlaps a span
+    try:
+        check_generate_response(response)
+    except ValueError as exc:
+        raise TargetError(f"generate returned a malformed response: {exc}") from exc
 
 
 def _check_query(expect: Any, result: Any) -> list[str]:

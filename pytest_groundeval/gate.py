@@ -236,6 +236,17 @@ def format_check(check: GateCheck) -> str:
     return f"{check.metric:<26} {value:>10} {check.op} {bound:<10} {check.outcome:<4}  {check.reason}"
 
 
+def unbounded_lines(metrics: Metrics, result: GateResult) -> list[str]:
+    """Lines for measured metrics that no check covers (reported, not gated), aligned with ``format_check``."""
+    checked = {c.metric for c in result.checks}
+    values = metrics.to_wire()
+    return [
+        f"{metric:<26} {format_value(metric, values[metric]):>10}    {'':<10} INFO  reported; no bound set"
+        for metric in METRIC_DIRECTIONS
+        if metric not in checked and values.get(metric) is not None
+    ]
+
+
 # --- evaluation -------------------------------------------------------------------------------
 
 

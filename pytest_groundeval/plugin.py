@@ -19,6 +19,7 @@ from .session import KINDS, RUN_PROPERTY
 
 settings_key = pytest.StashKey["_options.Settings"]()
 mock_key = pytest.StashKey[Any]()
+spawned_key = pytest.StashKey[Any]()
 run_key = pytest.StashKey[dict]()
 
 
@@ -124,6 +125,7 @@ def groundeval_target(request: pytest.FixtureRequest) -> Iterator[Any]:
     except targets.TargetError as exc:
         request.session.shouldfail = f"groundeval: target failed to start: {str(exc).splitlines()[0]}"
         raise
+    request.session.stash[spawned_key] = spawned
     try:
         yield spawned.target
     finally:
@@ -151,14 +153,26 @@ def groundeval_runner(request: pytest.FixtureRequest, groundeval_target: Any) ->
     labels per run and item, and falls back to the mock's token count for
     ``tokensPerQuery`` when the target reports no usage.
     """
+    from . import targets
     from .evaluate import ItemRunner
 
     settings = request.config.stash[settings_key]
     mock = request.session.stash.get(mock_key, None)
+    spawned = request.session.stash.get(spawned_key, None)
+
+    def diagnose() -> str | None:
+        # A call failed: when the spawned child has died, say how, with its log tail.
+        try:
+            spawned.ensure_alive()
+        except targets.SpawnError as exc:
+            return str(exc)
+        return None
+
     runner = ItemRunner(
         groundeval_target,
         run_id=uuid.uuid4().hex,
         mock_tokens=(lambda: sum(r.prompt_tokens + r.completion_tokens for r in mock.log)) if mock else None,
+        diagnose=diagnose if spawned is not None else None,
     )
     runner.models = _lineage(groundeval_target, settings)
     return runner

@@ -171,7 +171,7 @@ class GateSession:
             return
         if self.gate is None:
             return
-        from .gate import format_check
+        from .gate import format_check, unbounded_lines
 
         tr = terminalreporter
         m = self.models or {}
@@ -184,6 +184,8 @@ class GateSession:
             tr.write_line(f"warning: {self.lineage_conflict}", yellow=True)
         for check in self.gate.checks:
             tr.write_line(format_check(check), red=check.outcome == "FAIL", green=check.outcome == "PASS")
+        for line in unbounded_lines(self.metrics, self.gate):
+            tr.write_line(line)
         if self.settings.report is not None:
             tr.write_line(f"report: {self.settings.report}")
         if self.gate.passed:

@@ -279,7 +279,11 @@ _KIND_NAMES = {
 }
 
 
-def _check_generate(body: dict) -> None:
+def check_generate_response(body: dict) -> None:
+    """Check a generate response against SPEC §3; raise ValueError naming the first bad field.
+
+    Used by ``HttpTarget`` and, for in-process ``Target`` objects, by the item runner.
+    """
     _require(body, "answer", "", "str")
     for i, item in enumerate(_require(body, "evidence", "", "list")):
         where = f"evidence[{i}]"
@@ -488,7 +492,7 @@ class HttpTarget:
         started = time.perf_counter()
         response = self._send("POST", "/v1/generate", {"question": question, "find": find})
         latency_ms = (time.perf_counter() - started) * 1000.0
-        return self._decode("POST /v1/generate", response, _check_generate), latency_ms
+        return self._decode("POST /v1/generate", response, check_generate_response), latency_ms
 
     def records(self, step: dict) -> dict:
         """``POST /v1/records`` (see ``Target.records``).

@@ -428,13 +428,13 @@ def test_wait_ready_reports_the_last_status(not_ready_url) -> None:
     ],
 )
 def test_generate_shape_violations_name_the_field(change, field: str) -> None:
-    from pytest_groundeval.targets import _check_generate
+    from pytest_groundeval.targets import check_generate_response
 
     body = json.loads(json.dumps(GOOD_GENERATE))
-    _check_generate(body)
+    check_generate_response(body)
     change(body)
     with pytest.raises(ValueError, match=re.escape(field)):
-        _check_generate(body)
+        check_generate_response(body)
 
 
 def test_in_process_target_satisfies_the_protocol() -> None:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from .store import next_tx, transaction
+from .store import next_tx, write_transaction
 
 
 class RecordNotFound(LookupError):
@@ -155,7 +155,7 @@ def write_record(
     Raises:
         RecordNotFound: update/delete of an id with no current version.
     """
-    with transaction(conn):
+    with write_transaction(conn):
         if op == "create":
             record_id = "rec_" + uuid.uuid4().hex
             tx = next_tx(conn, tenant_id)

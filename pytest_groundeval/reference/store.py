@@ -14,12 +14,13 @@ reference server.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import secrets
 import sqlite3
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,18 +139,16 @@ def migrate(conn: sqlite3.Connection) -> int:
     return len(MIGRATIONS)
 
 
-class transaction:
-    """Context manager: ``BEGIN IMMEDIATE`` … ``COMMIT`` (``ROLLBACK`` on error)."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-
-    def __enter__(self) -> sqlite3.Connection:
-        self.conn.execute("BEGIN IMMEDIATE")
-        return self.conn
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+@contextlib.contextmanager
+def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT``, or ``ROLLBACK`` when the block raises."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def ensure_tenant(conn: sqlite3.Connection, tenant_id: str) -> None:
@@ -178,7 +177,7 @@ def next_tx(conn: sqlite3.Connection, tenant_id: str) -> int:
 
 def add_key(conn: sqlite3.Connection, tenant_id: str, key: str) -> None:
     """Register ``key`` (by its hash) for ``tenant_id``, creating the tenant; idempotent."""
-    with transaction(conn):
+    with write_transaction(conn):
         ensure_tenant(conn, tenant_id)
         conn.execute(
             "INSERT OR IGNORE INTO api_keys (key_hash, tenant_id, created_ms) VALUES (?, ?, ?)",
@@ -245,7 +244,7 @@ def activate_document(conn: sqlite3.Connection, tenant_id: str, name: str, conte
     Returns:
         ``(documentId, txStart)`` as first stored, or None when that version was never ingested.
     """
-    with transaction(conn):
+    with write_transaction(conn):
         existing = find_document(conn, tenant_id, name, content_hash)
         if existing is not None:
             conn.execute(
@@ -275,7 +274,7 @@ def insert_document(
     Returns:
         ``(documentId, txStart)``.
     """
-    with transaction(conn):
+    with write_transaction(conn):
         existing = find_document(conn, tenant_id, name, content_hash)
         conn.execute("UPDATE documents SET current = 0 WHERE tenant_id = ? AND name = ?", (tenant_id, name))
         if existing is not None:
