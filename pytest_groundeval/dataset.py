@@ -71,7 +71,7 @@ __all__ = [
     "RecordedSource",
     "Reference",
     "ReviewItem",
-    "SUPPORTED_VERSIONS",
+    "VERSION_PATTERN",
     "SourceMetadata",
     "TemporalItem",
     "TemporalStep",
@@ -88,7 +88,10 @@ __all__ = [
 CHUNK_SIZE = 64 * 1024
 """Bytes per read when hashing or loading a corpus file."""
 
-SUPPORTED_VERSIONS = ("v1",)
+VERSION_PATTERN = r"^v[0-9]+([._-][A-Za-z0-9]+)*$"
+"""A dataset version: ``v1``, ``v2``, ``v1.1``, ``v3-rc1``. The manifest format is v1 whatever
+the version; the version names the dataset's content and is bumped when the corpus or items
+change (SPEC §2), so a baseline is only compared with a run of the same version (SPEC §9)."""
 """Manifest versions this module reads (SPEC §2)."""
 
 ITEM_KINDS = ("qa", "adversarial", "temporal", "citation", "review")
@@ -696,7 +699,7 @@ class Manifest(WireModel):
     ``expectedEvidence`` documents exist, at least one item.
     """
 
-    version: Literal["v1"]
+    version: str
     """Manifest format version; only ``v1``."""
     corpus: list[CorpusEntry] = Field(default_factory=list)
     """The documents ingested into the target."""
@@ -993,7 +996,7 @@ class Dataset:
         root: The dataset directory.
         manifest_path: Its ``manifest.json``.
         manifest: The validated manifest.
-        version: The manifest version (``v1``).
+        version: The dataset version (``v1``, ``v2``, …; see ``VERSION_PATTERN``).
         documents: Corpus entry name → loaded document, in manifest order.
         items: Items in manifest order.
         item_lines: Item id → 1-based line of the item's object in ``manifest.json``.
@@ -1205,10 +1208,10 @@ def _offsets_to_lines(text: str, offsets: list[int]) -> list[int]:
 
 def _validate_manifest(raw: dict[str, Any], manifest_path: Path, root: Path) -> Manifest:
     version = raw.get("version")
-    if "version" in raw and version not in SUPPORTED_VERSIONS:
+    if "version" in raw and not (isinstance(version, str) and re.match(VERSION_PATTERN, version)):
         raise DatasetError(
-            f"{manifest_path}: unsupported manifest version {version!r}; this version of "
-            f"pytest-groundeval reads {', '.join(map(repr, SUPPORTED_VERSIONS))}",
+            f"{manifest_path}: invalid dataset version {version!r}; expected 'v' and a number, "
+            "optionally with a suffix ('v1', 'v2', 'v1.1'); bump it whenever the corpus or items change",
             path=manifest_path,
             json_path="version",
         )

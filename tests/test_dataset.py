@@ -548,11 +548,16 @@ def test_missing_manifest(tmp_path: Path) -> None:
     assert "no such dataset directory or manifest.json" in str(load_error(tmp_path / "nowhere"))
 
 
-@pytest.mark.parametrize("version", ["v2", "1", 1, None])
+@pytest.mark.parametrize("version", ["1", 1, None, "", "v", "v1 beta", "version2"])
 def test_wrong_version(tmp_path: Path, version: Any) -> None:
     error = load_error(write_dataset(tmp_path, extra={"version": version}))
-    assert f"unsupported manifest version {version!r}" in str(error) and "reads 'v1'" in str(error)
+    assert f"invalid dataset version {version!r}" in str(error) and "'v1', 'v2'" in str(error)
     assert error.json_path == "version"
+
+
+@pytest.mark.parametrize("version", ["v2", "v1.1", "v3-rc1"])
+def test_bumped_versions_load(tmp_path: Path, version: str) -> None:
+    assert load_dataset(write_dataset(tmp_path, extra={"version": version})).version == version
 
 
 def test_unknown_top_level_key(tmp_path: Path) -> None:
