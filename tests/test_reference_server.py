@@ -155,8 +155,9 @@ def _error(response: httpx.Response, status: int) -> dict:
 
 
 def test_readyz_and_info_report_the_configured_models(ref: Reference) -> None:
-    assert httpx.get(ref.url + "/readyz").status_code == 200
-    info = httpx.get(ref.url + "/v1/info")
+    assert httpx.get(ref.url + "/readyz").status_code == 200  # the one open route
+    with ref.client() as client:
+        info = client.get("/v1/info")
     assert info.status_code == 200
     assert info.json() == {"models": {"generate": "mock-generate", "embed": "mock-embed"}}
 
@@ -175,6 +176,15 @@ def test_missing_or_invalid_key_is_401(ref: Reference, route: str, header: str |
     headers = {} if header is None else {"Authorization": header}
     error = _error(httpx.post(ref.url + route, json={}, headers=headers), 401)
     assert error["code"] == "unauthorized"
+
+
+@pytest.mark.parametrize("header", [None, "Bearer wrong-key", "Basic abc", "Bearer"])
+def test_info_needs_a_valid_key_too(ref: Reference, header: str | None) -> None:
+    # SPEC §3: every call of the REST contract takes the bearer key; only /readyz is open.
+    headers = {} if header is None else {"Authorization": header}
+    error = _error(httpx.get(ref.url + "/v1/info", headers=headers), 401)
+    assert error["code"] == "unauthorized"
+    assert "models" not in error["message"]
 
 
 def test_unknown_route_is_a_json_404(ref: Reference) -> None:

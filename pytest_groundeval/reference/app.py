@@ -1,9 +1,9 @@
 """The reference target's aiohttp application: routes, auth, errors, the answer pipeline.
 
 Routes (SPEC §3; ``docs/target-contract.md`` is the full contract):
-``GET /readyz``, ``GET /v1/info`` (no auth), and with ``Authorization: Bearer
-<key>``: ``POST /v1/documents``, ``/v1/generate``, ``/v1/records``,
-``/v1/query``, ``/v1/compare``.
+``GET /readyz`` (no auth), and with ``Authorization: Bearer <key>`` (SPEC §3:
+a wrong or missing key is 401): ``GET /v1/info``, ``POST /v1/documents``,
+``/v1/generate``, ``/v1/records``, ``/v1/query``, ``/v1/compare``.
 
 Errors are JSON ``{"error": {"code", "message", "field"}}``: 400
 ``invalid_json``, 401 ``unauthorized``, 404 ``not_found``, 405
@@ -190,7 +190,11 @@ async def readyz(request: web.Request) -> web.Response:
 
 
 async def info(request: web.Request) -> web.Response:
-    """``GET /v1/info`` (no auth): the model lineage ``{"models": {"generate", "embed"}}``."""
+    """``GET /v1/info``: the model lineage ``{"models": {"generate", "embed"}}``.
+
+    Needs a valid key like every ``/v1`` call (SPEC §3); 401 otherwise.
+    """
+    await authenticate(request)
     config = _state(request).config
     return web.json_response({"models": {"generate": config.model_generate, "embed": config.model_embed}})
 
