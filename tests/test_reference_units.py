@@ -183,10 +183,59 @@ def test_a_claim_joining_two_cited_spans_is_supported() -> None:
         ("isn't", "not", True),
         ("not", "never", False),
         ("may", "mars", False),
+        # A one-letter token (the "d" of "D.C.") accounts for nothing but itself.
+        ("designed", "d", False),
+        ("d", "designed", False),
+        ("d", "d", True),
+        # Short words drift only by an inflection ending.
+        ("runs", "run", True),
+        ("running", "run", True),
+        ("åren", "år", True),
+        ("cart", "car", False),
+        ("artist", "art", False),
+        ("honors", "honor", True),
     ],
 )
 def test_same_word(a: str, b: str, same: bool) -> None:
     assert same_word(a, b) is same
+
+
+# From datasets/v1 (halueval-adv-11): the passage is about Washington, D.C.; nothing in it says who designed what.
+LINCOLN_SPAN = (
+    "Henry Bacon (November 28, 1866 – February 16, 1924) was an American Beaux-Arts architect who is best "
+    "remembered for the Lincoln Memorial in Washington, D.C. (built 1915–22), which was his final project. "
+    "The Lincoln Memorial is an American national monument built to honor the 16th President of the United "
+    "States, Abraham Lincoln. Dedicated in 1922, it is one of several monuments built to honor an American president."
+)
+
+
+def test_a_one_letter_token_of_the_span_does_not_support_a_planted_falsehood() -> None:
+    check = verify_claim(
+        "The architect who designed the Lincoln Memorial was Abraham Lincoln. [S1]", ["S1"], {"S1": LINCOLN_SPAN}
+    )
+    assert check.verdict == "unsupported"
+    assert "designed" in check.reason
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "Henry Bacon was the architect of the Lincoln Memorial in Washington, D.C. [S1]",
+        "The Lincoln Memorial honors Abraham Lincoln, the 16th President of the United States. [S1]",
+        "The Lincoln Memorial was dedicated in 1922. [S1]",
+    ],
+)
+def test_faithful_restatements_of_the_span_stay_supported(claim: str) -> None:
+    check = verify_claim(claim, ["S1"], {"S1": LINCOLN_SPAN})
+    assert check.verdict == "supported", check.reason
+
+
+def test_numbered_markers_are_stripped_like_evidence_markers() -> None:
+    # contract.MARKER_PATTERN: "[1]" is citation syntax, not the number 1.
+    claim = "Revenue rose 12% in the third quarter after the Stockholm launch. [1][S1]"
+    assert verify_claim(claim, ["1", "S1"], {"S1": SPAN}).verdict == "supported"
+    (parsed,) = parse_decomposition('{"claims": [{"text": "A fact. [1]"}]}', "A fact. [1]")
+    assert parsed.markers == ["1"]
 
 
 def test_function_words_are_not_novel() -> None:

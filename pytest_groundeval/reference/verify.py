@@ -14,11 +14,15 @@ Verdict rule for one claim (the claim text with its ``[S#]`` markers removed):
    - the claim brings in **no content word** the cited spans lack. Content
      words are ``scoring.content_tokens`` (function words are stop words and
      allowed). A claim word is accounted for by a span word when they are
-     equal or share a stem by a crude rule: a common prefix of at least
-     ``STEM_PREFIX`` characters, or of at least ``STEM_SHARE`` of the shorter
-     word (inflection drift: "ships"/"shipped", "öppnade"/"öppnar"). Numbers
-     must match exactly; negations match by ``scoring.negation_key`` ("isn't"
-     = "is not").
+     equal or share a stem by a crude rule (:func:`same_word`): when both
+     words have at least ``MIN_STEM_CHARS`` characters, a common prefix of at
+     least ``STEM_PREFIX`` characters or of at least ``STEM_SHARE`` of the
+     shorter word (inflection drift: "ships"/"shipped", "öppnade"/"öppnar");
+     a shorter word only matches itself plus an inflection ending from
+     ``SHORT_WORD_ENDINGS`` ("run"/"runs", "år"/"åren"), so a one-letter token
+     such as the "d" of "D.C." never accounts for "designed". Numbers must
+     match exactly; negations match by ``scoring.negation_key`` ("isn't" =
+     "is not").
 
 3. A claim that passes 2 but drops a negation is not supported either: the
    cited sentence that best covers the claim (most shared content words) must
@@ -35,12 +39,14 @@ Verdict rule for one claim (the claim text with its ``[S#]`` markers removed):
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .. import contract
+from ..contract import strip_markers
 from ..scoring import claim_is_true, content_tokens, is_number_token, negation_key, tokenize
 from .provider import ProviderError
 
@@ -48,18 +54,37 @@ STEM_PREFIX = 5
 """A shared prefix this long makes two words the same word for verification."""
 STEM_SHARE = 0.8
 """…or a shared prefix covering this share of the shorter word."""
+MIN_STEM_CHARS = 4
+"""Both words need this many characters for the prefix rules; a shorter word needs an ending match.
 
-MARKER_RE = re.compile(r"\[(S\d+)\]")
-"""An evidence marker as it appears in an answer."""
+Without it the 80 % rule lets a one-letter token (the "d" of "D.C.") account
+for any word that starts with its letter ("designed").
+"""
+SHORT_WORD_ENDINGS = ("s", "es", "'s", "d", "ed", "ing", "er", "ar", "en", "et", "na")
+"""Inflection endings (English, Swedish) by which a word of 2–3 characters may grow: "run"/"runs", "år"/"åren"."""
 
-
-def strip_markers(text: str) -> str:
-    """The claim text without ``[S#]`` markers (markers are citations, not content)."""
-    return " ".join(MARKER_RE.sub(" ", text).split())
+MARKER_RE = re.compile(contract.MARKER_PATTERN)
+"""A citation marker as it appears in an answer (the project's one pattern, ``contract.MARKER_PATTERN``)."""
 
 
 def same_word(claim_word: str, span_word: str) -> bool:
-    """Whether a span word accounts for a claim word (equality, or the crude stem rule above)."""
+    """Whether a span word accounts for a claim word (SPEC §7: inflection drift allowed).
+
+    Equal words match. Numbers match only themselves; negations match by
+    ``scoring.negation_key``. Otherwise, when both words have at least
+    :data:`MIN_STEM_CHARS` characters, they match when their common prefix has
+    :data:`STEM_PREFIX` characters or :data:`STEM_SHARE` of the shorter word
+    ("shipped"/"ships"). A shorter word matches only a word that is itself
+    plus one of :data:`SHORT_WORD_ENDINGS`, its last consonant doubled or not
+    ("run"/"runs"/"running"); a one-letter word matches only itself.
+
+    Args:
+        claim_word: A case-folded token of the claim (``scoring.tokenize``).
+        span_word: A case-folded token of the cited span.
+
+    Returns:
+        True when the span word accounts for the claim word.
+    """
     if claim_word == span_word:
         return True
     if is_number_token(claim_word) or is_number_token(span_word):
@@ -67,13 +92,21 @@ def same_word(claim_word: str, span_word: str) -> bool:
     claim_negation, span_negation = negation_key(claim_word), negation_key(span_word)
     if claim_negation is not None or span_negation is not None:
         return claim_negation == span_negation
-    shared = 0
-    for a, b in zip(claim_word, span_word):
-        if a != b:
-            break
-        shared += 1
-    shorter = min(len(claim_word), len(span_word))
-    return shared >= STEM_PREFIX or shared >= STEM_SHARE * shorter
+    shorter, longer = sorted((claim_word, span_word), key=len)
+    if len(shorter) < MIN_STEM_CHARS:
+        return _inflects(shorter, longer)
+    shared = len(os.path.commonprefix((claim_word, span_word)))
+    return shared >= STEM_PREFIX or shared >= STEM_SHARE * len(shorter)
+
+
+def _inflects(short: str, word: str) -> bool:
+    """Whether ``word`` is ``short`` plus an inflection ending (a doubled last letter allowed)."""
+    if len(short) < 2 or not word.startswith(short):
+        return False
+    ending = word[len(short) :]
+    if ending in SHORT_WORD_ENDINGS:
+        return True
+    return ending[:1] == short[-1] and ending[1:] in SHORT_WORD_ENDINGS
 
 
 def novel_content_words(claim: str, spans: Sequence[str]) -> list[str]:
