@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_groundeval import contract
 from pytest_groundeval.mock import decompose
 from pytest_groundeval.mock.behaviour import cite_block, count_tokens
 
@@ -78,3 +81,11 @@ def test_cited_blocks_decompose_to_their_marker(blocks):
 def test_token_count_rule():
     assert count_tokens("Hej på dig, Åsa!") == 6
     assert count_tokens("") == 0
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab .!?[]S12")), max_size=60))
+def test_claim_markers_are_the_contract_markers_of_the_claim_text(draft):
+    # One marker pattern for the project: what the mock reports as a claim's markers
+    # is exactly what contract.MARKER_PATTERN finds in the claim's text.
+    for claim in decompose(draft):
+        assert claim["markers"] == list(dict.fromkeys(re.findall(contract.MARKER_PATTERN, claim["text"])))

@@ -48,16 +48,18 @@ MAX_EVIDENCE_BLOCKS = 2
 _FLOAT32 = struct.Struct(f"<{EMBEDDING_DIM}f")
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 _WORD_RE = re.compile(r"\w+")
+# An evidence *block* line of the prompt ("[S1] text"), not a citation marker.
 _EVIDENCE_LINE_RE = re.compile(r"^\[S(\d+)\] (.*)$", re.MULTILINE)
-_MARKER_RE = re.compile(r"\[(S?\d+)\]")
+# Citation markers: the project's one pattern (contract.MARKER_PATTERN, "[S1]" or "[1]").
+_MARKER_RE = re.compile(contract.MARKER_PATTERN)
 # A terminator, optional closing quotes/brackets, then what must follow for the
 # terminator to end a sentence. ASCII terminators need whitespace, a marker or
 # the end after them, so "3.5" and "384.400" never split; CJK full-width
 # terminators end a sentence whatever follows, as CJK text has no spaces.
 _SENTENCE_END_RE = re.compile(
-    r"(?:[.!?][\"'”’»)\]]*(?=\s|\[S?\d+\]|$)|[。！？][\"'”’」』)）]*)"
+    r"(?:[.!?][\"'”’»)\]]*(?=\s|" + contract.MARKER_PATTERN + r"|$)|[。！？][\"'”’」』)）]*)"
 )
-_MARKER_RUN_RE = re.compile(r"(?:\s*\[S?\d+\])+")
+_MARKER_RUN_RE = re.compile(r"(?:\s*" + contract.MARKER_PATTERN + r")+")
 _PARAGRAPH_BREAK_RE = re.compile(r"\n[ \t]*\n")
 _TERMINATORS = ".!?。！？"
 _INNER_TERMINATOR_RE = re.compile(r"[.!?。！？]")
