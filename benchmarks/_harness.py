@@ -1,0 +1,162 @@
+"""Shared pieces of the benchmark scripts: timed subprocesses, the instant target, tables.
+
+Every benchmark runs its subject and its baseline side by side in one
+invocation, interleaved round by round, and reports ratios of medians; the
+absolute figures depend on the machine and on whatever else it is doing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+PYTHON = sys.executable
+
+QUIET_PLUGINS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
+"""Given to every pytest run on both sides of a comparison: no cache writes, and no
+Hypothesis plugin (it imports Hypothesis in every terminal summary, ~0.3 s that
+says nothing about either side)."""
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One finished subprocess."""
+
+    wall_s: float
+    """Wall time from start to exit, in seconds."""
+    max_rss_mib: float
+    """Peak resident set size of the child, in MiB (``ru_maxrss`` of that one child)."""
+    cpu_s: float
+    """User + system CPU time of the child, in seconds."""
+    returncode: int
+    output: str
+    """The child's stdout and stderr (stderr appended)."""
+
+
+def run_measured(cmd: Sequence[str], *, cwd: str | Path | None = None, env: dict | None = None) -> Measured:
+    """Run ``cmd`` to completion and measure it.
+
+    Peak memory comes from ``os.wait4``, which returns the ``struct rusage`` of
+    exactly this child: the same ``ru_maxrss`` that ``getrusage(RUSAGE_CHILDREN)``
+    reports in a fresh parent that ran only this child, without that figure's
+    pitfall of being the maximum over every child the parent ever waited for.
+
+    Raises:
+        RuntimeError: the command failed; the message carries its output's tail.
+    """
+    with open(os.devnull, "rb") as stdin:
+        out = _spool()
+        err = _spool()
+        started = time.perf_counter()
+        proc = subprocess.Popen(list(cmd), cwd=cwd, env=env, stdin=stdin, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    output = _read(out) + _read(err)
+    measured = Measured(wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime, proc.returncode, output)
+    return measured
+
+
+def check(measured: Measured, what: str, ok: Sequence[int] = (0,)) -> Measured:
+    """Return ``measured``, or raise when its exit code is not one of ``ok``."""
+    if measured.returncode not in ok:
+        tail = "\n".join(measured.output.splitlines()[-25:])
+        raise RuntimeError(f"{what} exited {measured.returncode}:\n{tail}")
+    return measured
+
+
+def _spool():
+    import tempfile
+
+    return tempfile.TemporaryFile()
+
+
+def _read(handle) -> str:
+    handle.seek(0)
+    text = handle.read().decode("utf-8", "replace")
+    handle.close()
+    return text
+
+
+@contextlib.contextmanager
+def instant_target(api_key: str = "k") -> Iterator[str]:
+    """Start ``instant_target.py`` on a free loopback port; yield its base URL; stop it."""
+    proc = subprocess.Popen(
+        [PYTHON, str(BENCH_DIR / "instant_target.py"), "--port", "0", "--api-key", api_key],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline().strip()
+        if not line.startswith("listening on "):
+            raise RuntimeError(f"instant target failed to start: {line}{proc.stdout.read()}")
+        yield line.removeprefix("listening on ")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+
+
+def pytest_env(**extra: str) -> dict[str, str]:
+    """The environment for a pytest child: ours, without GROUNDEVAL_* settings leaking in."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GROUNDEVAL_") and k != "PYTEST_ADDOPTS"}
+    env.update(extra)
+    return env
+
+
+def write_ini(directory: Path) -> Path:
+    """An empty ``pytest.ini`` so that ``directory`` is the rootdir and no project config applies."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    return directory
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def spread(values: Sequence[float], fmt: str = "{:.2f}") -> str:
+    """``median (min–max)`` of the values, formatted."""
+    return f"{fmt.format(median(values))} ({fmt.format(min(values))}–{fmt.format(max(values))})"
+
+
+def machine_note() -> str:
+    """CPU count, load average and the git commit (``+dirty`` when the tree has changes)."""
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    try:
+        commit = subprocess.run(
+            ["git", "describe", "--always", "--dirty"], cwd=REPO, capture_output=True, text=True, timeout=5
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = "unknown"
+    return f"{os.cpu_count()} CPUs, load average {load}, commit {commit or 'unknown'}, Python {sys.version.split()[0]}"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A Markdown table (pastes into benchmarks/README.md as it is)."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def verdict(ratio: float, goal: float, at_most: bool) -> str:
+    """``met`` or ``missed by N%`` for a ratio against a goal (``at_most``: lower is better)."""
+    met = ratio <= goal if at_most else ratio >= goal
+    if met:
+        return "met"
+    return f"missed by {abs(ratio / goal - 1) * 100:.0f}%"

@@ -1,0 +1,111 @@
+"""Synthetic datasets for the benchmarks: N qa items over a small corpus (SPEC §2).
+
+Run: ``python benchmarks/synthetic.py OUT_DIR --items 2000 [--records 500]``
+writes ``OUT_DIR/manifest.json`` and ``OUT_DIR/corpus/facts.txt`` and prints the
+directory. The benchmarks call ``write_dataset`` directly, into a temp dir.
+
+The corpus is one text document of ``records`` lines, each naming a key
+``K00042``; qa item ``i`` asks about key ``i % records``, expects that line as
+evidence and lists it as its truth. ``instant_target.py`` answers any question
+carrying a key with that line's exact byte span, so every item passes and the
+plugin does its full per-item work (slicing, evidence search, claim judging).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import xxhash
+
+DOCUMENT_NAME = "bench/facts.txt"
+"""Corpus entry name of the synthetic document (what evidence spans name)."""
+
+LABEL = "FACT"
+"""Corpus label of the synthetic document; every item's ``find``."""
+
+_PLACES = ("Aurora", "Borealis", "Cirrus", "Delta", "Ember", "Fjord", "Glacier", "Harbor")
+_MONTHS = ("January", "March", "May", "July", "September", "November")
+
+
+def record_key(index: int) -> str:
+    """The key written in corpus line ``index`` and in the questions about it: ``K00042``."""
+    return f"K{index:05d}"
+
+
+def record_line(index: int) -> str:
+    """Corpus line ``index``: one plain sentence naming its key (ASCII, no line break)."""
+    place = _PLACES[index % len(_PLACES)]
+    month = _MONTHS[index % len(_MONTHS)]
+    return (
+        f"Record {record_key(index)} says the {place} station logged {index * 7 % 997} readings "
+        f"in sector {index % 13} during {month}."
+    )
+
+
+def corpus_text(records: int) -> str:
+    """The whole text document: ``records`` lines joined by ``\\n`` (already canonical)."""
+    return "\n".join(record_line(i) for i in range(records))
+
+
+def qa_item(number: int, records: int) -> dict:
+    """qa item ``number`` (0-based) in wire shape; it asks about record ``number % records``."""
+    index = number % records
+    line = record_line(index)
+    return {
+        "id": f"qa-{number:06d}",
+        "kind": "qa",
+        "question": f"What does record {record_key(index)} say? (question {number})",
+        "find": LABEL,
+        "expectedEvidence": [line],
+        "truths": [line],
+    }
+
+
+def manifest(items: int, records: int, text: str) -> dict:
+    """The manifest of a dataset of ``items`` qa items over ``text``."""
+    return {
+        "version": "v1",
+        "corpus": [{"name": DOCUMENT_NAME, "label": LABEL, "file": "facts.txt", "format": "text"}],
+        "corpusHashes": {"facts.txt": xxhash.xxh3_64_hexdigest(text.encode("utf-8"))},
+        "items": [qa_item(n, records) for n in range(items)],
+    }
+
+
+def write_dataset(directory: str | Path, items: int, records: int = 500) -> Path:
+    """Write a dataset of ``items`` qa items over a ``records``-line corpus into ``directory``.
+
+    The manifest is indented like a hand-edited one (one key per line), so its
+    size and parse cost are those of a real manifest, not of a minified blob.
+
+    Args:
+        directory: Created if missing.
+        items: Number of qa items (100,000 gives a manifest of about 40 MB).
+        records: Lines in the corpus document.
+
+    Returns:
+        The path of ``manifest.json``.
+    """
+    root = Path(directory)
+    (root / "corpus").mkdir(parents=True, exist_ok=True)
+    text = corpus_text(records)
+    (root / "corpus" / "facts.txt").write_bytes(text.encode("utf-8"))
+    path = root / "manifest.json"
+    path.write_text(json.dumps(manifest(items, records, text), indent=2), encoding="utf-8")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Write a synthetic qa dataset for the benchmarks")
+    parser.add_argument("out", help="Directory to write manifest.json and corpus/ into")
+    parser.add_argument("--items", type=int, default=2000, help="Number of qa items")
+    parser.add_argument("--records", type=int, default=500, help="Lines in the corpus document")
+    args = parser.parse_args(argv)
+    print(write_dataset(args.out, args.items, args.records).parent)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
