@@ -11,8 +11,9 @@ transitions without a marker are dropped. Each judged paragraph is checked for
 
 ``judge_citation`` judges one answer against a marker → metadata map;
 ``source_map`` builds that map from an item's ``sources``, its recorded
-``response`` and a target's evidence list; ``judge_citation_item`` is the
-runner's entry point (recorded response, or one generate call).
+``response`` and a target's evidence list. The item runner
+(``pytest_groundeval.evaluate``) calls both: with the recorded answer and no
+target call when the item has a ``response``, else with the generate response.
 
 The optional coverage scorer and judge verdict of SPEC §11 are not here.
 This module does not import pytest.
@@ -24,22 +25,17 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .contract import MARKER_PATTERN
 from .dataset import CitationItem
 from .evidence import EvidenceReview, review_answer
 from .outcome import ItemOutcome
 
-if TYPE_CHECKING:  # pragma: no cover - imported for annotations only
-    from .dataset import Dataset
-    from .evaluate import ItemRunner
-
 __all__ = [
     "PARAGRAPH_TEXT_CHARS",
     "ParagraphVerdict",
     "judge_citation",
-    "judge_citation_item",
     "normalise_field",
     "paragraphs",
     "source_map",
@@ -342,40 +338,6 @@ def judge_citation(
             "citationParagraphs": [verdict.to_extra() for verdict in verdicts],
         },
     )
-
-
-def judge_citation_item(runner: ItemRunner, item: CitationItem, dataset: Dataset) -> ItemOutcome:
-    """Run one citation item: judge its recorded response, else the target's answer.
-
-    A recorded ``response`` is judged with no target call, even when the item
-    also has a ``question``. Otherwise the runner makes one generate call
-    (``question``, ``find``) and the answer is judged against
-    ``source_map(item, response["evidence"])``; the outcome carries the call's
-    latency, tokens and trace id.
-
-    Args:
-        runner: The item runner (``pytest_groundeval.evaluate.ItemRunner``).
-        item: The citation item.
-        dataset: Its dataset (for ``mentionPattern``).
-
-    Returns:
-        The judged outcome (see ``judge_citation``).
-
-    Raises:
-        TargetError: The generate call failed or returned a malformed response
-            (the runner turns it into an errored outcome).
-    """
-    mention_regex = dataset.manifest.mention_regex
-    if item.response is not None:
-        return judge_citation(item, answer=item.response.answer, sources=source_map(item), mention_regex=mention_regex)
-    response, figures = runner._generate(item)
-    outcome = judge_citation(
-        item,
-        answer=response["answer"],
-        sources=source_map(item, response["evidence"]),
-        mention_regex=mention_regex,
-    )
-    return outcome.model_copy(update=figures)
 
 
 # --------------------------------------------------------------------------- detail text
