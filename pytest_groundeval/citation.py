@@ -33,9 +33,15 @@ from .evidence import EvidenceReview, review_answer
 from .outcome import ItemOutcome
 
 __all__ = [
+    "NO_CITATION_DETAIL",
     "PARAGRAPH_TEXT_CHARS",
     "ParagraphVerdict",
+    "cited_markers",
+    "disagreements",
     "judge_citation",
+    "judge_paragraph",
+    "mention_mismatch",
+    "mentions",
     "normalise_field",
     "paragraphs",
     "source_map",
