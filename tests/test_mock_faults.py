@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import httpx
 import openai
@@ -145,3 +147,54 @@ def test_parse_fault_spec(spec, expected):
 def test_parse_fault_spec_rejects(spec):
     with pytest.raises(FaultSpecError, match="fault spec"):
         parse_fault_spec(spec)
+
+
+# Run in a child interpreter: "Task was destroyed but it is pending!" goes to the
+# asyncio logger when the loop's tasks are collected, which pytest's log capture
+# would swallow; the child's stderr shows exactly what a user would see.
+STOP_WITH_DELAY_IN_FLIGHT = """
+import gc, json, sys, threading, time, warnings
+import httpx
+from pytest_groundeval import contract
+from pytest_groundeval.mock import ThreadedMockProvider
+
+client_timeout = float(sys.argv[1])
+mock = ThreadedMockProvider(shutdown_timeout=0.2)
+mock.start()
+outcome = []
+
+def send():
+    try:
+        httpx.post(mock.base_url + "/chat/completions", timeout=client_timeout,
+                   json={"messages": [{"role": "user", "content": "hi"}]},
+                   headers={contract.FAULT_HEADER: "delay:5000"})
+        outcome.append("answered")
+    except httpx.HTTPError as exc:
+        outcome.append(type(exc).__name__)
+
+client = threading.Thread(target=send)
+client.start()
+while mock.task_count() < 2:  # the connection's task and the delayed handler's
+    time.sleep(0.01)
+if client_timeout < 1:
+    client.join()  # the client gives up first: its handler outlives it
+mock.stop()
+client.join()
+gc.collect()
+print(json.dumps({"client": outcome, "statuses": [r.status for r in mock.log]}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("client_timeout", "client_sees"),
+    [(0.3, "ReadTimeout"), (10.0, "RemoteProtocolError")],
+    ids=["client-gave-up", "client-waiting"],
+)
+def test_stop_with_a_delayed_request_in_flight_leaves_nothing_pending(client_timeout, client_sees):
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-c", STOP_WITH_DELAY_IN_FLIGHT, str(client_timeout)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # no "Task was destroyed but it is pending!", no warning
+    assert json.loads(done.stdout) == {"client": [client_sees], "statuses": [499]}

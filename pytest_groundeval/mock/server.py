@@ -142,6 +142,9 @@ class MockProvider:
         self._seq = 0
         self._lock = threading.Lock()
         self._faults = FaultCounter()
+        # Handler tasks in flight: aiohttp's shutdown only waits for (and never
+        # cancels) a handler whose client hung up, so stop() ends them itself.
+        self._in_flight: set[asyncio.Task[Any]] = set()
 
     # ---- lifecycle -------------------------------------------------------
 
@@ -178,10 +181,36 @@ class MockProvider:
         self.port = runner.addresses[0][1]
 
     async def stop(self) -> None:
-        """Stop serving (waits up to ``shutdown_timeout`` for in-flight requests). Idempotent."""
+        """Stop serving. Idempotent.
+
+        The listening socket closes first; requests in flight then get up to
+        ``shutdown_timeout`` seconds to finish, and those still running (a
+        ``delay:`` fault, whether or not its client is still there) are
+        cancelled and awaited, and logged with status 499. When this returns
+        no handler task is left pending in the loop.
+        """
         runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
+        if runner is None:
+            return
+        for site in list(runner.sites):
+            await site.stop()
+        await asyncio.sleep(0)  # let requests accepted just now reach their handler
+        await self._end_in_flight(self._shutdown_timeout)
+        await runner.cleanup()
+        await self._end_in_flight(0)  # a handler that started while the connections closed
+
+    async def _end_in_flight(self, timeout: float) -> None:
+        """Wait up to ``timeout`` s for in-flight requests, then cancel and await the rest."""
+        tasks = [task for task in self._in_flight if not task.done()]
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=timeout)
+            for task in pending:
+                task.cancel()
+            # Awaited, not just cancelled: a task destroyed while pending makes asyncio
+            # print "Task was destroyed but it is pending!" when its loop closes.
+            await asyncio.gather(*pending, return_exceptions=True)
+        self._in_flight.clear()
+        await asyncio.sleep(0)  # let each connection task see its handler's end
 
     async def __aenter__(self) -> MockProvider:
         await self.start()
@@ -282,6 +311,9 @@ class MockProvider:
     ) -> web.StreamResponse:
         """Shared frame of the POST handlers: parse, faults, respond, record — whatever happens."""
         call = self._begin(request, kind)
+        handler_task = asyncio.current_task()
+        assert handler_task is not None  # aiohttp runs every handler in a task
+        self._in_flight.add(handler_task)
         try:
             try:
                 body = _parse_json(await request.read())
@@ -308,6 +340,7 @@ class MockProvider:
             call.status = 500  # aiohttp answers 500 and logs the bug
             raise
         finally:
+            self._in_flight.discard(handler_task)
             self._finish(call)
 
     async def _send_json(
