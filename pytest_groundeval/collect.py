@@ -54,14 +54,14 @@ class KindGroup(pytest.Collector):
 
 
 def _test_function(item: Any):
-    # The fixture a test requests decides what starts: review items need no target
+    # The fixture a test requests decides what starts: recorded answers need no target
     # (SPEC §8: no provider call), so they must not pull in the mock or the server.
-    if item.kind == "review":
+    if item.kind == "review" or (item.kind == "citation" and item.response is not None):
 
-        def test_review(groundeval_offline_runner):
-            """A recorded answer reviewed for evidence risk (SPEC §8)."""
+        def test_recorded(groundeval_offline_runner):
+            """A recorded answer judged with no target call (SPEC §8, §11)."""
 
-        return test_review
+        return test_recorded
 
     def test_item(groundeval_runner):
         """A dataset item run against the target (SPEC §2)."""
@@ -85,19 +85,32 @@ class EvalItem(pytest.Function):
     def dataset(self) -> Dataset:
         return self.parent.dataset
 
+    @property
+    def uses_target(self) -> bool:
+        """Whether running this item calls the target (review and recorded citation items do not)."""
+        item = self.eval_item
+        return item.kind != "review" and not (item.kind == "citation" and item.response is not None)
+
     def setup(self) -> None:
         super().setup()
         from .plugin import record_outcome, record_run
 
-        name = "groundeval_offline_runner" if self.eval_item.kind == "review" else "groundeval_runner"
+        name = "groundeval_runner" if self.uses_target else "groundeval_offline_runner"
         runner = self.funcargs[name]
         record_run(self, self.dataset.version, runner.models)
+        error = None
         try:
-            self.outcome = runner.run(self.eval_item, self.dataset)
+            if self.uses_target:
+                self.outcome = runner.dispatcher.outcome_for(self)
+            else:
+                self.outcome = runner.run_offline(self.eval_item, self.dataset)
         except ItemError as exc:
-            record_outcome(self, exc.outcome)
-            # pytest.fail in setup makes an error report whose text is just this message.
-            pytest.fail(f"{self.eval_item.kind} item {self.eval_item.id} could not be run: {exc}", pytrace=False)
+            error = exc
+        if error is not None:
+            record_outcome(self, error.outcome)
+            # pytest.fail in setup makes an error report whose text is just this message
+            # (raised outside the except block, so no exception chain is printed).
+            pytest.fail(f"{self.eval_item.kind} item {self.eval_item.id} could not be run: {error}", pytrace=False)
         record_outcome(self, self.outcome)
 
     def runtest(self) -> None:

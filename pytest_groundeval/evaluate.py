@@ -1,17 +1,30 @@
 """Running one dataset item against a target and judging it (SPEC §2, §5, §6, §8).
 
 This module is the per-item logic of the plugin, usable without pytest:
-``ItemRunner.run(item)`` drives the target through the ``Target`` protocol and
-returns an ``ItemOutcome``. An item that cannot be run (target down, timeout,
-malformed response) raises ``ItemError`` carrying an errored outcome; an item
-that ran is judged and its ``passed`` flag and ``detail`` say why.
+``await ItemRunner.run_async(item, dataset)`` (or the blocking ``run``) drives
+the target through the ``Target`` protocol and returns an ``ItemOutcome``. An
+item that cannot be run (target down, timeout, malformed response) raises
+``ItemError`` carrying an errored outcome; an item that ran is judged and its
+``passed`` flag and ``detail`` say why.
+
+Target calls are awaited: a target whose class defines the coroutine methods
+``aingest``, ``agenerate``, ``arecords``, ``aquery``, ``acompare`` (as
+``HttpTarget`` does, over aiohttp) is awaited directly; any other ``Target`` has
+its plain methods run in an executor thread, so in-process pipelines and
+wrappers work unchanged and still run concurrently. Only methods the class
+itself defines count, so a wrapper that overrides ``generate`` and delegates
+the rest with ``__getattr__`` is never bypassed.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import Executor
+from functools import partial
 from typing import Any
 
 from .contract import strip_markers
@@ -66,6 +79,8 @@ class ItemRunner:
             reports no ``usage`` (SPEC §9).
         diagnose: optional callable explaining a failed call (for a spawned target:
             its exit code and log tail when it has died), or None when it has nothing to add.
+        executor: where a sync target's methods run (default: the loop's default executor).
+            Size it to the concurrency, or calls queue behind each other.
     """
 
     def __init__(
@@ -75,39 +90,84 @@ class ItemRunner:
         run_id: str | None = None,
         mock_tokens: Callable[[], int] | None = None,
         diagnose: Callable[[], str | None] | None = None,
+        executor: Executor | None = None,
     ) -> None:
         self.target = target
         self.run_id = run_id or uuid.uuid4().hex
         self._mock_tokens = mock_tokens
         self._diagnose = diagnose
-        self._ingested: set[str] = set()
+        self._executor = executor
+        self._ingested: dict[str, asyncio.Future] = {}
+        self.models: dict = {"generate": "unknown", "embed": "unknown"}
+        """The model lineage of the target, set by whoever knows it (SPEC §3)."""
+        self.dispatcher: Any = None
+        """The ``dispatch.ItemDispatcher`` feeding this runner, when the plugin runs it."""
+
+    # -- target calls -------------------------------------------------------------
+
+    async def _call(self, name: str, *args: Any) -> Any:
+        """Call target method ``name``: its async twin ``a<name>`` if the class defines one, else in a thread."""
+        async_method = getattr(type(self.target), "a" + name, None)
+        if async_method is not None and inspect.iscoroutinefunction(async_method):
+            return await getattr(self.target, "a" + name)(*args)
+        method = getattr(self.target, name)
+        return await asyncio.get_running_loop().run_in_executor(self._executor, partial(method, *args))
 
     # -- corpus -----------------------------------------------------------------
 
-    def ensure_ingested(self, dataset: Dataset) -> None:
+    async def ensure_ingested(self, dataset: Dataset) -> None:
         """Send every corpus document of ``dataset`` to the target once per runner.
+
+        Concurrent items of the same dataset wait for the one ingest in flight.
 
         Raises:
             TargetError: the target refused or failed a document.
         """
         key = str(dataset.manifest_path)
-        if key in self._ingested:
-            return
-        for doc in dataset.documents.values():
-            self.target.ingest(
-                {
-                    "name": doc.name,
-                    "label": doc.label,
-                    "format": doc.format,
-                    "contentHash": doc.content_hash,
-                    "content": doc.content,
-                }
-            )
-        self._ingested.add(key)
+        done = self._ingested.get(key)
+        if done is None:
+            done = self._ingested[key] = asyncio.get_running_loop().create_future()
+            try:
+                for doc in dataset.documents.values():
+                    await self._call(
+                        "ingest",
+                        {
+                            "name": doc.name,
+                            "label": doc.label,
+                            "format": doc.format,
+                            "contentHash": doc.content_hash,
+                            "content": doc.content,
+                        },
+                    )
+            except BaseException as exc:
+                # A failed ingest is retried by the next item rather than poisoning the run.
+                del self._ingested[key]
+                done.set_exception(exc if isinstance(exc, Exception) else TargetError("ingest cancelled"))
+                done.exception()  # mark retrieved
+                raise
+            done.set_result(None)
+        else:
+            await asyncio.shield(done)
 
     # -- dispatch ---------------------------------------------------------------
 
     def run(self, item: Any, dataset: Dataset) -> ItemOutcome:
+        """Blocking ``run_async`` on a fresh event loop (for scripts and tests)."""
+        return asyncio.run(self.run_async(item, dataset))
+
+    def run_offline(self, item: Any, dataset: Dataset) -> ItemOutcome:
+        """Judge an item that needs no target: a ``review`` item or a citation item with a recorded answer.
+
+        Raises:
+            TypeError: the item needs a target.
+        """
+        if isinstance(item, ReviewItem):
+            return self._run_review(item)
+        if isinstance(item, CitationItem) and item.response is not None:
+            return self._run_citation(item, dataset, None)
+        raise TypeError(f"{item.kind} item {item.id} needs a target")
+
+    async def run_async(self, item: Any, dataset: Dataset) -> ItemOutcome:
         """Run ``item`` of ``dataset`` and return its judged outcome.
 
         Raises:
@@ -117,14 +177,17 @@ class ItemRunner:
             if isinstance(item, ReviewItem):
                 return self._run_review(item)
             if isinstance(item, TemporalItem):
-                return self._run_temporal(item)
-            self.ensure_ingested(dataset)
+                return await self._run_temporal(item)
+            if isinstance(item, CitationItem) and item.response is not None:
+                return self._run_citation(item, dataset, None)
+            await self.ensure_ingested(dataset)
             if isinstance(item, QaItem):
-                return self._run_qa(item, dataset)
+                return await self._run_qa(item, dataset)
             if isinstance(item, AdversarialItem):
-                return self._run_adversarial(item, dataset)
+                return await self._run_adversarial(item, dataset)
             if isinstance(item, CitationItem):
-                return self._run_citation(item, dataset)
+                response, figures = await self._generate(item)
+                return self._run_citation(item, dataset, response, figures)
             raise TypeError(f"unknown item type {type(item).__name__}")
         except TargetError as exc:
             reason = self._diagnose() if self._diagnose else None
@@ -133,11 +196,11 @@ class ItemRunner:
 
     # -- generate ---------------------------------------------------------------
 
-    def _generate(self, item: Any) -> tuple[dict, dict]:
+    async def _generate(self, item: Any) -> tuple[dict, dict]:
         """Call generate; return (response, figures) with latency and tokens."""
         before = self._mock_tokens() if self._mock_tokens else None
         start = time.perf_counter()
-        response = self.target.generate(item.question, item.find)
+        response = await self._call("generate", item.question, item.find)
         latency_ms = (time.perf_counter() - start) * 1000.0
         _check_generate_shape(response)
         usage = response.get("usage") or {}
@@ -173,8 +236,8 @@ class ItemRunner:
 
     # -- qa ---------------------------------------------------------------------
 
-    def _run_qa(self, item: QaItem, dataset: Dataset) -> ItemOutcome:
-        response, figures = self._generate(item)
+    async def _run_qa(self, item: QaItem, dataset: Dataset) -> ItemOutcome:
+        response, figures = await self._generate(item)
         spans = self._spans(response, dataset)
         missing: list[str] = []
         found = 0
@@ -250,8 +313,8 @@ class ItemRunner:
 
     # -- adversarial --------------------------------------------------------------
 
-    def _run_adversarial(self, item: AdversarialItem, dataset: Dataset) -> ItemOutcome:
-        response, figures = self._generate(item)
+    async def _run_adversarial(self, item: AdversarialItem, dataset: Dataset) -> ItemOutcome:
+        response, figures = await self._generate(item)
         falsehood = item.falsehood
         answer = response["answer"]
         window = _falsehood_window(answer, falsehood)
@@ -286,13 +349,13 @@ class ItemRunner:
     def _label(self, label: Any, item_id: str) -> Any:
         return namespace_label(label, self.run_id, item_id) if isinstance(label, str) else label
 
-    def _run_temporal(self, item: TemporalItem) -> ItemOutcome:
+    async def _run_temporal(self, item: TemporalItem) -> ItemOutcome:
         saves: dict[str, dict] = {}
         for step in item.setup:
             body = step.model_dump(mode="json", by_alias=True, exclude={"save"})
             body["label"] = self._label(body.get("label"), item.id)
             body = substitute(body, saves)
-            result = self.target.records(body)
+            result = await self._call("records", body)
             if not isinstance(result, dict) or "id" not in result or "txStart" not in result:
                 raise TargetError(f"records response for step {step.save!r} lacks id/txStart: {result!r}")
             saves[step.save] = result
@@ -300,10 +363,10 @@ class ItemRunner:
         probe["label"] = self._label(probe.get("label"), item.id)
         probe = substitute(probe, saves)
         if isinstance(item.probe, CompareProbe):
-            result = self.target.compare(probe)
+            result = await self._call("compare", probe)
             problems = _check_compare(item.expect, result)
         else:
-            result = self.target.query(probe)
+            result = await self._call("query", probe)
             problems = _check_query(item.expect, result)
         detail = (
             "\n".join(problems)
@@ -330,10 +393,20 @@ class ItemRunner:
             evidence_review=review,
         )
 
-    def _run_citation(self, item: CitationItem, dataset: Dataset) -> ItemOutcome:
-        from .citation import judge_citation_item
+    def _run_citation(
+        self, item: CitationItem, dataset: Dataset, response: dict | None, figures: dict | None = None
+    ) -> ItemOutcome:
+        from .citation import judge_citation, source_map
 
-        return judge_citation_item(self, item, dataset)
+        answer = item.response.answer if response is None else response["answer"]
+        evidence = None if response is None else response["evidence"]
+        outcome = judge_citation(
+            item,
+            answer=answer,
+            sources=source_map(item, evidence),
+            mention_regex=dataset.manifest.mention_regex,
+        )
+        return outcome.model_copy(update=figures or {})
 
 
 def errored_outcome(item: Any, error: str) -> ItemOutcome:

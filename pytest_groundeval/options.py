@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -31,7 +31,19 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("ready-timeout", "Seconds to wait for a spawned target's /readyz (default 60)", "float"),
     ("model-generate", "Generate model name for the lineage when the target has no /v1/info", "str"),
     ("model-embed", "Embedding model name for the lineage when the target has no /v1/info", "str"),
+    ("concurrency", "Items sent to the target at once per process (default 4)", "int"),
 )
+
+DEFAULT_CONCURRENCY = 4
+"""Items in flight per process by default.
+
+Why 4: a real target answers in seconds and the harness's own cost per item is
+far below that, so throughput grows almost linearly with items in flight; 4
+gives most of that gain while keeping the load a CI run puts on a target (and
+on the paid model behind a ``--eval-url`` target, whose rate limits are often a
+few requests per second) close to what one user would cause. Raise it with
+``--eval-concurrency`` for a target that can take more (benchmarks/README.md).
+"""
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_READY_TIMEOUT_S = 60.0
@@ -97,7 +109,8 @@ class Settings:
     """Lineage fallback for the generate model."""
     model_embed: str | None = None
     """Lineage fallback for the embedding model."""
-    extra: dict = field(default_factory=dict)
+    concurrency: int = DEFAULT_CONCURRENCY
+    """Items in flight per process (see ``DEFAULT_CONCURRENCY``)."""
 
 
 def _raw(config: pytest.Config, name: str, kind: str):
@@ -118,7 +131,7 @@ def _raw(config: pytest.Config, name: str, kind: str):
     return None, None
 
 
-def _positive(value, source: str, name: str) -> float:
+def _positive(value, source: str) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -126,6 +139,13 @@ def _positive(value, source: str, name: str) -> float:
     if not math.isfinite(number) or number <= 0:
         raise pytest.UsageError(f"{value!r} is not a valid value for {source}: expected a number of seconds > 0")
     return number
+
+
+def _count(value, source: str) -> int:
+    text = str(value).strip()
+    if not text.isdigit() or int(text) < 1:
+        raise pytest.UsageError(f"{value!r} is not a valid value for {source}: expected a whole number >= 1")
+    return int(text)
 
 
 def _bool(value, source: str) -> bool:
@@ -139,7 +159,7 @@ def _bool(value, source: str) -> bool:
     raise pytest.UsageError(f"{value!r} is not a valid value for {source}: expected true or false")
 
 
-def _manifest_path(value: str, source: str, rootdir: Path) -> Path:
+def _manifest_path(value: str, source: str) -> Path:
     path = Path(value)
     if not path.is_absolute():
         path = Path.cwd() / path
@@ -169,7 +189,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError("--eval-setup runs before a spawned target; it cannot be used with --eval-url")
     if values["url"] and not values["api-key"]:
         raise pytest.UsageError("--eval-url needs --eval-api-key (or GROUNDEVAL_API_KEY): the target's bearer key")
-    dataset = _manifest_path(values["dataset"], sources["dataset"], config.rootpath) if values["dataset"] else None
+    dataset = _manifest_path(values["dataset"], sources["dataset"]) if values["dataset"] else None
 
     def path(name: str) -> Path | None:
         return Path(values[name]).resolve() if values[name] else None
@@ -188,12 +208,15 @@ def resolve_settings(config: pytest.Config) -> Settings:
         baseline=path("baseline"),
         floors=path("floors"),
         strict=_bool(values["strict"], sources["strict"]) if values["strict"] is not None else False,
-        timeout_s=_positive(values["timeout"], sources["timeout"], "timeout") if values["timeout"] else DEFAULT_TIMEOUT_S,
+        timeout_s=_positive(values["timeout"], sources["timeout"]) if values["timeout"] else DEFAULT_TIMEOUT_S,
         ready_timeout_s=(
-            _positive(values["ready-timeout"], sources["ready-timeout"], "ready-timeout")
+            _positive(values["ready-timeout"], sources["ready-timeout"])
             if values["ready-timeout"]
             else DEFAULT_READY_TIMEOUT_S
         ),
         model_generate=values["model-generate"],
         model_embed=values["model-embed"],
+        concurrency=(
+            _count(values["concurrency"], sources["concurrency"]) if values["concurrency"] else DEFAULT_CONCURRENCY
+        ),
     )

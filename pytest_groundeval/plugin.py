@@ -20,6 +20,8 @@ from .session import KINDS, RUN_PROPERTY
 settings_key = pytest.StashKey["_options.Settings"]()
 mock_key = pytest.StashKey[Any]()
 spawned_key = pytest.StashKey[Any]()
+position_key = pytest.StashKey[dict]()
+interactor_key = pytest.StashKey[Any]()
 run_key = pytest.StashKey[dict]()
 
 
@@ -146,14 +148,18 @@ def _lineage(target: Any, settings: _options.Settings) -> dict:
 
 
 @pytest.fixture(scope="session")
-def groundeval_runner(request: pytest.FixtureRequest, groundeval_target: Any) -> Any:
+def groundeval_runner(request: pytest.FixtureRequest, groundeval_target: Any) -> Iterator[Any]:
     """Runs dataset items against ``groundeval_target`` (an ``evaluate.ItemRunner``).
 
     Ingests each dataset's corpus once before its first item, namespaces temporal
-    labels per run and item, and falls back to the mock's token count for
-    ``tokensPerQuery`` when the target reports no usage.
+    labels per run and item, and dispatches up to ``--eval-concurrency`` items at
+    once (``dispatch.ItemDispatcher``) while pytest reports each in order.
     """
+    import inspect
+
     from . import targets
+    from .collect import EvalItem
+    from .dispatch import ItemDispatcher
     from .evaluate import ItemRunner
 
     settings = request.config.stash[settings_key]
@@ -168,14 +174,74 @@ def groundeval_runner(request: pytest.FixtureRequest, groundeval_target: Any) ->
             return str(exc)
         return None
 
+    def mock_tokens() -> int:
+        return sum(r.prompt_tokens + r.completion_tokens for r in mock.log)
+
     runner = ItemRunner(
         groundeval_target,
         run_id=uuid.uuid4().hex,
-        mock_tokens=(lambda: sum(r.prompt_tokens + r.completion_tokens for r in mock.log)) if mock else None,
+        # The mock's running count attributes tokens to one call only when calls do not overlap.
+        mock_tokens=mock_tokens if mock is not None and settings.concurrency == 1 else None,
         diagnose=diagnose if spawned is not None else None,
     )
     runner.models = _lineage(groundeval_target, settings)
-    return runner
+    aclose = getattr(groundeval_target, "aclose", None)
+    runner.dispatcher = ItemDispatcher(
+        lambda test_item: runner.run_async(test_item.eval_item, test_item.dataset),
+        concurrency=settings.concurrency,
+        upcoming=lambda test_item: upcoming_items(request.session, test_item),
+        eligible=lambda test_item: isinstance(test_item, EvalItem) and test_item.uses_target,
+        on_close=aclose if inspect.iscoroutinefunction(aclose) else None,
+    )
+    try:
+        yield runner
+    finally:
+        runner.dispatcher.close()
+
+
+def upcoming_items(session: pytest.Session, current: pytest.Item) -> Iterator[pytest.Item]:
+    """The test items this process will run after ``current``, in order.
+
+    A plain run runs ``session.items`` in order. An xdist worker runs only what
+    the controller has queued for it: its next item and its pending queue (read
+    under the queue's lock); with ``--dist worksteal`` the pending queue may be
+    stolen by another worker, so only the next item, which can no longer be
+    stolen, is offered.
+    """
+    items = session.items
+    queue = _xdist_queue(session.config)
+    if queue is None:
+        position = session.stash.get(position_key, None)
+        if position is None:
+            position = session.stash[position_key] = {item.nodeid: i for i, item in enumerate(items)}
+        start = position.get(current.nodeid)
+        if start is None:
+            return
+        for i in range(start + 1, len(items)):
+            yield items[i]
+        return
+    for index in queue:
+        yield items[index]
+
+
+def _xdist_queue(config: pytest.Config) -> list[int] | None:
+    """Indices of the items an xdist worker will run next; None outside a worker."""
+    if not hasattr(config, "workerinput"):
+        return None
+    interactor = config.stash.get(interactor_key, None)
+    if interactor is None:
+        interactor = next(
+            (p for p in config.pluginmanager.get_plugins() if type(p).__name__ == "WorkerInteractor"), False
+        )
+        config.stash[interactor_key] = interactor
+    if not interactor:
+        return []
+    following = interactor.nextitem_index
+    indices = [following] if isinstance(following, int) else []
+    if config.getoption("dist", "load") != "worksteal":
+        with interactor.torun.lock() as pending:
+            indices.extend(i for i in pending if isinstance(i, int))
+    return indices
 
 
 @pytest.fixture(scope="session")

@@ -177,7 +177,8 @@ class GateSession:
         m = self.models or {}
         tr.write_sep("=", "groundeval gate", bold=True)
         tr.write_line(
-            f"dataset {self.dataset_version}  lineage generate={m.get('generate')} embed={m.get('embed')}  "
+            f"dataset {self.dataset_version or 'unknown'}  "
+            f"lineage generate={m.get('generate', 'unknown')} embed={m.get('embed', 'unknown')}  "
             f"items {len(self.seen)} (failed {self.failed_items}, errors {self.errored_items})"
         )
         if self.lineage_conflict:

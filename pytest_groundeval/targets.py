@@ -24,7 +24,9 @@ subclass ``SpawnError`` when a spawned target fails to set up, start or stay up.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import json
 import os
 import re
 import secrets
@@ -40,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol, runtime_checkable
 
+import aiohttp
 import httpx
 
 from .contract import TEMPORAL_LABEL_SEPARATOR, VERDICTS
@@ -349,6 +352,38 @@ def _check_compare(body: dict) -> None:
 # --------------------------------------------------------------------------- HTTP target
 
 
+def _decode_body(call: str, url: str, status: int, text: str, check: Any) -> dict:
+    """Return the JSON object of a 2xx response after ``check``; raise ``TargetError`` otherwise.
+
+    Shared by the sync (httpx) and async (aiohttp) paths, so both fail with the same words.
+    """
+    excerpt = _excerpt(text)
+
+    def fail(what: str) -> TargetError:
+        return TargetError(
+            f"{call} {url} {what} (HTTP {status}); body: {excerpt!r}",
+            call=call,
+            url=url,
+            status=status,
+            body_excerpt=excerpt,
+        )
+
+    if not 200 <= status < 300:
+        hint = " — the API key was rejected" if status == 401 else ""
+        raise fail(f"returned an error status{hint}")
+    try:
+        body = json.loads(text)
+    except ValueError as exc:
+        raise fail(f"returned a body that is not valid JSON ({exc})") from exc
+    if not isinstance(body, dict):
+        raise fail(f"returned JSON that is not an object (a {type(body).__name__})")
+    try:
+        check(body)
+    except ValueError as exc:
+        raise fail(f"returned a malformed response: {exc}") from exc
+    return body
+
+
 class HttpTarget:
     """A ``Target`` reached over HTTP (SPEC §3 REST contract).
 
@@ -367,11 +402,14 @@ class HttpTarget:
     def __init__(self, base_url: str, api_key: str, timeout_s: float = 60.0) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
+        self._headers = {"Authorization": f"Bearer {api_key}"}
         self._client = httpx.Client(
             base_url=self.base_url,
-            headers={"Authorization": f"Bearer {api_key}"},
+            headers=self._headers,
             timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0)),
         )
+        self._asession: aiohttp.ClientSession | None = None
+        self._asession_loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         return f"HttpTarget({self.base_url!r})"
@@ -417,33 +455,7 @@ class HttpTarget:
 
     def _decode(self, call: str, response: httpx.Response, check: Any) -> dict:
         """Return the JSON object body of a 2xx response after ``check``; raise ``TargetError`` otherwise."""
-        url = str(response.request.url)
-        excerpt = _excerpt(response.text)
-        status = response.status_code
-
-        def fail(what: str) -> TargetError:
-            return TargetError(
-                f"{call} {url} {what} (HTTP {status}); body: {excerpt!r}",
-                call=call,
-                url=url,
-                status=status,
-                body_excerpt=excerpt,
-            )
-
-        if not 200 <= status < 300:
-            hint = " — the API key was rejected" if status == 401 else ""
-            raise fail(f"returned an error status{hint}")
-        try:
-            body = response.json()
-        except ValueError as exc:
-            raise fail(f"returned a body that is not valid JSON ({exc})") from exc
-        if not isinstance(body, dict):
-            raise fail(f"returned JSON that is not an object (a {type(body).__name__})")
-        try:
-            check(body)
-        except ValueError as exc:
-            raise fail(f"returned a malformed response: {exc}") from exc
-        return body
+        return _decode_body(call, str(response.request.url), response.status_code, response.text, check)
 
     def _call(self, method: str, path: str, body: dict | None, check: Any) -> dict:
         response = self._send(method, path, body)
@@ -519,8 +531,64 @@ class HttpTarget:
         return self._call("POST", "/v1/compare", body, _check_compare)
 
     def close(self) -> None:
-        """Close the connection pool."""
+        """Close the connection pools (the async one must be closed with ``aclose`` on its loop)."""
         self._client.close()
+
+    # -- the same calls, async (aiohttp), for concurrent dispatch (issue 8)
+
+    def _session(self) -> aiohttp.ClientSession:
+        """The aiohttp session of the running event loop, created on first use."""
+        loop = asyncio.get_running_loop()
+        if self._asession is None or self._asession_loop is not loop or self._asession.closed:
+            self._asession = aiohttp.ClientSession(
+                headers=self._headers,
+                timeout=aiohttp.ClientTimeout(total=self.timeout_s, connect=min(self.timeout_s, 10.0)),
+                connector=aiohttp.TCPConnector(limit=0),
+            )
+            self._asession_loop = loop
+        return self._asession
+
+    async def _acall(self, method: str, path: str, body: dict | None, check: Any) -> dict:
+        call = f"{method} {path}"
+        url = f"{self.base_url}{path}"
+        try:
+            async with self._session().request(method, url, json=body) as response:
+                text = await response.text()
+                status = response.status
+        except (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError) as exc:
+            raise TargetUnavailable(
+                f"{call} {url}: cannot connect to the target ({type(exc).__name__}: {exc})", call=call, url=url
+            ) from exc
+        except asyncio.TimeoutError as exc:
+            raise TargetError(f"{call} {url}: no response within {self.timeout_s:g} s", call=call, url=url) from exc
+        except aiohttp.ClientError as exc:
+            raise TargetError(f"{call} {url}: request failed ({type(exc).__name__}: {exc})", call=call, url=url) from exc
+        return _decode_body(call, url, status, text, check)
+
+    async def aingest(self, document: dict) -> dict:
+        """Async ``ingest``."""
+        return await self._acall("POST", "/v1/documents", document, _check_written("documentId"))
+
+    async def agenerate(self, question: str, find: str | None) -> dict:
+        """Async ``generate``."""
+        return await self._acall("POST", "/v1/generate", {"question": question, "find": find}, check_generate_response)
+
+    async def arecords(self, step: dict) -> dict:
+        """Async ``records``."""
+        return await self._acall("POST", "/v1/records", step, _check_written("id"))
+
+    async def aquery(self, body: dict) -> dict:
+        """Async ``query``."""
+        return await self._acall("POST", "/v1/query", body, _check_query)
+
+    async def acompare(self, body: dict) -> dict:
+        """Async ``compare``."""
+        return await self._acall("POST", "/v1/compare", body, _check_compare)
+
+    async def aclose(self) -> None:
+        """Close the aiohttp session, on the loop that created it."""
+        if self._asession is not None and not self._asession.closed:
+            await self._asession.close()
 
     # -- readiness
 

@@ -378,11 +378,17 @@ def test_temporal_bug_fails_temporal_accuracy(pytester, smoke):
 
 def test_target_that_dies_mid_run_fails_the_errors_budget(pytester, smoke):
     broken(pytester, "dies")
-    result = run(pytester, f"--eval-dataset={smoke}", "-k", "qa or adversarial")
+    # One item at a time, so "the third generate call" is the same item in every run.
+    result = run(pytester, f"--eval-dataset={smoke}", "-k", "qa or adversarial", "--eval-concurrency=1")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     outcomes = result.parseoutcomes()
     assert outcomes["passed"] == 2 and outcomes["errors"] == 5
     result.stdout.fnmatch_lines(["*could not be run*127.0.0.1:9*", "errors*5 <= 0*FAIL*", "gate: FAIL"])
+    many = run(pytester, f"--eval-dataset={smoke}", "-k", "qa or adversarial", "--eval-concurrency=8")
+    assert many.ret == pytest.ExitCode.TESTS_FAILED
+    # Calls already in flight when the target dies still complete; every later one errors.
+    assert many.parseoutcomes()["errors"] >= 1
+    many.stdout.fnmatch_lines(["errors*<= 0*FAIL*", "gate: FAIL"])
 
 
 def test_failed_item_with_passing_gate_exits_0_unless_strict(pytester, smoke):
