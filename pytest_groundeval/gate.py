@@ -16,7 +16,7 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -295,8 +295,39 @@ def _skip(metric: str, value: float | None, reason: str) -> GateCheck:
     return GateCheck(metric=metric, value=value, bound=None, op=">=", outcome="SKIP", reason=reason)
 
 
+def baseline_recall(baseline: Report, qa_ids: Collection[str] | None) -> tuple[float | None, str]:
+    """The baseline's retrieval recall over the qa items that ran in this run, and a note.
+
+    A slice (``-k``, a single node id) is compared with the baseline's figure for the
+    same items, not with its whole-dataset figure. Without ids, or with a baseline
+    that lists no items, the baseline's overall metric is used.
+
+    Raises:
+        LookupError: some qa item that ran is not in the baseline (message says how many).
+    """
+    if qa_ids is None or not baseline.items:
+        return baseline.metrics.retrieval_recall, "baseline"
+    wanted = set(qa_ids)
+    expected = found = 0
+    for item in baseline.items:
+        if item.kind == "qa" and item.id in wanted:
+            wanted.discard(item.id)
+            expected += item.evidence_expected
+            found += item.evidence_found
+    if wanted:
+        raise LookupError(f"the baseline lacks {len(wanted)} of the {len(qa_ids)} qa items that ran")
+    every = sum(1 for item in baseline.items if item.kind == "qa")
+    scope = "baseline" if len(qa_ids) == every else f"baseline over the {len(qa_ids)} qa items that ran"
+    return (found / expected if expected else None), scope
+
+
 def _baseline_recall_check(
-    value: float | None, margin: float, baseline: Report | None, dataset_version: str, models: Mapping[str, str]
+    value: float | None,
+    margin: float,
+    baseline: Report | None,
+    dataset_version: str,
+    models: Mapping[str, str],
+    qa_ids: Collection[str] | None = None,
 ) -> GateCheck:
     metric = "retrievalRecall"
     if baseline is None:
@@ -312,10 +343,13 @@ def _baseline_recall_check(
             value,
             f"baseline model lineage {describe_lineage(baseline.models)} differs from {describe_lineage(models)}",
         )
-    reference = baseline.metrics.retrieval_recall
+    try:
+        reference, scope = baseline_recall(baseline, qa_ids)
+    except LookupError as exc:
+        return _skip(metric, value, str(exc))
     if reference is None:
         return _skip(metric, value, "the baseline measured no retrievalRecall (n/a)")
-    note = f" (baseline {reference:.4f} - margin {margin:.4f})"
+    note = f" ({scope} {reference:.4f} - margin {margin:.4f})"
     # Rounded so that float noise (0.93 - 0.02 = 0.9100000000000001) cannot fail an equal recall.
     return _compare(metric, value, max(round(reference - margin, 12), 0.0), ">=", note)
 
@@ -327,6 +361,7 @@ def evaluate_gate(
     baseline: Report | None = None,
     dataset_version: str,
     models: Mapping[str, Any] | ModelLineage,
+    qa_ids: Collection[str] | None = None,
 ) -> GateResult:
     """Apply floors, ceilings and the baseline recall check to a run's metrics (SPEC §9).
 
@@ -338,6 +373,8 @@ def evaluate_gate(
         baseline: A previous report to compare retrieval recall with, if any.
         dataset_version: This run's dataset version.
         models: This run's model lineage: ``{"generate": name, "embed": name}``.
+        qa_ids: Ids of the qa items that ran; the baseline's recall is then taken over
+            the same items (see ``baseline_recall``). None: the baseline's overall figure.
 
     Returns:
         The checks and the verdict: passed iff no check FAILed. A metric that is
@@ -357,7 +394,7 @@ def evaluate_gate(
         if bound is not None:
             checks.append(_compare(metric, values[metric], float(bound), direction.op))
         if metric == "retrievalRecall":
-            checks.append(_baseline_recall_check(values[metric], margin, baseline, dataset_version, lineage))
+            checks.append(_baseline_recall_check(values[metric], margin, baseline, dataset_version, lineage, qa_ids))
     return GateResult(passed=all(c.outcome != "FAIL" for c in checks), checks=checks)
 
 

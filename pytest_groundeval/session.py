@@ -9,6 +9,7 @@ crashed worker's synthetic report) is counted as an error, never dropped.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,9 @@ import pytest
 from .outcome import USER_PROPERTY, ItemOutcome
 
 KINDS = ("qa", "adversarial", "temporal", "citation", "review")
+BASELINE_NAME = "baseline.json"
+"""A dataset's own baseline report, used when ``--eval-baseline`` is not given."""
+
 RUN_PROPERTY = "groundeval_run"
 """``user_properties`` key carrying the dataset version and model lineage of the run."""
 
@@ -42,12 +46,15 @@ class GateSession:
         self.models: dict | None = None
         self.lineage_conflict: str | None = None
         self.seen: set[str] = set()
+        self.qa_ids: set[str] = set()
         self.failed_items = 0
         self.errored_items = 0
         self.other_failures = 0
         self.gate = None
         self.metrics = None
         self.floors_error: str | None = None
+        self.manifest: Path | None = None
+        self.baseline_path: Path | None = None
 
     # -- per report ---------------------------------------------------------------
 
@@ -55,6 +62,8 @@ class GateSession:
         if outcome.id in self.seen:
             return
         self.seen.add(outcome.id)
+        if outcome.kind == "qa":
+            self.qa_ids.add(outcome.id)
         if self.accumulator is None:
             # Imported on the first eval outcome, so runs without datasets pay nothing.
             from .metrics import MetricsAccumulator
@@ -79,6 +88,8 @@ class GateSession:
             if report.failed:
                 self.other_failures += 1
             return
+        if self.manifest is None:
+            self.manifest = self.config.rootpath / report.nodeid.split("::")[0]
         props = dict(report.user_properties)
         run = props.get(RUN_PROPERTY)
         if run is not None:
@@ -102,6 +113,18 @@ class GateSession:
         elif report.failed:
             self.other_failures += 1
 
+    def _dataset_baseline(self) -> Path | None:
+        """``baseline.json`` beside the dataset's manifest, when the dataset ships one.
+
+        A dataset that commits the report of a known-good run arms the recall floor
+        for everyone who runs it (SPEC §9); ``--eval-baseline`` overrides it.
+        """
+        manifest = self.settings.dataset or self.manifest
+        if manifest is None:
+            return None
+        candidate = manifest.parent / BASELINE_NAME
+        return candidate if candidate.is_file() else None
+
     def _note_run(self, run: dict) -> None:
         if self.dataset_version is None:
             self.dataset_version = run.get("datasetVersion")
@@ -123,9 +146,10 @@ class GateSession:
 
         self.metrics = self.accumulator.result()
         models = self.models or {"generate": "unknown", "embed": "unknown"}
+        self.baseline_path = self.settings.baseline or self._dataset_baseline()
         try:
             floors = load_floors(self.settings.floors) if self.settings.floors else None
-            baseline = read_report(self.settings.baseline) if self.settings.baseline else None
+            baseline = read_report(self.baseline_path) if self.baseline_path else None
         except (FloorsError, ReportError) as exc:
             self.floors_error = str(exc)
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
@@ -138,6 +162,7 @@ class GateSession:
             baseline=baseline,
             dataset_version=self.dataset_version or "unknown",
             models=models,
+            qa_ids=self.qa_ids,
         )
         if self.writer is not None:
             from .report import environment_info
@@ -187,6 +212,8 @@ class GateSession:
             tr.write_line(format_check(check), red=check.outcome == "FAIL", green=check.outcome == "PASS")
         for line in unbounded_lines(self.metrics, self.gate):
             tr.write_line(line)
+        if self.baseline_path is not None:
+            tr.write_line(f"baseline: {self.baseline_path}")
         if self.settings.report is not None:
             tr.write_line(f"report: {self.settings.report}")
         if self.gate.passed:

@@ -176,6 +176,43 @@ def test_same_lineage_baseline_fails_when_recall_drops_beyond_margin():
     assert not result.passed
 
 
+def _with_items(baseline: Report) -> Report:
+    from pytest_groundeval.outcome import ItemOutcome
+
+    items = [
+        ItemOutcome(id="qa-a", kind="qa", passed=True, evidence_expected=2, evidence_found=2),
+        ItemOutcome(id="qa-b", kind="qa", passed=False, evidence_expected=2, evidence_found=0),
+        ItemOutcome(id="adv-c", kind="adversarial", passed=True, falsehood_supported=False),
+    ]
+    return baseline.model_copy(update={"items": items})
+
+
+def test_a_slice_is_compared_with_the_baselines_figure_for_the_same_items():
+    baseline = _with_items(report(retrieval_recall=0.5))
+    # Only qa-a ran: its baseline recall is 1.0, so 0.5 fails although the overall baseline is 0.5.
+    result = evaluate_gate(
+        metrics(retrieval_recall=0.5), baseline=baseline, dataset_version="v1", models=MODELS, qa_ids={"qa-a"}
+    )
+    check = check_for(result, "retrievalRecall")
+    assert check.outcome == "FAIL" and check.bound == pytest.approx(0.98)
+    assert "baseline over the 1 qa items that ran 1.0000" in check.reason
+    # Both ran: the whole baseline's figure.
+    both = evaluate_gate(
+        metrics(retrieval_recall=0.5), baseline=baseline, dataset_version="v1", models=MODELS, qa_ids={"qa-a", "qa-b"}
+    )
+    assert check_for(both, "retrievalRecall").outcome == "PASS"
+    assert "(baseline 0.5000 - margin" in check_for(both, "retrievalRecall").reason
+
+
+def test_a_baseline_lacking_items_that_ran_is_skipped():
+    baseline = _with_items(report(retrieval_recall=0.5))
+    result = evaluate_gate(
+        metrics(retrieval_recall=0.1), baseline=baseline, dataset_version="v1", models=MODELS, qa_ids={"qa-a", "qa-new"}
+    )
+    check = check_for(result, "retrievalRecall")
+    assert check.outcome == "SKIP" and "lacks 1 of the 2 qa items that ran" in check.reason
+
+
 def test_margin_from_floors():
     baseline = report(retrieval_recall=0.95)
     floors = parse_floors({"retrievalRecallMargin": 0.05}, "test")
