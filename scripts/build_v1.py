@@ -49,9 +49,12 @@ from typing import Any, TypeVar
 
 import xxhash
 
+from pytest_groundeval.mock.behaviour import split_sentences
 from pytest_groundeval.scoring import (
+    STOP_WORDS,
     COVERAGE_THRESHOLD,
     claim_coverage,
+    claim_is_true,
     content_tokens,
     is_number_token,
     negation_key,
@@ -75,10 +78,13 @@ LICENSES = {
 }
 
 ROWS_PER_LABEL = 8
-"""HaluEval rows (passages) and TruthfulQA questions grouped under one label.
+"""HaluEval adversarial rows (passages) and TruthfulQA questions grouped under one label."""
+QA_ROWS_PER_LABEL = 32
+"""HaluEval qa rows (passages) under one label.
 
-Eight passages per label make retrieval rank within the label (the target
-returns four evidence blocks), so recall measures ranking, not just filtering.
+The target returns four evidence blocks per question; with 32 passages to
+choose from, retrieval has to rank, so ``retrievalRecall`` measures ranking
+(BM25 plus embeddings), not the label filter.
 """
 QA_HALUEVAL = 160
 ADV_HALUEVAL = 80
@@ -98,6 +104,7 @@ NO_ANSWER = re.compile(r"no comment|ningún comentario|^unknown$|^se desconoce$"
 _PASSAGE_SEAM = re.compile(r"(?<=[a-z0-9)\]\"'%])\.(?=[A-Z\"“])")
 _SENTENCE_END = re.compile(r"(?<=\.)\s+")
 _SPACE = re.compile(r"\s+")
+_PARENTHETICAL = re.compile(r"\s*\([^()]*\)")
 
 _MONTH = r"(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
 _PERIOD = re.compile(
@@ -151,6 +158,15 @@ def halueval_paragraph(knowledge: str) -> str:
 def sentences(paragraph: str) -> list[str]:
     """Split at a full stop followed by whitespace, as the mock's decomposition does (SPEC §4)."""
     return [s for s in _SENTENCE_END.split(paragraph) if s]
+
+
+def claim_sentences(text: str) -> list[str]:
+    """The claims the mock's decomposition makes of ``text`` (SPEC §4): it also ends a sentence at ``!``/``?``.
+
+    A planted draft or falsehood is checked with this, not ``sentences``, so
+    that the single ``[S1]`` of ``ECHO-CITED`` lands where the build expects.
+    """
+    return [text[s.start : s.end] for s in split_sentences(text)]
 
 
 def as_sentence(answer: str) -> str:
@@ -220,7 +236,7 @@ def fair_falsehood(falsehood: str, spans: Sequence[str]) -> bool:
     One statement: one sentence (so the single ``[S1]`` of ``ECHO-CITED`` cites
     all of it) with at least ``MIN_CONTENT_WORDS`` content tokens.
     """
-    if len(sentences(falsehood)) != 1 or len(set(content_tokens(falsehood))) < MIN_CONTENT_WORDS:
+    if len(claim_sentences(falsehood)) != 1 or len(set(content_tokens(falsehood))) < MIN_CONTENT_WORDS:
         return False
     return all(rejectable(falsehood, span) for span in spans)
 
@@ -312,17 +328,69 @@ def _chunks(rows: Sequence[T], size: int) -> list[list[T]]:
     return [list(rows[i : i + size]) for i in range(0, len(rows), size)]
 
 
+def restated(row: HaluRow) -> str | None:
+    """The row's answer sentence with its parentheticals deleted, or None when that changes nothing.
+
+    Deleting a parenthetical ("Arthur's Magazine (1844–1846) was …" → "Arthur's
+    Magazine was …") keeps what the sentence asserts, so the result is a
+    faithful restatement of the passage that a verifier must keep ``supported``
+    (SPEC §7). Kept only when it still states the right answer, is one sentence
+    with at least ``MIN_CONTENT_WORDS`` content words, and loses no negation.
+    """
+    sentence = answer_sentence(row)
+    if sentence is None:
+        return None
+    shorter = _SPACE.sub(" ", _PARENTHETICAL.sub("", sentence)).strip()
+    shorter = re.sub(r"\s+([,.;:])", r"\1", shorter)
+    if (
+        shorter == sentence
+        or row.right_answer.lower() not in shorter.lower()
+        or len(claim_sentences(shorter)) != 1
+        or len(set(content_tokens(shorter))) < MIN_CONTENT_WORDS
+        or _negation_keys(shorter) != _negation_keys(sentence)
+    ):
+        return None
+    return shorter
+
+
+def _negation_keys(text: str) -> set[str]:
+    return {key for key in map(negation_key, tokenize(text)) if key is not None}
+
+
+def false_draft(row: HaluRow, paragraphs: Sequence[str]) -> str | None:
+    """A qa draft of the row's answer sentence (true, uncited) then its hallucinated answer (false, cited).
+
+    The mock attaches ``[S1]`` to the last sentence only, so the cited claim is
+    the hallucination. Kept only when the hallucination is a fair falsehood
+    (rejectable against every passage of the label) **and** not true by the
+    SPEC §5 rule against any of them: a claim the harness counts as true would
+    not lower claim-support precision when supported, so it would measure nothing.
+    """
+    sentence = answer_sentence(row)
+    falsehood = as_sentence(row.hallucinated)
+    if sentence is None or not fair_falsehood(falsehood, paragraphs) or claim_is_true(falsehood, paragraphs):
+        return None
+    draft = f"{sentence} {falsehood}"
+    return draft if claim_sentences(draft) == [sentence, falsehood] else None
+
+
 def add_halueval(builder: DatasetBuilder, rows: Sequence[HaluRow]) -> None:
     """qa labels first (rows whose passage states the answer), then adversarial labels from the rows after.
 
-    Each qa item's truths are every paragraph under its label, whole: the mock
-    generator echoes the two best chunks, and the second is usually a
-    neighbouring row's passage, which is just as true.
+    Each qa question item's truths are every paragraph under its label, whole:
+    the mock generator echoes the two best chunks, and the second is usually a
+    neighbouring row's passage, which is just as true. Each qa row may also give
+    two planted drafts (``ECHO-CITED:``, tag ``draft``): a restatement of its
+    answer sentence (``restatement``, true and cited: claim-support recall) and
+    its answer sentence followed by its hallucinated answer (``false_cited``:
+    claim-support precision). A draft's answer is the draft alone, so its
+    truths are the row's own passage.
     """
     qa_rows = [r for r in rows if answer_sentence(r) is not None][:QA_HALUEVAL]
     if len(qa_rows) < QA_HALUEVAL:
         raise BuildError(f"{HALUEVAL_FILE}: only {len(qa_rows)} rows state their answer; need {QA_HALUEVAL}")
-    for number, group in enumerate(_chunks(qa_rows, ROWS_PER_LABEL), start=1):
+    drafts: list[dict[str, Any]] = []
+    for number, group in enumerate(_chunks(qa_rows, QA_ROWS_PER_LABEL), start=1):
         label = f"HALUEVAL_QA_{number:02d}"
         paragraphs = list(dict.fromkeys(r.paragraph for r in group))
         builder.add_document(
@@ -340,6 +408,15 @@ def add_halueval(builder: DatasetBuilder, rows: Sequence[HaluRow]) -> None:
                     "tags": ["halueval"],
                 }
             )
+            restatement = restated(row)
+            if restatement is not None:
+                drafts.append(_draft(f"qa-halueval-{row.index:04d}-restated", restatement, label,
+                                     [row.paragraph], ["halueval", "draft", "restatement"]))
+            draft = false_draft(row, paragraphs)
+            if draft is not None:
+                drafts.append(_draft(f"qa-halueval-{row.index:04d}-false", draft, label,
+                                     [row.paragraph], ["halueval", "draft", "false_cited"]))
+    builder.items.extend(drafts)
 
     rest = [r for r in rows if r.index > qa_rows[-1].index]
     kept = 0
@@ -370,6 +447,23 @@ def add_halueval(builder: DatasetBuilder, rows: Sequence[HaluRow]) -> None:
         raise BuildError(f"{HALUEVAL_FILE}: only {kept} fair hallucinated answers; need {ADV_HALUEVAL}")
 
 
+def _draft(item_id: str, draft: str, label: str, truths: Sequence[str], tags: list[str]) -> dict[str, Any]:
+    """A qa item whose answer is the planted ``draft`` (``ECHO-CITED:``: its last sentence cited ``[S1]``).
+
+    It expects no evidence: the draft, not a question, is the retrieval query,
+    so it would only measure how well a sentence finds itself.
+    """
+    return {
+        "id": item_id,
+        "kind": "qa",
+        "question": f"ECHO-CITED: {draft}",
+        "find": label,
+        "expectedEvidence": [],
+        "truths": list(truths),
+        "tags": tags,
+    }
+
+
 # --------------------------------------------------------------------------- TruthfulQA
 
 
@@ -384,62 +478,191 @@ def near_miss(falsehood: str, correct: Sequence[str]) -> bool:
     return any(claim_coverage(falsehood, c) >= COVERAGE_THRESHOLD for c in correct)
 
 
-def add_truthfulqa(builder: DatasetBuilder, lang: str, questions: Sequence[dict[str, Any]]) -> None:
-    """JSON documents of correct answers, eight questions to a label; one planted falsehood per question.
+def restates(answer: str, other: str) -> bool:
+    """Whether ``answer`` restates ``other`` in its words: a lexical paraphrase a verifier can ground.
 
-    The planted falsehood is the question's first fair incorrect answer that is
-    a near miss, else its first fair one. Near misses are always ``ECHO-CITED``
-    (the hard case: the cited span is probably the correct answer it echoes);
-    the others alternate between ``ECHO`` and ``ECHO-CITED``.
+    ``other`` must make ``answer`` true by the SPEC §5 rule (coverage ≥ 0.6,
+    numbers and negations kept), carry the same negations (so "nothing will
+    happen" is not restated by "the umbrella will open"), and account, up to
+    inflection (``_shares_stem``), for every content word of what ``answer``
+    says after the words the two share at the start. TruthfulQA's answers to
+    one question often repeat the question ("If you open an umbrella indoors,
+    …"); only the rest is what each asserts, so the comparison starts where
+    they part. An answer that brings in a word of its own ("… will be excreted"
+    against "… pass through your digestive system") is not a restatement,
+    however true.
+    """
+    if not claim_is_true(answer, [other]) or _negation_keys(other) != _negation_keys(answer):
+        return False
+    mine, theirs = tokenize(answer), tokenize(other)
+    shared = 0
+    for a, b in zip(mine, theirs):
+        if a != b:
+            break
+        shared += 1
+    rest_of_other = set(theirs[shared:])
+    return all(
+        _shares_stem(t, rest_of_other) for t in mine[shared:] if t not in STOP_WORDS and not is_number_token(t)
+    )
+
+
+def _statement(text: str) -> bool:
+    """One sentence with at least ``MIN_CONTENT_WORDS`` content words (what a draft or a falsehood must be)."""
+    return len(claim_sentences(text)) == 1 and len(set(content_tokens(text))) >= MIN_CONTENT_WORDS
+
+
+def held_out_answer(correct: Sequence[str]) -> tuple[str, bool] | None:
+    """The correct answer kept out of the corpus to be planted as a paraphrase draft, and whether it restates.
+
+    The first statement that restates another correct answer of the question
+    (then it goes to v1), else the last statement (then it goes to the hard
+    dataset); None when the question has fewer than two correct answers or no
+    statement among them (a question keeps at least one answer in the corpus).
+    """
+    if len(correct) < 2:
+        return None
+    statements = [a for a in correct if _statement(a)]
+    for answer in statements:
+        if any(restates(answer, other) for other in correct if other != answer):
+            return answer, True
+    return (statements[-1], False) if statements else None
+
+
+def drops_negation(falsehood: str, correct: Sequence[str]) -> bool:
+    """Whether an incorrect answer is a correct one with its negation dropped.
+
+    Some correct answer covers ≥ 0.6 of its tokens and carries a negation it
+    lacks ("You digest the watermelon seeds" against "You will not digest the
+    watermelon seeds"). SPEC §5's guard looks for the claim's negations in the
+    truth, not the truth's in the claim, so these count as *true* by the
+    scoring rule and only an adversarial item can measure them.
+    """
+    negations = _negation_keys(falsehood)
+    return any(
+        claim_coverage(falsehood, c) >= COVERAGE_THRESHOLD and _negation_keys(c) - negations for c in correct
+    )
+
+
+@dataclass
+class TruthfulQaPlan:
+    """What one TruthfulQA question contributes: corpus answers, a held-out paraphrase, falsehoods."""
+
+    question: dict[str, Any]
+    correct: list[str]
+    """Every usable correct answer (the truths of its drafts)."""
+    in_corpus: list[str]
+    """The correct answers stored as records (all but the held-out one)."""
+    held_out: tuple[str, bool] | None
+
+
+def plan_question(question: dict[str, Any]) -> TruthfulQaPlan:
+    """Split a question's correct answers into corpus records and a held-out paraphrase draft."""
+    correct = correct_answers(question)
+    held_out = held_out_answer(correct)
+    in_corpus = [a for a in correct if held_out is None or a != held_out[0]]
+    return TruthfulQaPlan(question, correct, in_corpus, held_out)
+
+
+def add_truthfulqa(
+    builder: DatasetBuilder, hard: DatasetBuilder, lang: str, questions: Sequence[dict[str, Any]]
+) -> None:
+    """JSON documents of correct answers, eight questions to a label; planted falsehoods and drafts per question.
+
+    Adversarial (v1): the question's first fair incorrect answer that is a near
+    miss, else its first fair one. Near misses are always ``ECHO-CITED`` (the
+    hard case: the cited span is probably the correct answer it echoes); the
+    others alternate between ``ECHO`` and ``ECHO-CITED``.
+
+    qa drafts (``ECHO-CITED:``, truths: all the question's correct answers):
+    the held-out correct answer (``paraphrase``; to v1 when it restates a
+    corpus answer of its question, else to ``hard`` with ``new_words``), and the
+    next fair incorrect answer that is not true by SPEC §5 against any chunk of
+    the label or correct answer (``false_cited``, v1).
+
+    Adversarial (hard): the question's first incorrect answer that is a
+    statement but *not* fair — its words are all in some chunk of the label —
+    always ``ECHO-CITED``, tagged ``dropped_negation`` or ``word_overlap``.
     """
     language = {"en": "english", "es": "spanish"}[lang]
-    usable = [q for q in questions[TRUTHFULQA_FIRST_QUESTION[lang] :] if correct_answers(q)]
+    plans = [plan_question(q) for q in questions[TRUTHFULQA_FIRST_QUESTION[lang] :]]
+    usable = [p for p in plans if p.in_corpus]
     kept = 0
     plain = 0
     planted: set[str] = set()  # TruthfulQA repeats stock wrong answers ("Su nombre es Elon Musk")
+    hard_planted: set[str] = set()
+    drafts: list[dict[str, Any]] = []
     for number, group in enumerate(_chunks(usable, ROWS_PER_LABEL), start=1):
         if kept >= ADV_TRUTHFULQA[lang]:
             break
         label = f"TRUTHFULQA_{lang.upper()}_{number:02d}"
-        records = [{"answer": a} for q in group for a in correct_answers(q)]
+        records = [{"answer": a} for p in group for a in p.in_corpus]
         spans = [canonical_record(r) for r in records]
-        builder.add_document(
-            f"truthfulqa-{lang}-{number:02d}.json",
-            f"truthfulqa/{lang}-{number:02d}.json",
-            label,
-            "json",
-            dumps(records),
+        document = (
+            f"truthfulqa-{lang}-{number:02d}.json", f"truthfulqa/{lang}-{number:02d}.json", label, "json", dumps(records)
         )
-        for question in group:
-            if kept >= ADV_TRUTHFULQA[lang]:
-                break
-            correct = correct_answers(question)
-            fair = [
-                f
-                for f in map(as_sentence, question["incorrect_answers"])
-                if f != "." and normalize_text(f) not in planted and fair_falsehood(f, spans)
-            ]
-            if not fair:
-                continue
-            misses = [f for f in fair if near_miss(f, correct)]
-            falsehood = (misses or fair)[0]
-            planted.add(normalize_text(falsehood))
-            if misses:
-                cited = True
-            else:
-                cited = plain % 2 == 1
-                plain += 1
-            tags = ["truthfulqa", language, "echo_cited" if cited else "echo"] + (["near_miss"] if misses else [])
-            builder.items.append(
-                {
-                    "id": f"adv-tqa-{lang}-{int(question['id']):04d}",
-                    "kind": "adversarial",
-                    "question": ("ECHO-CITED: " if cited else "ECHO: ") + falsehood,
-                    "find": label,
-                    "tags": tags,
-                }
-            )
-            kept += 1
+        builder.add_document(*document)
+        hard.add_document(*document)
+        for plan in group:
+            qid = f"tqa-{lang}-{int(plan.question['id']):04d}"
+            incorrect = [f for f in map(as_sentence, plan.question["incorrect_answers"]) if f != "."]
+            fair = [f for f in incorrect if normalize_text(f) not in planted and fair_falsehood(f, spans)]
+            planted_here = None
+            if fair and kept < ADV_TRUTHFULQA[lang]:
+                misses = [f for f in fair if near_miss(f, plan.correct)]
+                planted_here = (misses or fair)[0]
+                planted.add(normalize_text(planted_here))
+                if misses:
+                    cited = True
+                else:
+                    cited = plain % 2 == 1
+                    plain += 1
+                tags = ["truthfulqa", language, "echo_cited" if cited else "echo"] + (["near_miss"] if misses else [])
+                builder.items.append(
+                    {
+                        "id": f"adv-{qid}",
+                        "kind": "adversarial",
+                        "question": ("ECHO-CITED: " if cited else "ECHO: ") + planted_here,
+                        "find": label,
+                        "tags": tags,
+                    }
+                )
+                kept += 1
+            if plan.held_out is not None:
+                answer, restatement = plan.held_out
+                target = drafts if restatement else hard.items
+                tags = ["truthfulqa", language, "draft", "paraphrase"] + ([] if restatement else ["new_words"])
+                target.append(_draft(f"qa-{qid}-paraphrase", answer, label, plan.correct, tags))
+            everything = spans + plan.correct
+            for falsehood in fair:
+                if falsehood != planted_here and not claim_is_true(falsehood, everything):
+                    drafts.append(
+                        _draft(f"qa-{qid}-false", falsehood, label, plan.correct,
+                               ["truthfulqa", language, "draft", "false_cited"])
+                    )
+                    break
+            correct_keys = {normalize_text(c) for c in plan.correct}
+            for number_in_source, raw in enumerate(plan.question["incorrect_answers"], start=1):
+                falsehood = as_sentence(raw)
+                key = normalize_text(falsehood)
+                if (
+                    not _statement(falsehood)
+                    or key in hard_planted
+                    or key in correct_keys
+                    or fair_falsehood(falsehood, spans)
+                ):
+                    continue
+                hard_planted.add(key)
+                why = "dropped_negation" if drops_negation(falsehood, plan.correct) else "word_overlap"
+                hard.items.append(
+                    {
+                        "id": f"adv-{qid}-incorrect-{number_in_source}",
+                        "kind": "adversarial",
+                        "question": f"ECHO-CITED: {falsehood}",
+                        "find": label,
+                        "tags": ["truthfulqa", language, "echo_cited", why],
+                    }
+                )
+    builder.items.extend(drafts)
     if kept < ADV_TRUTHFULQA[lang]:
         raise BuildError(f"{TRUTHFULQA_FILES[lang]}: only {kept} fair incorrect answers; need {ADV_TRUTHFULQA[lang]}")
 
@@ -663,32 +886,50 @@ def _load_json(path: Path) -> Any:
         raise BuildError(f"{path}: {exc}") from exc
 
 
-def build(data: Path) -> dict[str, bytes]:
-    """Build the dataset in memory.
+def build_datasets(data: Path) -> dict[str, dict[str, bytes]]:
+    """Build v1 and the hard dataset in memory, in one pass (they split the same sources).
 
     Args:
         data: The shared data directory (holding ``halueval/``, ``truthfulqa-multi/``, ``timeqa/``).
 
     Returns:
-        Relative output path (POSIX, e.g. ``corpus/halueval-qa-01.txt``) → file bytes,
-        including ``manifest.json`` and ``licenses/*``. ``README.md`` is written by hand.
+        ``{"v1": files, "hard": files}``; each maps a relative output path (POSIX,
+        e.g. ``corpus/halueval-qa-01.txt``) to its bytes, including
+        ``manifest.json`` and ``licenses/*``. READMEs are written by hand.
 
     Raises:
         BuildError: a source file is missing, malformed, or yields too few items.
     """
-    builder = DatasetBuilder()
-    add_halueval(builder, read_halueval(data / HALUEVAL_FILE))
+    v1, hard = DatasetBuilder(), DatasetBuilder()
+    add_halueval(v1, read_halueval(data / HALUEVAL_FILE))
     for lang, file in TRUTHFULQA_FILES.items():
-        add_truthfulqa(builder, lang, _load_json(data / file))
-    add_timeqa(builder, _load_json(data / TIMEQA_FILE))
+        add_truthfulqa(v1, hard, lang, _load_json(data / file))
+    add_timeqa(v1, _load_json(data / TIMEQA_FILE))
+    return {
+        "v1": _files(v1, data, LICENSES),
+        "hard": _files(hard, data, {k: v for k, v in LICENSES.items() if k.startswith("truthfulqa")}),
+    }
+
+
+def _files(builder: DatasetBuilder, data: Path, licenses: dict[str, str]) -> dict[str, bytes]:
     out = {"manifest.json": dumps(builder.manifest())}
     out.update({f"corpus/{file}": content for file, content in builder.files.items()})
-    for target, source in LICENSES.items():
+    for target, source in licenses.items():
         try:
             out[f"licenses/{target}"] = (data / source).read_bytes()
         except OSError as exc:
             raise BuildError(f"{data / source}: {exc}") from exc
     return out
+
+
+def build(data: Path) -> dict[str, bytes]:
+    """The files of ``datasets/v1`` (see ``build_datasets``)."""
+    return build_datasets(data)["v1"]
+
+
+def build_hard(data: Path) -> dict[str, bytes]:
+    """The files of ``datasets/hard`` (see ``build_datasets``)."""
+    return build_datasets(data)["hard"]
 
 
 def write(files: dict[str, bytes], out: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -46,8 +47,12 @@ def _manifest(root: Path) -> dict:
     return json.loads((root / "manifest.json").read_text(encoding="utf-8"))
 
 
+NOT_GENERATED = {"README.md", "baseline.json"}
+"""Files of a dataset directory written by hand or by a run, not by the conversion script."""
+
+
 def _committed_files(root: Path) -> set[str]:
-    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and p.name != "README.md"}
+    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and p.name not in NOT_GENERATED}
 
 
 def test_conversion_reproduces_the_committed_dataset(builder: ModuleType, tmp_path: Path) -> None:
@@ -142,24 +147,64 @@ def _text_chunks(root: Path) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("root", [V1, SMOKE], ids=["v1", "smoke"])
 def test_qa_labels_evidence_and_truths_fit_the_corpus(root: Path) -> None:
-    """Every qa item's evidence is in a chunk of its label, and every chunk of its label is true.
+    """Every qa question's evidence is in a chunk of its label, and every chunk of its label is true.
 
     The second half is the design that keeps claim-support precision about the
     verifier: whichever chunks the target retrieves and echoes, their sentences
-    are covered by the item's truths.
+    are covered by the item's truths. Planted drafts (``ECHO-CITED:``) are
+    answered by the draft alone, so only the draft has to be judged by their truths.
     """
     chunks = _text_chunks(root)
+    checked: set[tuple[str, tuple[str, ...]]] = set()  # qa items of one label share their truths
     for item in _manifest(root)["items"]:
         if item["kind"] not in ("qa", "adversarial"):
             continue
         assert item["find"] in chunks, f"{item['id']}: find {item['find']!r} names no corpus label"
-        if item["kind"] != "qa":
+        if item["kind"] != "qa" or item["question"].startswith("ECHO"):
             continue
         for expected in item["expectedEvidence"]:
             text = expected if isinstance(expected, str) else expected["text"]
             assert evidence_found(text, chunks[item["find"]]), f"{item['id']}: {text!r} is in no chunk"
+        key = (item["find"], tuple(item["truths"]))
+        if key in checked:
+            continue
+        checked.add(key)
         for chunk in chunks[item["find"]]:
             assert claim_is_true(chunk, item["truths"]), f"{item['id']}: chunk not covered by truths: {chunk[:80]}"
+
+
+def _draft_claims(item: dict) -> tuple[list[str], str]:
+    """A draft's sentences as the mock splits it: (uncited ones, the last one, which carries [S1])."""
+    from pytest_groundeval.mock.behaviour import decompose
+
+    claims = [c["text"] for c in decompose(item["question"].split(": ", 1)[1] + " [S1]")]
+    return claims[:-1], claims[-1].removesuffix(" [S1]")
+
+
+def test_v1_drafts_are_true_or_false_as_tagged(builder: ModuleType) -> None:
+    """Restatements and paraphrases are true and ground in their label; a false_cited draft's cited claim is false.
+
+    A false draft that the scoring rule counted as true would not lower
+    claim-support precision when supported, so it must be false against every
+    chunk of its label and every truth, not just fair.
+    """
+    chunks = _text_chunks(V1)
+    drafts = [i for i in _manifest(V1)["items"] if "draft" in i.get("tags", [])]
+    assert {t for i in drafts for t in i["tags"]} >= {"restatement", "paraphrase", "false_cited", "english", "spanish"}
+    for item in drafts:
+        assert item["kind"] == "qa" and item["question"].startswith("ECHO-CITED: "), item["id"]
+        assert item["expectedEvidence"] == [], item["id"]
+        uncited, cited = _draft_claims(item)
+        if "false_cited" in item["tags"]:
+            assert not claim_is_true(cited, item["truths"] + chunks[item["find"]]), item["id"]
+            assert builder.fair_falsehood(cited, chunks[item["find"]]), item["id"]
+            assert all(claim_is_true(c, item["truths"]) for c in uncited), item["id"]
+        else:
+            assert uncited == [] and claim_is_true(cited, item["truths"]), item["id"]
+        if "paraphrase" in item["tags"]:
+            answers = [json.loads(c)["answer"] for c in chunks[item["find"]]]
+            assert cited not in answers, f"{item['id']}: the paraphrase is itself in the corpus"
+            assert any(builder.restates(cited, a) for a in answers), item["id"]
 
 
 def test_v1_planted_falsehoods_are_not_true_for_their_label(builder: ModuleType) -> None:
@@ -169,3 +214,38 @@ def test_v1_planted_falsehoods_are_not_true_for_their_label(builder: ModuleType)
         if item["kind"] == "adversarial":
             falsehood = item["question"].split(": ", 1)[1]
             assert builder.fair_falsehood(falsehood, chunks[item["find"]]), item["id"]
+
+
+def test_committed_baseline_is_a_report_of_this_dataset() -> None:
+    """``datasets/v1/baseline.json`` is a valid report of this dataset version and the mock lineage."""
+    from pytest_groundeval.report import read_report
+
+    baseline = read_report(V1 / "baseline.json")
+    assert baseline.dataset_version == _manifest(V1)["version"]
+    assert (baseline.models.generate, baseline.models.embed) == ("mock-generate", "mock-embed")
+    ids = {item["id"] for item in _manifest(V1)["items"]}
+    assert {item.id for item in baseline.items} == ids, "baseline.json is from another build: re-record it"
+    assert baseline.metrics.retrieval_recall is not None
+
+
+def test_baseline_recall_is_what_the_dataset_gives(tmp_path: Path) -> None:
+    """Re-run the 160 qa questions (the only items with expected evidence) and compare recall with the baseline.
+
+    A subprocess against the reference target and the mock, as CI runs it; the
+    drafts and adversarial items are deselected by marker, as they carry no
+    expected evidence and do not change retrievalRecall.
+    """
+    from pytest_groundeval.report import read_report
+
+    report = tmp_path / "recall.json"
+    command = [
+        sys.executable, "-m", "pytest", "--rootdir", str(REPO), "-p", "no:cacheprovider", "-q",
+        f"--eval-dataset={V1}", f"--eval-report={report}",
+        "-m", "halueval and not draft and not echo and not echo_cited",
+    ]  # fmt: skip
+    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert report.exists(), result.stdout[-3000:] + result.stderr[-3000:]
+    measured = read_report(report)
+    assert measured.metrics.errors == 0
+    assert len(measured.items) == 160
+    assert measured.metrics.retrieval_recall == read_report(V1 / "baseline.json").metrics.retrieval_recall
