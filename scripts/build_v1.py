@@ -8,12 +8,17 @@ ensure_ascii=False, indent=2)`` plus a trailing newline), so
 Sources and what each becomes (the design is explained in ``datasets/v1/README.md``):
 
 * HaluEval (``halueval/``, MIT): knowledge passages become paragraphs of text
-  documents, eight rows to a label; questions become ``qa`` items; hallucinated
-  answers become ``adversarial`` items, alternately ``ECHO:`` and ``ECHO-CITED:``.
+  documents, 32 qa rows (8 adversarial rows) to a label; questions become ``qa``
+  items; answer sentences become planted qa drafts (a restatement, true; the
+  answer then the hallucination, false); hallucinated answers become
+  ``adversarial`` items, alternately ``ECHO:`` and ``ECHO-CITED:``.
 * TruthfulQA-multi (``truthfulqa-multi/``, Apache-2.0), English and Spanish:
-  correct answers become JSON records, eight questions to a label; one incorrect
+  correct answers become JSON records, eight questions to a label, except one
+  held-out answer per question planted as a qa paraphrase draft; one incorrect
   answer per question becomes an ``adversarial`` item (``near_miss`` when it
-  shares most of its words with a correct answer).
+  shares most of its words with a correct answer), another a false qa draft.
+  Paraphrases that restate no corpus answer and incorrect answers that are not
+  fair go to the hard dataset (``build_datasets``, ``scripts/build_hard.py``).
 * TimeQA (``timeqa/``, BSD-3-Clause): an entity's time-bound facts become
   bitemporal records; ``temporal`` items probe them as of a valid time, as of a
   transaction time before and after a synthetic correction, and by comparing
