@@ -35,6 +35,9 @@ FAULT_MODEL_SEPARATOR = "+fault="
 TEMPORAL_LABEL_SEPARATOR = "__ge_"
 """Per-run, per-item suffix separator the harness appends to temporal labels (SPEC §6)."""
 
+USER_PROPERTY = "groundeval_outcome"
+"""The ``user_properties`` key an item's outcome travels under (STYLE: aggregating under xdist)."""
+
 VERDICTS = ("supported", "unsupported", "contradicted", "unverifiable")
 """Claim verdicts a target may return (SPEC §3)."""
 

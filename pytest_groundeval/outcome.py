@@ -18,9 +18,6 @@ from .evidence import EvidenceReview
 ItemKind = Literal["qa", "adversarial", "temporal", "citation", "review"]
 """The item kinds of SPEC §2."""
 
-USER_PROPERTY = "groundeval_outcome"
-"""The ``user_properties`` key an outcome travels under."""
-
 
 class ItemOutcome(WireModel):
     """One item's result. Counts are per item; metrics sum them over items (SPEC §9)."""

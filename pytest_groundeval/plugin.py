@@ -9,13 +9,16 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from . import options as _options
-from .outcome import USER_PROPERTY, ItemOutcome
+from .contract import USER_PROPERTY
 from .session import KINDS, RUN_PROPERTY
+
+if TYPE_CHECKING:
+    from .outcome import ItemOutcome
 
 settings_key = pytest.StashKey["_options.Settings"]()
 mock_key = pytest.StashKey[Any]()
@@ -263,7 +266,7 @@ def record_run(item: pytest.Item, dataset_version: str, models: dict) -> None:
     item.user_properties.append((RUN_PROPERTY, {"datasetVersion": dataset_version, "models": dict(models)}))
 
 
-def record_outcome(item: pytest.Item, outcome: ItemOutcome) -> None:
+def record_outcome(item: pytest.Item, outcome: "ItemOutcome") -> None:
     """Attach the outcome as JSON built-ins, so it survives xdist (STYLE: aggregating under xdist)."""
     item.user_properties.append((USER_PROPERTY, outcome.to_wire()))
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .outcome import USER_PROPERTY, ItemOutcome
+from .contract import USER_PROPERTY
+
+if TYPE_CHECKING:
+    from .outcome import ItemOutcome
 
 KINDS = ("qa", "adversarial", "temporal", "citation", "review")
 BASELINE_NAME = "baseline.json"
@@ -58,7 +61,7 @@ class GateSession:
 
     # -- per report ---------------------------------------------------------------
 
-    def _add(self, outcome: ItemOutcome) -> None:
+    def _add(self, outcome: "ItemOutcome") -> None:
         if outcome.id in self.seen:
             return
         self.seen.add(outcome.id)
@@ -94,6 +97,8 @@ class GateSession:
         run = props.get(RUN_PROPERTY)
         if run is not None:
             self._note_run(run)
+        from .outcome import ItemOutcome  # only once eval items report: runs without them stay light
+
         wire = props.get(USER_PROPERTY)
         if wire is not None and (report.when == "call" or report.failed):
             self._add(ItemOutcome.model_validate(wire))
