@@ -385,3 +385,26 @@ def test_embeddings_go_in_batches_and_keep_input_order() -> None:
     vectors, calls = _with_client({"embed_batch_size": 64}, body)
     assert calls == 2
     assert vectors == [pytest.approx(embed_text(t)) for t in texts]
+
+
+def test_now_sees_writes_stamped_ahead_of_the_wall_clock(tmp_path):
+    """Writes faster than one per ms push the tenant clock past the wall clock; "now" must still see them."""
+    from pytest_groundeval.reference import bitemporal, store
+
+    conn = store.open_database(tmp_path)
+    store.migrate(conn)
+    store.add_key(conn, "t1", "key")
+    record_id, _ = bitemporal.write_record(
+        conn, "t1", op="create", target=None, label="L", properties={"v": "wrong"}, valid=None
+    )
+    # As if thousands of writes had just landed within the same wall-clock millisecond.
+    conn.execute("UPDATE tenants SET last_tx = last_tx + 60000 WHERE id = 't1'")
+    _, fixed_tx = bitemporal.write_record(
+        conn, "t1", op="update", target=record_id, label="L", properties={"v": "right"}, valid=None
+    )
+    assert fixed_tx > store.now_ms() + 50000
+    now = store.now_ms()
+    records = bitemporal.query_records(conn, "t1", label="L", target=None, as_of_tx=None, as_of_valid_ms=now)
+    assert [r["properties"] for r in records] == [{"v": "right"}]
+    changes = bitemporal.compare_records(conn, "t1", label="L", target=None, from_tx=fixed_tx - 1, to_tx=None)
+    assert len(changes["changed"]) == 1

@@ -298,7 +298,7 @@ async def post_query(request: web.Request) -> web.Response:
         tenant,
         label=body.label,
         target=body.target,
-        as_of_tx=now if body.as_of_tx is None else body.as_of_tx,
+        as_of_tx=body.as_of_tx,
         as_of_valid_ms=body.as_of_valid_ms(now),
     )
     return web.json_response({"records": records})
@@ -314,7 +314,7 @@ async def post_compare(request: web.Request) -> web.Response:
         label=body.label,
         target=body.target,
         from_tx=body.from_tx,
-        to_tx=store.now_ms() if body.to_tx is None else body.to_tx,
+        to_tx=body.to_tx,
     )
     return web.json_response(result)
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from .store import next_tx, write_transaction
+from .store import current_tx, next_tx, write_transaction
 
 
 class RecordNotFound(LookupError):
@@ -221,13 +221,16 @@ def query_records(
     *,
     label: str | None,
     target: str | None,
-    as_of_tx: int,
+    as_of_tx: int | None,
     as_of_valid_ms: int,
 ) -> list[dict[str, Any]]:
     """``/v1/query``: the versions visible as of ``(as_of_tx, as_of_valid_ms)``, oldest write first.
 
-    ``label``/``target`` None means no filter on that field.
+    ``label``/``target`` None means no filter on that field; ``as_of_tx`` None
+    means now (``store.current_tx``: every acknowledged write is visible).
     """
+    if as_of_tx is None:
+        as_of_tx = current_tx(conn, tenant_id)
     versions = _tx_visible(conn, tenant_id, label, target, as_of_tx)
     return [v.to_wire() for v in versions if is_visible(v, as_of_tx, as_of_valid_ms)]
 
@@ -239,9 +242,9 @@ def compare_records(
     label: str | None,
     target: str | None,
     from_tx: int,
-    to_tx: int,
+    to_tx: int | None,
 ) -> dict[str, list[dict[str, Any]]]:
-    """``/v1/compare``: the record set current as of ``from_tx`` against that as of ``to_tx``.
+    """``/v1/compare``: the record set current as of ``from_tx`` against that as of ``to_tx`` (None: now).
 
     "Current" is transaction time only (every valid interval counts): what the
     store believed at each moment. A record is ``changed`` when its label,
@@ -250,6 +253,8 @@ def compare_records(
     Returns:
         ``{"added": [record], "removed": [record], "changed": [{"id", "before", "after"}]}``.
     """
+    if to_tx is None:
+        to_tx = current_tx(conn, tenant_id)
     before = {v.record_id: v for v in _tx_visible(conn, tenant_id, label, target, from_tx)}
     after = {v.record_id: v for v in _tx_visible(conn, tenant_id, label, target, to_tx)}
     added = [v.to_wire() for rid, v in after.items() if rid not in before]

@@ -175,6 +175,17 @@ def next_tx(conn: sqlite3.Connection, tenant_id: str) -> int:
     return int(row[0])
 
 
+def current_tx(conn: sqlite3.Connection, tenant_id: str) -> int:
+    """The transaction time "now" means for ``tenant_id``: ``max(now, last_tx)`` in ms.
+
+    ``next_tx`` may run ahead of the wall clock when writes come faster than one
+    per millisecond; "now" must still see every write already acknowledged, so a
+    read with no explicit transaction time uses the later of the two clocks.
+    """
+    row = conn.execute("SELECT last_tx FROM tenants WHERE id = ?", (tenant_id,)).fetchone()
+    return max(now_ms(), int(row[0]) if row else 0)
+
+
 def add_key(conn: sqlite3.Connection, tenant_id: str, key: str) -> None:
     """Register ``key`` (by its hash) for ``tenant_id``, creating the tenant; idempotent."""
     with write_transaction(conn):
