@@ -35,6 +35,14 @@ def eval_node_kind(nodeid: str) -> tuple[str, str] | None:
     return None
 
 
+def _shown(path: Path) -> str:
+    """A path as the user would type it: relative to the current directory when under it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 class GateSession:
     """Aggregates outcomes as reports arrive and decides the session's exit status (SPEC §9)."""
 
@@ -218,9 +226,9 @@ class GateSession:
         for line in unbounded_lines(self.metrics, self.gate):
             tr.write_line(line)
         if self.baseline_path is not None:
-            tr.write_line(f"baseline: {self.baseline_path}")
+            tr.write_line(f"baseline: {_shown(self.baseline_path)}")
         if self.settings.report is not None:
-            tr.write_line(f"report: {self.settings.report}")
+            tr.write_line(f"report: {_shown(self.settings.report)}")
         if self.gate.passed:
             tr.write_line("gate: PASS", green=True, bold=True)
         else:
