@@ -254,6 +254,12 @@ def test_review_items_start_no_mock_and_no_target(pytester):
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*rev-flagged*flag_for_human_review*", "evidenceRiskScore*0.3333*INFO*"])
     assert read_report(report)["metrics"]["evidenceRiskScore"] == pytest.approx(1 / 3)
+    # The optional evidenceRiskScore floor gates (SPEC §9).
+    floors = pytester.path / "floors.json"
+    floors.write_text(json.dumps({"evidenceRiskScore": 0.5}))
+    gated = run(pytester, f"--eval-dataset={dataset}", f"--eval-floors={floors}")
+    assert gated.ret == pytest.ExitCode.TESTS_FAILED
+    gated.stdout.fnmatch_lines(["evidenceRiskScore*0.3333 >= 0.5000*FAIL*", "gate: FAIL"])
 
 
 def test_spawn_target_that_fails_to_start_shows_command_exit_code_and_log(pytester, smoke):
@@ -440,3 +446,48 @@ def test_a_dataset_baseline_arms_recall_without_a_flag(pytester, smoke):
     # The same from an IDE-style node id run, with no --eval-dataset.
     result = run(pytester, "smoke/manifest.json::qa::qa-smoke-index-build")
     result.stdout.fnmatch_lines(["retrievalRecall*FAIL*", "gate: FAIL"])
+
+
+def test_evidence_reviews_make_no_provider_call(pytester, smoke):
+    """Review items, and the review of a qa answer's evidence block, leave the mock's log unchanged (SPEC §8)."""
+    manifest = json.loads((smoke / "manifest.json").read_text(encoding="utf-8"))
+    block = {
+        "claims": [{"id": "c1", "text": "Kontoret i Göteborg öppnade i mars 2021", "assertiveness": "definitive",
+                    "sourceIds": ["s1"]}],
+        "sources": [{"id": "s1", "url": "https://example.org/notes", "declaredTier": "official"}],
+    }
+    for item in manifest["items"]:
+        if item["id"] == "qa-smoke-goteborg-office":
+            item["evidence"] = block
+    manifest["items"].append(
+        {"id": "rev-office", "kind": "review", "response": {"answer": "Kontoret i Göteborg öppnade i mars 2021."},
+         "evidence": block}
+    )
+    (smoke / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False), encoding="utf-8")
+    calls = pytester.path / "calls.jsonl"
+    pytester.makeconftest(
+        f'''
+import json
+import pytest
+
+@pytest.fixture(autouse=True)
+def count_provider_calls(request, groundeval_mock):
+    before = len(groundeval_mock.log)
+    yield
+    with open({str(calls)!r}, "a") as f:
+        f.write(json.dumps([request.node.name, len(groundeval_mock.log) - before]) + "\\n")
+'''
+    )
+    args = (f"--eval-dataset={smoke}", "-k", "goteborg or rev", "--eval-concurrency=1")
+    result = run(pytester, *args)
+    result.assert_outcomes(passed=2)
+    with_block = dict(json.loads(line) for line in calls.read_text().splitlines())
+    assert with_block["rev-office"] == 0
+    # The qa item makes exactly the provider calls it makes without the block.
+    for item in manifest["items"]:
+        item.pop("evidence", None) if item["kind"] == "qa" else None
+    (smoke / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False), encoding="utf-8")
+    calls.unlink()
+    run(pytester, *args).assert_outcomes(passed=2)
+    without_block = dict(json.loads(line) for line in calls.read_text().splitlines())
+    assert with_block["qa-smoke-goteborg-office"] == without_block["qa-smoke-goteborg-office"] > 0
