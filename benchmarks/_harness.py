@@ -3,12 +3,25 @@
 Every benchmark runs its subject and its baseline side by side in one
 invocation, interleaved round by round, and reports ratios of medians; the
 absolute figures depend on the machine and on whatever else it is doing.
+
+``BENCH_REV=<git revision>`` measures that commit's ``pytest_groundeval`` instead
+of the working tree: the package is exported with ``git archive`` into a temp
+dir that goes first on ``sys.path`` (this process) and ``PYTHONPATH`` (every
+child), ahead of the editable install. Useful in a shared working tree where
+someone's edit is half done, and for before/after comparisons.
+``BENCH_SOURCE=<dir>`` does the same with a directory holding a (patched) copy
+of the ``pytest_groundeval`` package, to measure a proposed change.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import io
 import os
+import shutil
+import tarfile
+import tempfile
 import statistics
 import subprocess
 import sys
@@ -20,6 +33,33 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 PYTHON = sys.executable
+
+
+
+def _pin_source() -> str | None:
+    source = os.environ.get("BENCH_SOURCE")
+    if source:
+        if not (Path(source) / "pytest_groundeval" / "__init__.py").is_file():
+            raise SystemExit(f"BENCH_SOURCE={source}: no pytest_groundeval package in that directory")
+        source = str(Path(source).resolve())
+        sys.path.insert(0, source)
+        return source
+    rev = os.environ.get("BENCH_REV")
+    if not rev:
+        return None
+    archive = subprocess.run(
+        ["git", "archive", rev, "pytest_groundeval"], cwd=REPO, capture_output=True, check=True
+    ).stdout
+    dest = tempfile.mkdtemp(prefix="bench-src-")
+    atexit.register(shutil.rmtree, dest, True)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(dest)
+    sys.path.insert(0, dest)
+    return dest
+
+
+SOURCE = _pin_source()
+"""Where ``pytest_groundeval`` is imported from when ``BENCH_REV`` is set (else None: the working tree)."""
 
 QUIET_PLUGINS = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
 """Given to every pytest run on both sides of a comparison: no cache writes, and no
@@ -75,8 +115,6 @@ def check(measured: Measured, what: str, ok: Sequence[int] = (0,)) -> Measured:
 
 
 def _spool():
-    import tempfile
-
     return tempfile.TemporaryFile()
 
 
@@ -115,6 +153,8 @@ def instant_target(api_key: str = "k") -> Iterator[str]:
 def pytest_env(**extra: str) -> dict[str, str]:
     """The environment for a pytest child: ours, without GROUNDEVAL_* settings leaking in."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GROUNDEVAL_") and k != "PYTEST_ADDOPTS"}
+    if SOURCE is not None:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (SOURCE, env.get("PYTHONPATH")) if p)
     env.update(extra)
     return env
 
@@ -143,8 +183,16 @@ def machine_note() -> str:
             ["git", "describe", "--always", "--dirty"], cwd=REPO, capture_output=True, text=True, timeout=5
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        commit = "unknown"
-    return f"{os.cpu_count()} CPUs, load average {load}, commit {commit or 'unknown'}, Python {sys.version.split()[0]}"
+        commit = ""
+    if os.environ.get("BENCH_SOURCE"):
+        commit = f"BENCH_SOURCE={SOURCE}"
+    elif SOURCE is not None:
+        rev = os.environ["BENCH_REV"]
+        resolved = subprocess.run(["git", "rev-parse", "--short", rev], cwd=REPO, capture_output=True, text=True)
+        commit = f"commit {resolved.stdout.strip()} (BENCH_REV={rev})"
+    elif commit:
+        commit = f"commit {commit}"
+    return f"{os.cpu_count()} CPUs, load average {load}, {commit or 'commit unknown'}, Python {sys.version.split()[0]}"
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
