@@ -10,6 +10,11 @@ answer a fixed, prebuilt body of the same size and shape the mock would send
 aiohttp with ``--concurrency`` requests in flight, in a separate process so
 that client and server do not share one interpreter on a 2-core machine.
 
+Every request body is different (a counter in the question and in one
+embedding input), so nothing that keys on the body — a response cache, say —
+can make the mock look faster than the work it does per request; the bare app
+gets the same varied bodies.
+
 For each call (non-streamed chat, embeddings, streamed chat) and each app it
 reports requests/s seen by the client, and the server's CPU time per request
 (``time.process_time`` of the server process, read before and after). The CPU
@@ -39,7 +44,7 @@ CHAT = {
     "model": "mock-generate",
     "messages": [
         {"role": "system", "content": "Answer from the evidence only, citing [S#] markers.\n" + EVIDENCE},
-        {"role": "user", "content": "Question: When did the project ship its release?"},
+        {"role": "user", "content": "Question: When did the project ship its release? (request @N@)"},
     ],
 }
 STREAM = {**CHAT, "stream": True, "stream_options": {"include_usage": True}}
@@ -50,9 +55,11 @@ EMBED = {
         "The project shipped release 1.1 in Göteborg.",
         "Stockholm har 3,5 miljoner invånare.",
         "東京は日本の首都です。",
-        "Evidence risk is scored without a provider call.",
+        "Evidence risk is scored without a provider call, request @N@.",
     ],
 }
+COUNTER = b"@N@"
+"""Placeholder in each body that becomes the request's sequence number."""
 CALLS = {"chat": ("/v1/chat/completions", CHAT), "embeddings": ("/v1/embeddings", EMBED), "chat_stream": ("/v1/chat/completions", STREAM)}
 
 
@@ -64,7 +71,8 @@ async def _prebuilt_bodies(mock_url: str) -> dict[str, bytes]:
     bodies = {}
     async with aiohttp.ClientSession() as session:
         for name, (path, payload) in CALLS.items():
-            async with session.post(mock_url + path, json=payload) as response:
+            body = json.dumps(payload, separators=(",", ":")).encode().replace(COUNTER, b"0")
+            async with session.post(mock_url + path, data=body, headers={"Content-Type": "application/json"}) as response:
                 bodies[name] = await response.read()
     return bodies
 
@@ -114,15 +122,23 @@ async def _serve() -> None:
 
 
 async def _load(session: aiohttp.ClientSession, url: str, payload: bytes, seconds: float, concurrency: int) -> int:
-    """Send requests from ``concurrency`` workers until the deadline; return completed requests."""
+    """Send requests from ``concurrency`` workers until the deadline; return completed requests.
+
+    ``payload`` holds :data:`COUNTER`, replaced by a fresh number per request, so
+    no two bodies are the same.
+    """
     deadline = time.perf_counter() + seconds
     done = 0
+    sent = 0
+    head, tail = payload.split(COUNTER)
 
     async def worker() -> None:
-        nonlocal done
+        nonlocal done, sent
         headers = {"Content-Type": "application/json"}
         while time.perf_counter() < deadline:
-            async with session.post(url, data=payload, headers=headers) as response:
+            sent += 1
+            body = head + str(sent).encode() + tail
+            async with session.post(url, data=body, headers=headers) as response:
                 await response.read()
                 if response.status != 200:
                     raise RuntimeError(f"{url} answered {response.status}")
@@ -143,7 +159,7 @@ async def _measure(urls: dict[str, str], seconds: float, concurrency: int, round
     async with aiohttp.ClientSession(connector=connector) as session:
         for name, (path, payload) in CALLS.items():
             body = json.dumps(payload, separators=(",", ":")).encode()
-            async with session.post(urls["mock"] + path, data=body) as response:
+            async with session.post(urls["mock"] + path, data=body.replace(COUNTER, b"0")) as response:
                 sample = await response.read()
             events = sample.count(b"\n\n") if name == "chat_stream" else 1
             for target in ("bare", "mock"):
@@ -166,7 +182,8 @@ async def _measure(urls: dict[str, str], seconds: float, concurrency: int, round
 def _report(results: dict, seconds: float, concurrency: int, rounds: int) -> str:
     lines = [
         f"mock provider vs bare aiohttp handler: {seconds:g} s x {rounds} rounds per figure, "
-        f"concurrency {concurrency}, client in a separate process (best round by server CPU)",
+        f"concurrency {concurrency}, client in a separate process, every request body different "
+        "(best round by server CPU)",
         f"{'call':<12} {'bare req/s':>11} {'mock req/s':>11} {'ratio':>6}   {'bare CPU µs':>11} {'mock CPU µs':>11} {'ratio':>6}",
     ]
     for name, figures in results.items():

@@ -13,7 +13,8 @@ import pytest
 from openai import AsyncOpenAI, OpenAI
 
 from pytest_groundeval import contract
-from pytest_groundeval.mock import MockProvider, ThreadedMockProvider, decompose, embed_text
+from pytest_groundeval.mock import MockProvider, ThreadedMockProvider, count_tokens, decompose, embed_text
+from pytest_groundeval.mock.sse import dumps
 
 EVIDENCE_PROMPT = (
     "Answer from the evidence only.\n"
@@ -236,3 +237,30 @@ def test_cli_serves_until_terminated():
         assert process.wait(timeout=10) == 0
         process.stdout.close()
         process.stderr.close()
+
+
+@pytest.mark.parametrize(
+    ("model", "question"),
+    [
+        ("mock-generate", 'ECHO: She said "hej"\\ – line\u2028separator and\ttab.'),
+        ('model "quoted" \u00e5\u2029 100%', "ECHO-CITED: 東京は日本の首都です。"),
+    ],
+)
+def test_json_bodies_are_the_compact_json_of_their_objects(mock, model, question):
+    # The bodies are formatted into prebuilt templates; they must be exactly what
+    # serialising the object would give, escapes included.
+    messages = [{"role": "user", "content": f"Question: {question}"}]
+    raw = httpx.post(mock.base_url + "/chat/completions", json={"model": model, "messages": messages}).content
+    completion = json.loads(raw)
+    assert raw == dumps(completion).encode()
+    assert "\u2028" not in raw.decode() and "\u2029" not in raw.decode()
+    assert completion["model"] == model
+    expected = question.split(":", 1)[1].strip() + (" [S1]" if question.startswith("ECHO-CITED:") else "")
+    assert completion["choices"][0]["message"]["content"] == expected
+    usage = completion["usage"]
+    assert usage["prompt_tokens"] == count_tokens(f"Question: {question}")
+    assert usage["completion_tokens"] == count_tokens(expected)
+    for encoding in ("float", "base64"):
+        body = {"model": model, "input": [question, "två"], "encoding_format": encoding}
+        raw = httpx.post(mock.base_url + "/embeddings", json=body).content
+        assert raw == dumps(json.loads(raw)).encode()

@@ -89,3 +89,11 @@ def test_claim_markers_are_the_contract_markers_of_the_claim_text(draft):
     # is exactly what contract.MARKER_PATTERN finds in the claim's text.
     for claim in decompose(draft):
         assert claim["markers"] == list(dict.fromkeys(re.findall(contract.MARKER_PATTERN, claim["text"])))
+
+
+TOKEN_RULE = re.compile(r"\w+|[^\w\s]")  # docs/mock.md, "Token counting"
+
+
+@given(st.text() | st.text(alphabet=st.sampled_from(list("ab_1 .,\t\n\x1c\x85\xa0\u2028\u3000é\u0301ö東。–”’ß٣😀İ\ud800"))))
+def test_fast_token_count_equals_the_documented_regex_rule(text):
+    assert count_tokens(text) == len(TOKEN_RULE.findall(text))

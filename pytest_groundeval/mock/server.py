@@ -98,9 +98,16 @@ def _parse_json(raw: bytes) -> dict[str, Any]:
 
 
 class _Call:
-    """Bookkeeping of one request: what goes into its :class:`RequestRecord`."""
+    """Bookkeeping of one request: what goes into its :class:`RequestRecord`.
 
-    __slots__ = ("path", "kind", "model", "prompt_tokens", "completion_tokens", "status", "fault", "started", "seq")
+    The log keeps finished calls and makes records only when it is read, which
+    keeps a frozen dataclass construction off every request's path.
+    """
+
+    __slots__ = (
+        "path", "kind", "model", "prompt_tokens", "completion_tokens", "status", "fault", "started", "seq",
+        "latency_ms",
+    )  # fmt: skip
 
     def __init__(self, path: str, kind: str, seq: int) -> None:
         self.path = path
@@ -112,12 +119,15 @@ class _Call:
         self.fault: str | None = None
         self.started = time.perf_counter()
         self.seq = seq
+        self.latency_ms = 0.0
+
+    def finish(self) -> None:
+        self.latency_ms = (time.perf_counter() - self.started) * 1000.0
 
     def record(self) -> RequestRecord:
-        latency_ms = (time.perf_counter() - self.started) * 1000.0
         return RequestRecord(
             self.path, self.kind, self.model, self.prompt_tokens, self.completion_tokens,
-            latency_ms, self.status, self.fault,
+            self.latency_ms, self.status, self.fault,
         )
 
 
@@ -138,7 +148,7 @@ class MockProvider:
         self.port = port
         self._shutdown_timeout = shutdown_timeout
         self._runner: web.AppRunner | None = None
-        self._records: dict[int, RequestRecord] = {}
+        self._records: dict[int, _Call] = {}  # finished calls by arrival number
         self._seq = 0
         self._lock = threading.Lock()
         self._faults = FaultCounter()
@@ -237,7 +247,7 @@ class MockProvider:
         """A copy of the request log, in arrival order (requests still in flight are not in it)."""
         with self._lock:
             items = sorted(self._records.items())
-        return [record for _, record in items]
+        return [call.record() for _, call in items]
 
     def clear_log(self) -> None:
         """Empty the request log (fault counters are kept; see :meth:`reset_faults`)."""
@@ -261,9 +271,9 @@ class MockProvider:
         return _Call(request.path, kind, seq)
 
     def _finish(self, call: _Call) -> None:
-        record = call.record()
+        call.finish()
         with self._lock:
-            self._records[call.seq] = record
+            self._records[call.seq] = call
 
     def _fault_plan(self, request: web.Request, body: dict[str, Any], call: _Call) -> FaultPlan | None:
         """Read the model name and fault spec of a request into ``call``; parse the spec."""
@@ -384,30 +394,13 @@ class MockProvider:
         call.prompt_tokens = behaviour.prompt_tokens(messages)
         call.completion_tokens = behaviour.count_tokens(content)
         completion_id = "chatcmpl-" + xxhash.xxh3_64_hexdigest(await request.read())
-        usage = _usage(call.prompt_tokens, call.completion_tokens)
         if stream:
             options = body.get("stream_options")
             include_usage = isinstance(options, dict) and options.get("include_usage") is True
+            usage = _usage(call.prompt_tokens, call.completion_tokens) if include_usage else None
             framer = ChunkFramer(completion_id, CREATED, call.model)
-            return await self._stream_chat(request, framer, content, usage if include_usage else None, call, plan)
-        payload = dumps(
-            {
-                "id": completion_id,
-                "object": "chat.completion",
-                "created": CREATED,
-                "model": call.model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": content, "refusal": None},
-                        "logprobs": None,
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": usage,
-            }
-        ).encode()
-        return await self._send_json(request, payload, call, plan)
+            return await self._stream_chat(request, framer, content, usage, call, plan)
+        return await self._send_json(request, _completion_body(completion_id, call, content), call, plan)
 
     async def _stream_chat(
         self,
@@ -459,21 +452,23 @@ class MockProvider:
         encoding = body.get("encoding_format", "float")
         if encoding not in ("float", "base64"):
             raise _BadRequest(f"'encoding_format' must be \"float\" or \"base64\", got {encoding!r}", "encoding_format")
-        call.prompt_tokens = sum(behaviour.count_tokens(t) for t in texts)
-        data = []
-        for index, text in enumerate(texts):
-            vector = behaviour.embed_text(text)
-            embedding: Any = (
-                base64.b64encode(behaviour.embedding_bytes(vector)).decode("ascii") if encoding == "base64" else vector
-            )
-            data.append({"object": "embedding", "index": index, "embedding": embedding})
-        payload = dumps(
-            {
-                "object": "list",
-                "data": data,
-                "model": call.model,
-                "usage": {"prompt_tokens": call.prompt_tokens, "total_tokens": call.prompt_tokens},
-            }
+        # Per text, not joined: one CJK input then leaves the others on the fast count.
+        call.prompt_tokens = sum(map(behaviour.count_tokens, texts))
+        if encoding == "base64":
+            # Base64 text needs no JSON escaping: each item is formatted straight into the body.
+            items = [
+                '{"object":"embedding","index":%d,"embedding":"%s"}'
+                % (index, base64.b64encode(behaviour.embed_bytes(text)).decode("ascii"))
+                for index, text in enumerate(texts)
+            ]
+        else:
+            items = [
+                '{"object":"embedding","index":%d,"embedding":%s}' % (index, dumps(behaviour.embed_text(text)))
+                for index, text in enumerate(texts)
+            ]
+        payload = (
+            '{"object":"list","data":[%s],"model":%s,"usage":{"prompt_tokens":%d,"total_tokens":%d}}'
+            % (",".join(items), dumps(call.model), call.prompt_tokens, call.prompt_tokens)
         ).encode()
         return await self._send_json(request, payload, call, plan)
 
@@ -511,6 +506,27 @@ class MockProvider:
             return web.Response(body=dumps({"object": "list", "data": data}).encode(), content_type=_JSON_CT)
         finally:
             self._finish(call)
+
+
+_COMPLETION_BODY = (
+    '{"id":%s,"object":"chat.completion","created":' + str(CREATED) + ',"model":%s,'
+    '"choices":[{"index":0,"message":{"role":"assistant","content":%s,"refusal":null},'
+    '"logprobs":null,"finish_reason":"stop"}],'
+    '"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}'
+)
+
+
+def _completion_body(completion_id: str, call: _Call, content: str) -> bytes:
+    """The non-streamed ``chat.completion`` object, formatted into a prebuilt template.
+
+    The same bytes ``dumps`` of the object would give, without building and
+    walking the nested dicts on every request.
+    """
+    prompt, completion = call.prompt_tokens, call.completion_tokens
+    return (
+        _COMPLETION_BODY
+        % (dumps(completion_id), dumps(call.model), dumps(content), prompt, completion, prompt + completion)
+    ).encode()
 
 
 def _close_transport(request: web.Request) -> None:

@@ -19,11 +19,14 @@ MAX_PIECE_CHARS = 6
 """Longest content piece per event, in code points (CJK text has no spaces to split at)."""
 
 _PIECE_RE = re.compile(r"\S*\s*")
+# Built once: json.dumps with non-default options builds a new encoder per call,
+# a measurable share of a small response (benchmarks/bench_mock.py).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def dumps(value: Any) -> str:
     """Compact JSON on one line, non-ASCII kept, U+2028/U+2029 escaped."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    text = _ENCODER.encode(value)
     if "\u2028" in text or "\u2029" in text:
         text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
     return text
