@@ -58,7 +58,8 @@ _UTF8_CLASSES = bytes(
 ) + _WORD_CLASS.encode() * 128
 """Token class of each UTF-8 byte: ASCII bytes by the regex classes; every byte of a
 multi-byte character "a", right for text whose non-ASCII characters are all word characters."""
-_NON_ASCII_NON_WORD_RE = re.compile(r"[^\w\x00-\x7f]")
+_ASCII_BYTES = bytes(range(128))
+"""Deleting these from UTF-8 leaves the non-ASCII characters, still valid UTF-8."""
 _WORD_RE = re.compile(r"\w+")
 # An evidence *block* line of the prompt ("[S1] text"), not a citation marker.
 _EVIDENCE_LINE_RE = re.compile(r"^\[S(\d+)\] (.*)$", re.MULTILINE)
@@ -84,10 +85,10 @@ def count_tokens(text: str) -> int:
     score), so ``usage`` figures are comparable across calls (SPEC §4).
     The result always equals ``len(re.findall(r"\\w+|[^\\w\\s]", text))``.
     When every non-ASCII character of the text is a word character (ASCII
-    text, Swedish letters), it is computed on the UTF-8 bytes' token classes
-    with C-level byte operations, a few times faster than that regex scan (the
-    hot path of every request, ``benchmarks/bench_mock.py``); otherwise by the
-    regex.
+    text, Swedish letters; for non-ASCII characters ``\\w`` is ``isalnum``),
+    it is computed on the UTF-8 bytes' token classes with C-level byte
+    operations, a few times faster than that regex scan (the hot path of every
+    request, ``benchmarks/bench_mock.py``); otherwise by the regex.
 
     Args:
         text: Any Unicode text.
@@ -95,11 +96,15 @@ def count_tokens(text: str) -> int:
     Returns:
         The token count (0 for empty or whitespace-only text).
     """
-    if not text.isascii() and _NON_ASCII_NON_WORD_RE.search(text) is not None:
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:  # a lone surrogate (JSON allows "\\ud800"): not a word character
+        return len(_TOKEN_RE.findall(text))
+    if len(data) != len(text) and not data.translate(None, _ASCII_BYTES).decode().isalnum():
         # A non-ASCII space or punctuation mark (typographic quotes and dashes,
         # CJK full stops, no-break spaces): the byte classes cannot tell, the regex can.
         return len(_TOKEN_RE.findall(text))
-    classes = text.encode().translate(_UTF8_CLASSES)
+    classes = data.translate(_UTF8_CLASSES)
     # A word run starts at a word byte that is first or follows a space or other byte.
     word_runs = classes.count(b" a") + classes.count(b".a") + classes.startswith(b"a")
     return word_runs + classes.count(b".")
