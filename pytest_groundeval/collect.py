@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from .dataset import Dataset, DatasetError, load_dataset
-from .evaluate import ItemError
+from .evaluate import ItemError, ItemRunner
 from .outcome import ItemOutcome
 
 
@@ -56,7 +56,7 @@ class KindGroup(pytest.Collector):
 def _test_function(item: Any):
     # The fixture a test requests decides what starts: recorded answers need no target
     # (SPEC §8: no provider call), so they must not pull in the mock or the server.
-    if item.kind == "review" or (item.kind == "citation" and item.response is not None):
+    if not ItemRunner.needs_target(item):
 
         def test_recorded(groundeval_offline_runner):
             """A recorded answer judged with no target call (SPEC §8, §11)."""
@@ -88,8 +88,7 @@ class EvalItem(pytest.Function):
     @property
     def uses_target(self) -> bool:
         """Whether running this item calls the target (review and recorded citation items do not)."""
-        item = self.eval_item
-        return item.kind != "review" and not (item.kind == "citation" and item.response is not None)
+        return ItemRunner.needs_target(self.eval_item)
 
     def setup(self) -> None:
         super().setup()

@@ -167,19 +167,22 @@ class ItemRunner:
             return self._run_citation(item, dataset, None)
         raise TypeError(f"{item.kind} item {item.id} needs a target")
 
+    @staticmethod
+    def needs_target(item: Any) -> bool:
+        """Whether running ``item`` calls the target (recorded answers do not)."""
+        return not isinstance(item, ReviewItem) and not (isinstance(item, CitationItem) and item.response is not None)
+
     async def run_async(self, item: Any, dataset: Dataset) -> ItemOutcome:
         """Run ``item`` of ``dataset`` and return its judged outcome.
 
         Raises:
             ItemError: the item could not be run; carries an errored outcome.
         """
+        if not self.needs_target(item):
+            return self.run_offline(item, dataset)
         try:
-            if isinstance(item, ReviewItem):
-                return self._run_review(item)
             if isinstance(item, TemporalItem):
                 return await self._run_temporal(item)
-            if isinstance(item, CitationItem) and item.response is not None:
-                return self._run_citation(item, dataset, None)
             await self.ensure_ingested(dataset)
             if isinstance(item, QaItem):
                 return await self._run_qa(item, dataset)
@@ -292,9 +295,7 @@ class ItemRunner:
             problems.append(
                 f"{len(rejected_true)} true, cited claim(s) not marked supported:\n" + "\n".join(_listed(rejected_true))
             )
-        review = self._review(item, response["answer"])
-        if review is not None and not review.passed:
-            problems.append(_review_problem(review))
+        review = self._review(item, response["answer"], problems)
         return ItemOutcome(
             id=item.id,
             kind="qa",
@@ -331,9 +332,7 @@ class ItemRunner:
                 f"planted falsehood was marked supported:\n  falsehood: {_short(falsehood)!r}\n"
                 + "\n".join(_listed([f"  supported claim {_short(c['text'])!r} cited {c['markers']}" for c in offending]))
             )
-        review = self._review(item, answer)
-        if review is not None and not review.passed:
-            problems.append(_review_problem(review))
+        review = self._review(item, answer, problems)
         return ItemOutcome(
             id=item.id,
             kind="adversarial",
@@ -379,9 +378,15 @@ class ItemRunner:
 
     # -- review and citation ------------------------------------------------------
 
-    def _review(self, item: Any, answer: str):
+    def _review(self, item: Any, answer: str, problems: list[str]):
+        """Review the item's evidence block against the answer (SPEC §8); a failed review adds a problem."""
         block = getattr(item, "evidence", None)
-        return review_answer(block, answer) if block is not None else None
+        if block is None:
+            return None
+        review = review_answer(block, answer)
+        if not review.passed:
+            problems.append(_review_problem(review))
+        return review
 
     def _run_review(self, item: ReviewItem) -> ItemOutcome:
         review = review_answer(item.evidence, item.response.answer)
