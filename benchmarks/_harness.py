@@ -150,11 +150,15 @@ def instant_target(api_key: str = "k") -> Iterator[str]:
         proc.stdout.close()
 
 
-def pytest_env(**extra: str) -> dict[str, str]:
-    """The environment for a pytest child: ours, without GROUNDEVAL_* settings leaking in."""
+def pytest_env(*, path: Sequence[str | Path] = (), **extra: str) -> dict[str, str]:
+    """The environment for a child: ours, without GROUNDEVAL_* settings leaking in.
+
+    ``path`` entries go on ``PYTHONPATH`` after the pinned source (``BENCH_REV``/``BENCH_SOURCE``).
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith("GROUNDEVAL_") and k != "PYTEST_ADDOPTS"}
-    if SOURCE is not None:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (SOURCE, env.get("PYTHONPATH")) if p)
+    entries = [SOURCE, *map(str, path), env.get("PYTHONPATH")]
+    if any(entries[:-1]):
+        env["PYTHONPATH"] = os.pathsep.join(p for p in entries if p)
     env.update(extra)
     return env
 

@@ -4,7 +4,7 @@ Run: ``python benchmarks/synthetic.py OUT_DIR --items 2000 [--records 500]``
 writes ``OUT_DIR/manifest.json`` and ``OUT_DIR/corpus/facts.txt`` and prints the
 directory. The benchmarks call ``write_dataset`` directly, into a temp dir.
 
-The corpus is one text document of ``records`` lines, each naming a key
+The corpus is one text document of ``records`` paragraphs, each naming a key
 ``K00042``; qa item ``i`` asks about key ``i % records``, expects that line as
 evidence and lists it as its truth. ``instant_target.py`` answers any question
 carrying a key with that line's exact byte span, so every item passes and the
@@ -46,8 +46,13 @@ def record_line(index: int) -> str:
 
 
 def corpus_text(records: int) -> str:
-    """The whole text document: ``records`` lines joined by ``\\n`` (already canonical)."""
-    return "\n".join(record_line(i) for i in range(records))
+    """The whole text document: ``records`` lines, one paragraph each (already canonical).
+
+    Blank lines between records make each record its own paragraph, so the
+    reference server (SPEC §7) chunks the document record by record, as a real
+    corpus of short notes would be, instead of as one 50 KB chunk.
+    """
+    return "\n\n".join(record_line(i) for i in range(records))
 
 
 def qa_item(number: int, records: int) -> dict:
