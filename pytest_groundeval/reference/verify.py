@@ -41,6 +41,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -92,11 +93,28 @@ def same_word(claim_word: str, span_word: str) -> bool:
     claim_negation, span_negation = negation_key(claim_word), negation_key(span_word)
     if claim_negation is not None or span_negation is not None:
         return claim_negation == span_negation
+    claim_word, span_word = _unstressed(claim_word), _unstressed(span_word)
     shorter, longer = sorted((claim_word, span_word), key=len)
     if len(shorter) < MIN_STEM_CHARS:
         return _inflects(shorter, longer)
     shared = len(os.path.commonprefix((claim_word, span_word)))
     return shared >= STEM_PREFIX or shared >= STEM_SHARE * len(shorter)
+
+
+_STRESS_MARKS = dict.fromkeys((0x0300, 0x0301))
+"""Combining grave and acute accents: stress marks that move under inflection."""
+
+
+def _unstressed(word: str) -> str:
+    """``word`` without acute or grave accents, for stem comparison only.
+
+    Spanish (and Catalan, Italian) move the written stress when a word inflects:
+    "prohíbe"/"prohibidos", "está"/"estaban". Other marks are letters of their own
+    and are kept: Swedish å ä ö, Spanish ñ. Equality and numbers are decided before.
+    """
+    if word.isascii():
+        return word
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFD", word).translate(_STRESS_MARKS))
 
 
 def _inflects(short: str, word: str) -> bool:
