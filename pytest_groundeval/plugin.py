@@ -6,6 +6,7 @@ targets (``targets``), metrics, gate and report live in their own modules.
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -67,6 +68,11 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
         return None
     from .collect import ManifestFile
 
+    if not file_path.is_relative_to(parent.config.rootpath):
+        # pytest gives a file outside the rootdir an empty node id when it is an initial
+        # path; the dataset's items must keep `<path>/manifest.json::<kind>::<id>` ids.
+        nodeid = os.path.relpath(file_path, parent.config.rootpath).replace(os.sep, "/")
+        return ManifestFile.from_parent(parent, path=file_path, nodeid=nodeid)
     return ManifestFile.from_parent(parent, path=file_path)
 
 

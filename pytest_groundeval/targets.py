@@ -775,6 +775,64 @@ def _kill_group(process: subprocess.Popen, sig: int) -> None:
             process.kill()
 
 
+_WATCHDOG = """
+import os, signal, sys, time
+pgid, grace = int(sys.argv[1]), float(sys.argv[2])
+sys.stdin.buffer.read()  # returns when the harness closes the pipe, or dies
+
+def alive():
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except OSError:
+        return False
+
+if alive():
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except OSError:
+        pass
+    deadline = time.monotonic() + grace
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+"""Ends a spawned target's process group when the harness goes away without tearing down.
+
+pytest killed by SIGTERM or SIGKILL (a cancelled CI job, a crashed xdist worker)
+runs no fixture teardown, and the target, in a session of its own, would live on
+as an orphan. The watchdog holds the read end of a pipe whose write end only the
+harness holds; when the harness exits, however it exits, the read returns and the
+watchdog terminates the group as ``stop`` would."""
+
+
+def _start_watchdog(pgid: int, grace_s: float) -> subprocess.Popen | None:
+    if os.name != "posix":
+        return None
+    return subprocess.Popen(
+        [sys.executable, "-c", _WATCHDOG, str(pgid), str(grace_s)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def _stop_watchdog(watchdog: subprocess.Popen | None) -> None:
+    """Release the watchdog after a normal teardown (the group is already gone)."""
+    if watchdog is None:
+        return
+    try:
+        watchdog.stdin.close()
+        watchdog.wait(timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        watchdog.kill()
+        watchdog.wait()
+
+
 def _new_group_kwargs() -> dict[str, Any]:
     if os.name == "posix":
         return {"start_new_session": True}
@@ -828,6 +886,7 @@ class SpawnedTarget:
         self.process: subprocess.Popen | None = None
         self._target: HttpTarget | None = None
         self._log: IO[bytes] | None = None
+        self._watchdog: subprocess.Popen | None = None
 
     def __enter__(self) -> SpawnedTarget:
         self.start()
@@ -878,6 +937,7 @@ class SpawnedTarget:
                 stderr=subprocess.STDOUT,
                 **_new_group_kwargs(),
             )
+            self._watchdog = _start_watchdog(self.process.pid, config.terminate_grace_s)
             self._target = HttpTarget(self.base_url, self.api_key, timeout_s=config.timeout_s)
             try:
                 self._target.wait_ready(config.ready_timeout_s, process=self.process)
@@ -1015,6 +1075,8 @@ class SpawnedTarget:
             if self.process is not None:
                 _terminate_group(self.process, self.config.terminate_grace_s)
         finally:
+            _stop_watchdog(self._watchdog)
+            self._watchdog = None
             if self._target is not None:
                 self._target.close()
             if self._log is not None:

@@ -501,3 +501,31 @@ def test_namespace_label_is_stable_distinct_and_valid() -> None:
     assert namespace_label("TASK", "run-1", "tmp-delete") != label
     # the separator between run and item keeps ("ab", "c") and ("a", "bc") apart
     assert namespace_label("L", "ab", "c") != namespace_label("L", "a", "bc")
+
+
+def test_target_does_not_outlive_a_harness_killed_without_teardown(tmp_path: Path) -> None:
+    """SIGKILL of the harness (a cancelled CI job, a crashed xdist worker) still ends the target."""
+    harness = tmp_path / "harness.py"
+    harness.write_text(
+        "import sys, time\n"
+        "from pytest_groundeval.targets import SpawnConfig, SpawnedTarget\n"
+        f"config = SpawnConfig(command={FAKE + ' --port {port} --api-key {api_key}'!r}, llm_url={LLM_URL!r},\n"
+        f"    embed_url={EMBED_URL!r}, base_dir={str(tmp_path)!r}, terminate_grace_s=0.5)\n"
+        "spawned = SpawnedTarget(config).start()\n"
+        "print(spawned.process.pid, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    proc = subprocess.Popen([sys.executable, str(harness)], stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(proc.stdout.readline())
+        assert pid_running(child)
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 15
+        while pid_running(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not pid_running(child)
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
