@@ -236,6 +236,18 @@ def format_check(check: GateCheck) -> str:
     return f"{check.metric:<26} {value:>10} {check.op} {bound:<10} {check.outcome:<4}  {check.reason}"
 
 
+def interrupted_check(items_ran: int) -> GateCheck:
+    """The check that fails a run which stopped before every selected item ran."""
+    return GateCheck(
+        metric="run",
+        value=None,
+        bound=None,
+        op="<=",
+        outcome="FAIL",
+        reason=f"interrupted after {items_ran} items: the metrics cover only part of the selection",
+    )
+
+
 def unbounded_lines(metrics: Metrics, result: GateResult) -> list[str]:
     """Lines for measured metrics that no check covers (reported, not gated), aligned with ``format_check``."""
     checked = {c.metric for c in result.checks}
@@ -461,6 +473,13 @@ def gate_main(argv: list[str]) -> int:
     except (ReportError, FloorsError) as exc:
         print(f"groundeval gate: {exc}", file=sys.stderr)
         return 2
+    if report.interrupted:
+        print(
+            f"run                        interrupted          FAIL  the run stopped before every selected "
+            f"item ran ({len(report.items)} items in the report): its gate verdict is not final"
+        )
+        print("gate: FAIL")
+        return 1
     result = evaluate_gate(
         report.metrics,
         floors=floors,

@@ -198,13 +198,19 @@ def resolve_settings(config: pytest.Config) -> Settings:
         p = path(name)
         if p is not None and not p.is_file():
             raise pytest.UsageError(f"{values[name]!r} given by {sources[name]} does not exist (expected a JSON file)")
+    report = path("report")
+    if report is not None and (report.is_dir() or not report.parent.is_dir()):
+        what = "is a directory" if report.is_dir() else f"is in a directory that does not exist ({report.parent})"
+        raise pytest.UsageError(
+            f"{values['report']!r} given by {sources['report']} {what}: expected the path of a JSON file to write"
+        )
     return Settings(
         dataset=dataset,
         spawn=values["spawn"],
         setup=tuple(values["setup"] or ()),
         url=values["url"].rstrip("/") if values["url"] else None,
         api_key=values["api-key"],
-        report=path("report"),
+        report=report,
         baseline=path("baseline"),
         floors=path("floors"),
         strict=_bool(values["strict"], sources["strict"]) if values["strict"] is not None else False,

@@ -42,13 +42,30 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "groundeval: every groundeval dataset item")
     settings = _options.resolve_settings(config)
     config.stash[settings_key] = settings
-    if settings.dataset is not None and config.args_source != pytest.Config.ArgsSource.ARGS:
-        # `pytest --eval-dataset=D` with no paths runs the dataset's items only.
-        config.args = [str(settings.dataset)]
+    if settings.dataset is not None:
+        if config.args_source != pytest.Config.ArgsSource.ARGS:
+            # `pytest --eval-dataset=D` with no paths runs the dataset's items only.
+            config.args = [str(settings.dataset)]
+        elif config.getoption("eval_dataset") is not None and not _args_cover(config, settings.dataset):
+            # `pytest --eval-dataset=D tests/x.py`: the flag asks for the dataset too. (From ini
+            # or env it is a default, and explicit paths, as an IDE passes them, win.)
+            config.args = [*config.args, str(settings.dataset)]
     if not hasattr(config, "workerinput"):
         from .session import GateSession
 
         config.pluginmanager.register(GateSession(config, settings), "groundeval-gate")
+
+
+def _args_cover(config: pytest.Config, manifest: Path) -> bool:
+    """Whether some path argument is the manifest, or a directory holding it."""
+    for arg in config.args:
+        path = Path(arg.split("::")[0])
+        if not path.is_absolute():
+            path = config.invocation_params.dir / path
+        path = path.resolve()
+        if manifest == path or manifest.is_relative_to(path):
+            return True
+    return False
 
 
 # -- collection -------------------------------------------------------------------

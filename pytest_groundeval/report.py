@@ -84,6 +84,10 @@ class Report(WireModel):
     """Every gate check and the verdict."""
     environment: Environment
     """Plugin version, Python, platform and git commit."""
+    interrupted: bool = False
+    """True when the run stopped before every selected item ran (Ctrl-C, ``-x``, a
+    stopped session): its metrics cover only part of the selection and its gate
+    verdict is not final (``groundeval gate`` fails such a report)."""
     items: list[ItemOutcome] = Field(default_factory=list)
     """Per-item outcomes, in the order they finished."""
 
@@ -183,6 +187,11 @@ def _temp_file(target: Path, suffix: str) -> IO[str]:
 def _commit(tmp: IO[str], target: Path) -> None:
     tmp.flush()
     os.fsync(tmp.fileno())
+    # mkstemp creates 0600 files; a report is an artifact others read (CI uploaders,
+    # teammates), so give it the mode an ordinary open() would: 0666 less the umask.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(tmp.fileno(), 0o666 & ~umask)
     tmp.close()
     os.replace(tmp.name, target)
 
@@ -269,6 +278,7 @@ class ReportWriter:
         metrics: Metrics,
         gate: GateResult,
         environment: Environment | dict[str, Any] | None = None,
+        interrupted: bool = False,
     ) -> Path:
         """Write the report (header, every added item, trailer) and move it into place atomically.
 
@@ -280,6 +290,7 @@ class ReportWriter:
             metrics: The run's metrics.
             gate: The gate result.
             environment: Defaults to ``environment_info()``.
+            interrupted: The run stopped before every selected item ran.
 
         Returns:
             The report path.
@@ -298,6 +309,7 @@ class ReportWriter:
             metrics=metrics,
             gate=gate,
             environment=environment if environment is not None else environment_info(),
+            interrupted=interrupted,
         ).to_wire()
         del header["items"]
         out = _temp_file(self.path, ".tmp")

@@ -65,7 +65,10 @@ class GateSession:
         self.metrics = None
         self.floors_error: str | None = None
         self.manifest: Path | None = None
-        self.baseline_path: Path | None = None
+        self.baseline_path: Path | None = settings.baseline or self._dataset_baseline()
+        # Read and validate the floors and the baseline before any item runs: against a
+        # paid target, a typo found after the run wastes the whole run.
+        self.floors, self.baseline = self._load_gate_inputs()
 
     # -- per report ---------------------------------------------------------------
 
@@ -126,6 +129,24 @@ class GateSession:
         elif report.failed:
             self.other_failures += 1
 
+    def _load_gate_inputs(self) -> tuple[Any, Any]:
+        """The floors and the baseline report, validated.
+
+        Raises:
+            pytest.UsageError: a floors or baseline file is invalid (the message names it).
+        """
+        if self.settings.floors is None and self.baseline_path is None:
+            return None, None
+        from .gate import FloorsError, load_floors
+        from .report import ReportError, read_report
+
+        try:
+            floors = load_floors(self.settings.floors) if self.settings.floors else None
+            baseline = read_report(self.baseline_path) if self.baseline_path else None
+        except (FloorsError, ReportError) as exc:
+            raise pytest.UsageError(str(exc)) from None
+        return floors, baseline
+
     def _dataset_baseline(self) -> Path | None:
         """``baseline.json`` beside the dataset's manifest, when the dataset ships one.
 
@@ -154,29 +175,38 @@ class GateSession:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if not self.seen:
             return
-        from .gate import FloorsError, evaluate_gate, load_floors
-        from .report import ReportError, read_report
+        from .gate import evaluate_gate
 
         self.metrics = self.accumulator.result()
         models = self.models or {"generate": "unknown", "embed": "unknown"}
-        self.baseline_path = self.settings.baseline or self._dataset_baseline()
-        try:
-            floors = load_floors(self.settings.floors) if self.settings.floors else None
-            baseline = read_report(self.baseline_path) if self.baseline_path else None
-        except (FloorsError, ReportError) as exc:
-            self.floors_error = str(exc)
-            session.exitstatus = pytest.ExitCode.USAGE_ERROR
-            if self.writer is not None:
-                self.writer.abort()
-            return
+        if self.baseline_path is None:
+            # An IDE-style run (a manifest path, no --eval-dataset): the dataset is known only now.
+            self.baseline_path = self._dataset_baseline()
+            try:
+                _, self.baseline = self._load_gate_inputs()
+            except pytest.UsageError as exc:
+                self.floors_error = str(exc)
+                session.exitstatus = pytest.ExitCode.USAGE_ERROR
+                if self.writer is not None:
+                    self.writer.abort()
+                return
         self.gate = evaluate_gate(
             self.metrics,
-            floors=floors,
-            baseline=baseline,
+            floors=self.floors,
+            baseline=self.baseline,
             dataset_version=self.dataset_version or "unknown",
             models=models,
             qa_ids=self.qa_ids,
         )
+        interrupted = bool(
+            exitstatus == pytest.ExitCode.INTERRUPTED or session.shouldstop or session.shouldfail
+        )
+        if interrupted:
+            from .gate import interrupted_check
+
+            self.gate = self.gate.model_copy(
+                update={"passed": False, "checks": [*self.gate.checks, interrupted_check(len(self.seen))]}
+            )
         if self.writer is not None:
             from .report import environment_info
 
@@ -188,6 +218,7 @@ class GateSession:
                 metrics=self.metrics,
                 gate=self.gate,
                 environment=environment_info(),
+                interrupted=interrupted,
             )
         if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
             return

@@ -199,7 +199,7 @@ def test_invalid_floors_file_is_a_usage_error(pytester, smoke):
     floors.write_text(json.dumps({"claimSupportPrecison": 0.9}))
     result = run(pytester, f"--eval-dataset={smoke}", f"--eval-floors={floors}", "-k", "temporal")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stdout.fnmatch_lines(["*claimSupportPrecison*"])
+    result.stderr.fnmatch_lines(["*claimSupportPrecison*"])
 
 
 def test_malformed_manifest_is_a_plain_collection_error(pytester, smoke):
@@ -491,3 +491,66 @@ def count_provider_calls(request, groundeval_mock):
     run(pytester, *args).assert_outcomes(passed=2)
     without_block = dict(json.loads(line) for line in calls.read_text().splitlines())
     assert with_block["qa-smoke-goteborg-office"] == without_block["qa-smoke-goteborg-office"] > 0
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("nowhere/r.json", "is in a directory that does not exist"), (".", "is a directory")],
+)
+def test_unwritable_report_path_is_a_usage_error_before_the_run(pytester, smoke, value, message):
+    result = run(pytester, f"--eval-dataset={smoke}", f"--eval-report={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{value!r} given by --eval-report {message}*"])
+    result.stdout.no_fnmatch_line("*passed*")
+
+
+@pytest.mark.parametrize("content", ['{"claimSupportPrecision": 1.5}', "{not json", '{"bogus": 1}'])
+def test_invalid_floors_content_is_refused_before_any_item_runs(pytester, smoke, content):
+    floors = pytester.path / "floors.json"
+    floors.write_text(content)
+    result = run(pytester, f"--eval-dataset={smoke}", f"--eval-floors={floors}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*floors*"])
+    result.stdout.no_fnmatch_line("*passed*")
+
+
+def test_invalid_baseline_is_refused_before_any_item_runs(pytester, smoke):
+    baseline = pytester.path / "baseline.json"
+    baseline.write_text('{"metrics": {}}')
+    result = run(pytester, f"--eval-dataset={smoke}", f"--eval-baseline={baseline}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*baseline.json*"])
+    result.stdout.no_fnmatch_line("*passed*")
+
+
+def test_interrupted_run_is_marked_and_its_report_fails_the_gate_cli(pytester, smoke):
+    from pytest_groundeval import cli
+
+    broken(pytester, "one-item")
+    report = pytester.path / "r.json"
+    result = run(pytester, f"--eval-dataset={smoke}", "-k", "qa", "-x", f"--eval-report={report}")
+    result.stdout.fnmatch_lines(["run*FAIL*interrupted after 3 items*", "gate: FAIL"])
+    saved = read_report(report)
+    assert saved["interrupted"] is True and saved["gate"]["passed"] is False
+    assert cli.main(["gate", "--report", str(report)]) == 1
+    # Reports are readable by others (not mkstemp's 0600).
+    assert report.stat().st_mode & 0o044 == 0o044
+
+
+def test_eval_dataset_flag_with_other_paths_runs_both(pytester, smoke):
+    pytester.makepyfile(test_other="def test_other():\n    pass\n")
+    result = run(pytester, f"--eval-dataset={smoke}", "test_other.py", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*11 tests collected*"])
+    # A node id of the dataset itself is not doubled.
+    result = run(pytester, f"--eval-dataset={smoke}", "smoke/manifest.json::qa", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*4 tests collected*"])
+
+
+def test_dataset_outside_the_rootdir_keeps_its_node_ids_and_its_gate(pytester, smoke, tmp_path_factory):
+    outside = tmp_path_factory.mktemp("elsewhere") / "ds"
+    shutil.copytree(smoke, outside)
+    floors = pytester.path / "floors.json"
+    floors.write_text(json.dumps({"tokensPerQuery": 1}))
+    result = run(pytester, f"--eval-dataset={outside}", f"--eval-floors={floors}", "-k", "cited", "-v")
+    result.stdout.fnmatch_lines(["*ds/manifest.json::adversarial::adv-smoke-cited-budget PASSED*", "tokensPerQuery*FAIL*", "gate: FAIL"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
