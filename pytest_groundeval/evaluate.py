@@ -40,10 +40,20 @@ from .dataset import (
 from .evidence import review_answer
 from .outcome import ItemOutcome
 from .scoring import best_truth, claim_coverage, claim_is_true, evidence_found
-from .targets import Target, TargetError, check_generate_response, namespace_label, substitute
+from .targets import (
+    Target,
+    TargetError,
+    TargetUnavailable,
+    check_generate_response,
+    namespace_label,
+    substitute,
+)
 
 FALSEHOOD_OVERLAP = 0.6
 """A claim overlaps a planted falsehood when it covers this share of the claim's tokens (SPEC §2)."""
+
+UNAVAILABLE_STREAK = 3
+"""Items in a row that could not connect before the target counts as gone."""
 
 MAX_LISTED = 5
 """How many claims or strings a failure message lists before summarising the rest."""
@@ -102,6 +112,10 @@ class ItemRunner:
         """The model lineage of the target, set by whoever knows it (SPEC §3)."""
         self.dispatcher: Any = None
         """The ``dispatch.ItemDispatcher`` feeding this runner, when the plugin runs it."""
+        self.stop_reason: str | None = None
+        """Set once the target is gone for good (its process died, or it refused
+        ``UNAVAILABLE_STREAK`` calls in a row); the plugin then stops the session."""
+        self._unavailable_streak = 0
 
     # -- target calls -------------------------------------------------------------
 
@@ -178,6 +192,20 @@ class ItemRunner:
         Raises:
             ItemError: the item could not be run; carries an errored outcome.
         """
+        outcome = await self._run_target_item(item, dataset)
+        self._unavailable_streak = 0
+        return outcome
+
+    def _note_failure(self, exc: TargetError, death: str | None) -> None:
+        """Decide whether the target is gone for good (``stop_reason``)."""
+        if death is not None:
+            self.stop_reason = death.splitlines()[0]
+        elif isinstance(exc, TargetUnavailable):
+            self._unavailable_streak += 1
+            if self._unavailable_streak >= UNAVAILABLE_STREAK:
+                self.stop_reason = f"the target has refused {self._unavailable_streak} calls in a row: {exc}"
+
+    async def _run_target_item(self, item: Any, dataset: Dataset) -> ItemOutcome:
         if not self.needs_target(item):
             return self.run_offline(item, dataset)
         try:
@@ -195,6 +223,7 @@ class ItemRunner:
         except TargetError as exc:
             reason = self._diagnose() if self._diagnose else None
             message = f"{exc}\n{reason}" if reason else str(exc)
+            self._note_failure(exc, reason)
             raise ItemError(errored_outcome(item, message)) from exc
 
     # -- generate ---------------------------------------------------------------

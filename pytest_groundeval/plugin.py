@@ -125,11 +125,13 @@ def groundeval_target(request: pytest.FixtureRequest) -> Iterator[Any]:
 
     settings: _options.Settings = request.config.stash[settings_key]
     if settings.url:
+        problem = None
         try:
             target = targets.connect_url(settings.url, settings.api_key, timeout_s=settings.timeout_s)
         except targets.TargetError as exc:
-            request.session.shouldfail = f"groundeval: {exc}"
-            raise
+            problem = f"the target at {settings.url} is unavailable: {exc}"
+        if problem is not None:
+            stop_session(request, problem)
         try:
             yield target
         finally:
@@ -147,23 +149,46 @@ def groundeval_target(request: pytest.FixtureRequest) -> Iterator[Any]:
         worker_id=worker,
         base_dir=request.getfixturevalue("tmp_path_factory").mktemp("groundeval-target"),
     )
+    spawned = targets.SpawnedTarget(config)
+    problem = None
     try:
-        spawned = targets.SpawnedTarget(config)
-        spawned.__enter__()
-    except targets.TargetError as exc:
-        request.session.shouldfail = f"groundeval: target failed to start: {str(exc).splitlines()[0]}"
-        raise
+        spawned.start()
+    except (targets.TargetError, ValueError) as exc:  # ValueError: a placeholder with no value
+        problem = f"the target failed to start: {exc}"
+    if problem is not None:
+        stop_session(request, problem)
     request.session.stash[spawned_key] = spawned
     try:
         yield spawned.target
     finally:
-        spawned.__exit__(None, None, None)
+        spawned.stop()
+
+
+def stop_session(request: pytest.FixtureRequest, message: str) -> None:
+    """Fail the fixture with ``message`` alone (no traceback) and stop the session after it.
+
+    The target is unusable (down, not starting, refusing our key): one clear error,
+    not the same error once per item. Raised outside any ``except`` block so that no
+    exception chain is printed.
+    """
+    request.session.shouldfail = f"groundeval: {message.splitlines()[0]}"
+    pytest.fail(message, pytrace=False)
 
 
 def _lineage(target: Any, settings: _options.Settings) -> dict:
+    """The model lineage (SPEC §3): ``/v1/info``, else the options, else ``unknown``.
+
+    Raises:
+        TargetError: the target refused the harness's key (HTTP 401).
+    """
+    from .targets import TargetError
+
     info = None
     try:
         info = target.info()
+    except TargetError as exc:
+        if exc.status == 401:
+            raise
     except Exception:  # /v1/info is optional (SPEC §3); its absence means "fall back"
         info = None
     models = (info or {}).get("models") or {}
@@ -210,7 +235,13 @@ def groundeval_runner(request: pytest.FixtureRequest, groundeval_target: Any) ->
         mock_tokens=mock_tokens if mock is not None and settings.concurrency == 1 else None,
         diagnose=diagnose if spawned is not None else None,
     )
-    runner.models = _lineage(groundeval_target, settings)
+    problem = None
+    try:
+        runner.models = _lineage(groundeval_target, settings)
+    except targets.TargetError as exc:
+        problem = f"the target refused the harness's API key: {exc}"
+    if problem is not None:
+        stop_session(request, problem)
     aclose = getattr(groundeval_target, "aclose", None)
     runner.dispatcher = ItemDispatcher(
         lambda test_item: runner.run_async(test_item.eval_item, test_item.dataset),

@@ -268,6 +268,7 @@ def test_spawn_target_that_fails_to_start_shows_command_exit_code_and_log(pytest
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     text = result.stdout.str()
     assert "exit code 3" in text and "boom: cannot bind" in text and "sys.exit(3)" in text
+    assert "Traceback" not in text and "def groundeval_target" not in text
     # One clear error, then the session stops instead of failing every item the same way.
     result.assert_outcomes(errors=1)
 
@@ -276,7 +277,26 @@ def test_url_target_that_is_down_fails_fast_with_one_error(pytester, smoke):
     result = run(pytester, f"--eval-dataset={smoke}", "--eval-url=http://127.0.0.1:9", "--eval-api-key=k", "-k", "qa")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*127.0.0.1:9*"])
+    result.stdout.fnmatch_lines(["*the target at http://127.0.0.1:9 is unavailable*"])
+    result.stdout.no_fnmatch_line("*Traceback*")
+    result.stdout.no_fnmatch_line("*httpcore*")
+
+
+def test_a_target_refusing_the_key_fails_once(pytester, smoke):
+    pytester.makeconftest(
+        """
+import pytest
+from pytest_groundeval.targets import HttpTarget
+
+@pytest.fixture(scope="session")
+def groundeval_target(groundeval_target):
+    return HttpTarget(groundeval_target.base_url, "not-the-key")
+"""
+    )
+    result = run(pytester, f"--eval-dataset={smoke}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*the target refused the harness's API key*401*"])
 
 
 def test_spawn_placeholders_reach_a_user_server(pytester, smoke):
@@ -388,8 +408,13 @@ def test_target_that_dies_mid_run_fails_the_errors_budget(pytester, smoke):
     result = run(pytester, f"--eval-dataset={smoke}", "-k", "qa or adversarial", "--eval-concurrency=1")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     outcomes = result.parseoutcomes()
-    assert outcomes["passed"] == 2 and outcomes["errors"] == 5
-    result.stdout.fnmatch_lines(["*could not be run*127.0.0.1:9*", "errors*5 <= 0*FAIL*", "gate: FAIL"])
+    # Three refused calls in a row: the target counts as gone and the session stops there,
+    # instead of repeating the same error for every remaining item.
+    assert outcomes["passed"] == 2 and outcomes["errors"] == 3
+    result.stdout.fnmatch_lines(
+        ["*could not be run*127.0.0.1:9*", "errors*3 <= 0*FAIL*", "run*interrupted after 5 items*", "gate: FAIL"]
+    )
+    result.stdout.fnmatch_lines(["*groundeval: the target has refused 3 calls in a row*"])
     many = run(pytester, f"--eval-dataset={smoke}", "-k", "qa or adversarial", "--eval-concurrency=8")
     assert many.ret == pytest.ExitCode.TESTS_FAILED
     # Calls already in flight when the target dies still complete; every later one errors.
@@ -554,3 +579,39 @@ def test_dataset_outside_the_rootdir_keeps_its_node_ids_and_its_gate(pytester, s
     result = run(pytester, f"--eval-dataset={outside}", f"--eval-floors={floors}", "-k", "cited", "-v")
     result.stdout.fnmatch_lines(["*ds/manifest.json::adversarial::adv-smoke-cited-budget PASSED*", "tokensPerQuery*FAIL*", "gate: FAIL"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_spawned_target_that_dies_mid_run_stops_the_session_with_its_exit_and_log(pytester, smoke):
+    pytester.makeconftest(
+        """
+import os, signal
+import pytest
+from pytest_groundeval.plugin import spawned_key
+
+@pytest.fixture(scope="session")
+def groundeval_target(request, groundeval_target):
+    spawned = request.session.stash[spawned_key]
+
+    class KilledAfterTwo:
+        calls = 0
+
+        def __getattr__(self, name):
+            return getattr(groundeval_target, name)
+
+        def generate(self, question, find):
+            KilledAfterTwo.calls += 1
+            if KilledAfterTwo.calls == 3:
+                os.killpg(spawned.process.pid, signal.SIGKILL)
+                spawned.process.wait()
+            return groundeval_target.generate(question, find)
+
+    return KilledAfterTwo()
+"""
+    )
+    result = run(pytester, f"--eval-dataset={smoke}", "-k", "qa or adversarial", "--eval-concurrency=1")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    outcomes = result.parseoutcomes()
+    assert outcomes["passed"] == 2 and outcomes["errors"] == 1
+    result.stdout.fnmatch_lines(
+        ["*the target process died*", "*killed by SIGKILL*", "*target.log*", "*groundeval: the target process died*"]
+    )
