@@ -1273,7 +1273,29 @@ def _load_corpus(manifest: Manifest, manifest_path: Path, root: Path) -> dict[st
                 raise _hash_mismatch(path, manifest_path, expected, digest, data, root)
         data, digest = read[entry.file]
         documents[entry.name] = _load_document(entry, data, digest, path)
+    _check_no_stray_files(corpus_dir, set(read), manifest_path)
     return documents
+
+
+def _check_no_stray_files(corpus_dir: Path, listed: set[str], manifest_path: Path) -> None:
+    """Every file under corpus/ must be a listed, hashed corpus file (SPEC §2).
+
+    A file dropped into corpus/ and never listed would silently not be evaluated.
+    Hidden files (``.gitkeep``, ``.DS_Store``) are not corpus files.
+    """
+    if not corpus_dir.is_dir():
+        return
+    for path in sorted(corpus_dir.rglob("*")):
+        relative = path.relative_to(corpus_dir).as_posix()
+        if path.is_file() and not any(part.startswith(".") for part in path.relative_to(corpus_dir).parts):
+            if relative not in listed:
+                raise DatasetError(
+                    f"{path}: not listed in {manifest_path.name}'s corpus, so it has no hash and would not be "
+                    f"evaluated (SPEC §2: every corpus file must have a hash); add it to corpus and corpusHashes "
+                    f"(`groundeval hash-corpus --dataset {corpus_dir.parent}` prints the hash) or remove it",
+                    path=path,
+                    json_path="corpus",
+                )
 
 
 # --------------------------------------------------------------------------- validation messages

@@ -472,13 +472,38 @@ def _falsehood_window(answer: str, falsehood: str) -> tuple[int, int] | None:
 
 
 def _check_generate_shape(response: Any) -> None:
-    """Raise TargetError naming the field when a generate response breaks SPEC §3."""
+    """Raise TargetError naming the field when a generate response breaks SPEC §3.
+
+    Beyond the field types: each claim's byte span must slice its text from the
+    answer (citation markers and white space aside), and each marker a claim cites
+    must be the marker of a returned evidence entry.
+    """
     if not isinstance(response, dict):
         raise TargetError(f"generate returned {type(response).__name__}, expected a JSON object")
     try:
         check_generate_response(response)
     except ValueError as exc:
         raise TargetError(f"generate returned a malformed response: {exc}") from exc
+    answer = response["answer"].encode("utf-8")
+    markers = {ev["marker"] for ev in response["evidence"]}
+    for i, claim in enumerate(response["claims"]):
+        start, end = claim["start"], claim["end"]
+        try:
+            sliced = answer[start:end].decode("utf-8") if 0 <= start <= end <= len(answer) else None
+        except UnicodeDecodeError:
+            sliced = None
+        if sliced is None or " ".join(strip_markers(sliced).split()) != " ".join(strip_markers(claim["text"]).split()):
+            raise TargetError(
+                f"generate returned a malformed response: claims[{i}] start/end ({start}, {end}) do not slice "
+                f"its text {_short(claim['text'], 80)!r} from the answer (UTF-8 byte offsets, SPEC §3); "
+                f"they slice {_short(sliced, 80) if sliced is not None else '(not a valid span)'!r}"
+            )
+        unknown = [m for m in claim["markers"] if m not in markers]
+        if unknown:
+            raise TargetError(
+                f"generate returned a malformed response: claims[{i}].markers names {unknown}, "
+                f"which no evidence entry has (evidence markers: {sorted(markers)})"
+            )
 
 
 def _check_query(expect: Any, result: Any) -> list[str]:

@@ -233,7 +233,7 @@ def format_check(check: GateCheck) -> str:
     """
     value = format_value(check.metric, check.value)
     bound = format_value(check.metric, check.bound)
-    return f"{check.metric:<26} {value:>10} {check.op} {bound:<10} {check.outcome:<4}  {check.reason}"
+    return f"{check.metric:<26} {value:>12} {check.op} {bound:<12} {check.outcome:<4}  {check.reason}"
 
 
 def interrupted_check(items_ran: int) -> GateCheck:
@@ -253,7 +253,7 @@ def unbounded_lines(metrics: Metrics, result: GateResult) -> list[str]:
     checked = {c.metric for c in result.checks}
     values = metrics.to_wire()
     return [
-        f"{metric:<26} {format_value(metric, values[metric]):>10}    {'':<10} INFO  reported; no bound set"
+        f"{metric:<26} {format_value(metric, values[metric]):>12}    {'':<12} INFO  reported; no bound set"
         for metric in METRIC_DIRECTIONS
         if metric not in checked and values.get(metric) is not None
     ]
@@ -327,9 +327,10 @@ def baseline_recall(baseline: Report, qa_ids: Collection[str] | None) -> tuple[f
             expected += item.evidence_expected
             found += item.evidence_found
     if wanted:
-        raise LookupError(f"the baseline lacks {len(wanted)} of the {len(qa_ids)} qa items that ran")
+        raise LookupError(f"the baseline lacks {len(wanted)} of the {len(qa_ids)} qa item(s) that ran")
     every = sum(1 for item in baseline.items if item.kind == "qa")
-    scope = "baseline" if len(qa_ids) == every else f"baseline over the {len(qa_ids)} qa items that ran"
+    ran = f"{len(qa_ids)} qa item{'s' if len(qa_ids) != 1 else ''}"
+    scope = "baseline" if len(qa_ids) == every else f"baseline over the {ran} that ran"
     return (found / expected if expected else None), scope
 
 
@@ -342,6 +343,8 @@ def _baseline_recall_check(
     qa_ids: Collection[str] | None = None,
 ) -> GateCheck:
     metric = "retrievalRecall"
+    if value is None:
+        return _skip(metric, value, _NOT_MEASURED)
     if baseline is None:
         return _skip(metric, value, "no baseline given")
     if baseline.dataset_version != dataset_version:

@@ -256,6 +256,12 @@ class GateSession:
             tr.write_line(format_check(check), red=check.outcome == "FAIL", green=check.outcome == "PASS")
         for line in unbounded_lines(self.metrics, self.gate):
             tr.write_line(line)
+        if self.errored_items:
+            tr.write_line(
+                f"note: {self.errored_items} item(s) could not be run; they stay in the metrics' denominators "
+                "as misses (recall, falsehoodRejection, temporalAccuracy), never dropped",
+                yellow=True,
+            )
         if self.baseline_path is not None:
             tr.write_line(f"baseline: {_shown(self.baseline_path)}")
         if self.settings.report is not None:

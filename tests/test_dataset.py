@@ -934,3 +934,14 @@ def test_garbage_collector_state_is_restored(dataset_dir: Path, tmp_path: Path) 
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_stray_corpus_file_is_an_error(tmp_path: Path) -> None:
+    root = write_dataset(tmp_path)
+    (root / "corpus" / "forgotten.txt").write_text("never listed")
+    (root / "corpus" / ".gitkeep").write_text("")
+    error = load_error(root)
+    assert str(error).startswith(f"{root / 'corpus' / 'forgotten.txt'}: not listed in manifest.json's corpus")
+    assert "groundeval hash-corpus" in str(error) and error.json_path == "corpus"
+    (root / "corpus" / "forgotten.txt").unlink()
+    assert load_dataset(root).version == "v1"  # hidden files are not corpus files

@@ -195,7 +195,7 @@ def test_a_slice_is_compared_with_the_baselines_figure_for_the_same_items():
     )
     check = check_for(result, "retrievalRecall")
     assert check.outcome == "FAIL" and check.bound == pytest.approx(0.98)
-    assert "baseline over the 1 qa items that ran 1.0000" in check.reason
+    assert "baseline over the 1 qa item that ran 1.0000" in check.reason
     # Both ran: the whole baseline's figure.
     both = evaluate_gate(
         metrics(retrieval_recall=0.5), baseline=baseline, dataset_version="v1", models=MODELS, qa_ids={"qa-a", "qa-b"}
@@ -210,7 +210,7 @@ def test_a_baseline_lacking_items_that_ran_is_skipped():
         metrics(retrieval_recall=0.1), baseline=baseline, dataset_version="v1", models=MODELS, qa_ids={"qa-a", "qa-new"}
     )
     check = check_for(result, "retrievalRecall")
-    assert check.outcome == "SKIP" and "lacks 1 of the 2 qa items that ran" in check.reason
+    assert check.outcome == "SKIP" and "lacks 1 of the 2 qa item(s) that ran" in check.reason
 
 
 def test_margin_from_floors():

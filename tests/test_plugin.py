@@ -318,6 +318,13 @@ from pytest_groundeval.targets import HttpTarget
 BROKEN = {how!r}
 
 
+def keep(body, evidence):
+    """A retriever that returned only ``evidence``: the answer cites nothing else."""
+    markers = {{e["marker"] for e in evidence}}
+    body["evidence"] = evidence
+    body["claims"] = [c for c in body["claims"] if set(c["markers"]) <= markers]
+
+
 class Broken:
     """The real reference target (spawned, against the mock) with one thing broken."""
 
@@ -338,9 +345,15 @@ class Broken:
             for claim in body["claims"]:
                 claim["verdict"] = "supported"
         if BROKEN == "drops-evidence":
-            body["evidence"] = body["evidence"][1:]
+            keep(body, body["evidence"][-1:])
         if BROKEN == "one-item" and question.startswith("How long"):
-            body["evidence"] = []
+            keep(body, [])
+        if BROKEN == "shifted-offsets":
+            for claim in body["claims"]:
+                claim["start"] += 3
+                claim["end"] += 3
+        if BROKEN == "ghost-marker" and body["claims"]:
+            body["claims"][-1]["markers"] = ["S99"]
         return body
 
     def query(self, body):
@@ -615,3 +628,17 @@ def groundeval_target(request, groundeval_target):
     result.stdout.fnmatch_lines(
         ["*the target process died*", "*killed by SIGKILL*", "*target.log*", "*groundeval: the target process died*"]
     )
+
+
+@pytest.mark.parametrize(
+    ("how", "message"),
+    [
+        ("shifted-offsets", "*claims[[]0[]] start/end*do not slice its text*"),
+        ("ghost-marker", "*markers names [[]'S99'[]], which no evidence entry has*"),
+    ],
+)
+def test_contract_violations_in_generate_are_errors_naming_the_field(pytester, smoke, how, message):
+    broken(pytester, how)
+    result = run(pytester, f"--eval-dataset={smoke}", "-k", "qa-smoke-index-build")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([message, "gate: FAIL"])

@@ -63,7 +63,11 @@ class _UsageError(Exception):
 
 
 def _serve_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
-    parser = _Parser(prog="groundeval reference", description="Serve the reference grounded-answer target (SPEC §7)")
+    parser = _Parser(
+        prog="groundeval reference",
+        description="Serve the reference grounded-answer target (SPEC §7)",
+        epilog="Also: 'groundeval reference create-key --data-dir D' creates a tenant and prints its API key.",
+    )
     parser.add_argument("--host", default=env.get("GROUNDEVAL_HOST", "127.0.0.1"), help="Interface to bind")
     # String defaults go through ``type`` too, so a bad env value is a usage error naming the flag.
     parser.add_argument("--port", type=int, default=env.get("GROUNDEVAL_PORT", str(DEFAULT_PORT)), help="Port to bind (0: any free port)")
