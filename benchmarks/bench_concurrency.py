@@ -127,7 +127,10 @@ with open(out, "w") as handle:
 '''
 
 
-def spawn_command(delay_ms: int, top_k: int | None) -> str:
+def spawn_command(target: str, delay_ms: int, top_k: int | None) -> str:
+    if target == "instant":
+        script = shlex.quote(str(h.BENCH_DIR / "instant_target.py"))
+        return f"{shlex.quote(h.PYTHON)} {script} --port {{port}} --api-key {{api_key}} --delay-ms {delay_ms}"
     model = shlex.quote(f"mock-generate+fault=delay:{delay_ms}")
     command = (
         f"{shlex.quote(h.PYTHON)} -m pytest_groundeval.reference --port {{port}} --data-dir {{data_dir}} "
@@ -177,16 +180,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=16, help="the concurrent sides' requests in flight")
     parser.add_argument("--xdist-concurrency", type=int, default=1, help="--eval-concurrency of the -n 0 / -n 2 pair")
     parser.add_argument("--delay-ms", type=int, default=DELAY_MS, help="latency added to each mock chat call")
+    parser.add_argument(
+        "--target",
+        choices=("reference", "instant"),
+        default="reference",
+        help="reference: the reference server on the delayed mock; instant: instant_target.py with --delay-ms",
+    )
     parser.add_argument("--top-k", type=int, default=None, help="the reference server's --top-k (default: its own, 4)")
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds")
     args = parser.parse_args(argv)
     n, xc = args.concurrency, args.xdist_concurrency
 
     print(
-        f"benchmarks 4-5: reference target, mock chat +{args.delay_ms} ms, {args.items} items "
+        f"benchmarks 4-5: {args.target} target, +{args.delay_ms} ms, {args.items} items "
         f"({args.slow_items} at concurrency 1), {args.rounds} rounds; {h.machine_note()}"
     )
-    command = spawn_command(args.delay_ms, args.top_k)
+    command = spawn_command(args.target, args.delay_ms, args.top_k)
     print(f"  spawn: {command}")
     with tempfile.TemporaryDirectory(prefix="bench-concurrency-") as tmp:
         work = Path(tmp)
@@ -221,9 +230,9 @@ def main(argv: list[str] | None = None) -> int:
             print("  round " + str(round_ + 1) + ": " + ", ".join(f"{k} {v[-1]:.1f}/s" for k, v in rates.items()))
     rows = [[label, h.spread(rates[key], "{:.1f}")] for key, (label, _, _) in sides.items()]
     print(h.table(["side", "items/s, median (min–max)"], rows))
-    capacity = 1000 / h.median(server_cpu_ms)
+    capacity = 1000 / max(h.median(server_cpu_ms), 1e-3)
     print(
-        f"reference server CPU per generate (raw loop): {h.spread(server_cpu_ms, '{:.1f}')} ms, "
+        f"{args.target} server CPU per generate (raw loop): {h.spread(server_cpu_ms, '{:.1f}')} ms, "
         f"so one server process tops out near {capacity:.0f} items/s on one core"
     )
     for label, counts in problems.items():

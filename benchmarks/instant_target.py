@@ -6,6 +6,9 @@ Run: ``python benchmarks/instant_target.py --port 0 --api-key k`` prints
     pytest --eval-dataset=D --eval-url=http://127.0.0.1:PORT --eval-api-key=k
     pytest --eval-dataset=D --eval-spawn="python benchmarks/instant_target.py --port {port} --api-key {api_key}"
 
+``--delay-ms N`` adds N ms of latency to each generate answer (awaited, so
+answers overlap): a target that is slow but not busy, for concurrency runs.
+
 It exists to measure the harness, not a target: every answer is prepared when
 a document is ingested, so ``POST /v1/generate`` costs one JSON parse, one
 regex search and one dict lookup. On ingest each line of the document's
@@ -70,10 +73,13 @@ class InstantTarget:
 
     Args:
         api_key: The bearer key every call but ``/readyz`` must carry.
+        delay_ms: Latency added to each generate answer (an awaited sleep: the
+            server stays free for other requests, as a target waiting on its model is).
     """
 
-    def __init__(self, api_key: str) -> None:
+    def __init__(self, api_key: str, delay_ms: float = 0.0) -> None:
         self.authorization = f"Bearer {api_key}"
+        self.delay_s = delay_ms / 1000
         self.documents: dict[str, tuple[str, int]] = {}  # name -> (content hash, id)
         self.by_key: dict[str, bytes] = {}
         self.by_label: dict[str | None, bytes] = {}
@@ -143,6 +149,8 @@ class InstantTarget:
             return denied
         body = json.loads(await request.read())
         answer = self.answer(body.get("question") or "", body.get("find"))
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
         if answer is None:
             return web.json_response({"error": "no documents ingested"}, status=409)
         return web.Response(body=answer, content_type=_JSON)
@@ -166,9 +174,9 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-async def serve(host: str, port: int, api_key: str) -> None:
+async def serve(host: str, port: int, api_key: str, delay_ms: float = 0.0) -> None:
     """Serve until cancelled; print the bound URL on stdout once listening."""
-    runner = web.AppRunner(InstantTarget(api_key).app(), access_log=None)
+    runner = web.AppRunner(InstantTarget(api_key, delay_ms).app(), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()
@@ -187,9 +195,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--api-key", default=os.environ.get("GROUNDEVAL_API_KEY", "k"), help="Bearer key (default env GROUNDEVAL_API_KEY, else k)"
     )
+    parser.add_argument("--delay-ms", type=float, default=0.0, help="Latency added to each generate answer, in ms")
     args = parser.parse_args(argv)
     try:
-        asyncio.run(serve(args.host, args.port, args.api_key))
+        asyncio.run(serve(args.host, args.port, args.api_key, args.delay_ms))
     except KeyboardInterrupt:
         pass
     return 0
