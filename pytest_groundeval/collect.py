@@ -47,26 +47,33 @@ class KindGroup(pytest.Collector):
         super().__init__(**kwargs)
         self.dataset = dataset
         self.eval_items = items
+        # Markers on the group reach every item through iter_markers (-m) and keywords (-k).
+        self.add_marker(self.name)
+        self.add_marker("groundeval")
 
     def collect(self):
+        # Items of one group with one test function share one fixture closure, as the
+        # instances of a parametrised test do: resolving it per item was most of collection.
+        infos: dict[Any, Any] = {}
         for item in self.eval_items:
-            yield EvalItem.from_parent(self, name=item.id, callobj=_test_function(item), eval_item=item)
+            fn = _test_function(item)
+            test = EvalItem.from_parent(self, name=item.id, callobj=fn, eval_item=item, fixtureinfo=infos.get(fn))
+            infos.setdefault(fn, test._fixtureinfo)
+            yield test
+
+
+def _recorded(groundeval_offline_runner):
+    """A recorded answer judged with no target call (SPEC §8, §11)."""
+
+
+def _against_target(groundeval_runner):
+    """A dataset item run against the target (SPEC §2)."""
 
 
 def _test_function(item: Any):
     # The fixture a test requests decides what starts: recorded answers need no target
     # (SPEC §8: no provider call), so they must not pull in the mock or the server.
-    if not ItemRunner.needs_target(item):
-
-        def test_recorded(groundeval_offline_runner):
-            """A recorded answer judged with no target call (SPEC §8, §11)."""
-
-        return test_recorded
-
-    def test_item(groundeval_runner):
-        """A dataset item run against the target (SPEC §2)."""
-
-    return test_item
+    return _against_target if ItemRunner.needs_target(item) else _recorded
 
 
 class EvalItem(pytest.Function):
@@ -75,8 +82,6 @@ class EvalItem(pytest.Function):
     def __init__(self, *, eval_item: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.eval_item = eval_item
-        self.add_marker(eval_item.kind)
-        self.add_marker("groundeval")
         for tag in eval_item.tags:
             self.add_marker(tag)
         self.outcome: ItemOutcome | None = None
