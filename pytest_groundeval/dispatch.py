@@ -75,8 +75,8 @@ class ItemDispatcher:
 
     @property
     def in_flight(self) -> int:
-        """Items submitted whose outcome pytest has not yet taken."""
-        return len(self._futures)
+        """Items sent whose target calls have not finished."""
+        return sum(1 for future in self._futures.values() if not future.done())
 
     def _submit(self, test_item: Any) -> None:
         key = test_item.nodeid
@@ -84,30 +84,49 @@ class ItemDispatcher:
             return
         self._futures[key] = asyncio.run_coroutine_threadsafe(self._run(test_item), self.loop)
 
+    def _top_up(self, test_item: Any) -> None:
+        """Send the items that follow ``test_item`` until ``concurrency`` are in flight.
+
+        Finished outcomes wait for pytest in ``_futures``; at most ``2 × concurrency``
+        are held, so a fast target cannot run far ahead of the report.
+        """
+        if len(self._futures) >= 2 * self.concurrency or self.in_flight >= self.concurrency:
+            return
+        running = self.in_flight
+        for following in self._upcoming(test_item):
+            if running >= self.concurrency or len(self._futures) >= 2 * self.concurrency:
+                break
+            if self._eligible(following) and following.nodeid not in self._futures and following.nodeid not in self._done:
+                self._submit(following)
+                running += 1
+
     def outcome_for(self, test_item: Any) -> ItemOutcome:
         """Submit ``test_item`` and what follows it (up to the window), then wait for its outcome.
+
+        Once the outcome is in, the window is topped up again before returning, so the
+        target works on the next item while pytest reports this one (even at
+        concurrency 1, where exactly one item is in flight at any moment).
 
         Raises:
             ItemError: the item could not be run.
         """
         self._submit(test_item)
-        if self.concurrency > 1 and self.in_flight < self.concurrency:
-            for following in self._upcoming(test_item):
-                if self.in_flight >= self.concurrency:
-                    break
-                if self._eligible(following):
-                    self._submit(following)
+        self._top_up(test_item)
         future = self._futures.pop(test_item.nodeid)
         self._done.add(test_item.nodeid)
-        while True:
-            try:
-                return future.result(timeout=_POLL_S)
-            except concurrent.futures.TimeoutError:
-                continue
-            except BaseException:
-                if not future.done():
-                    future.cancel()
-                raise
+        try:
+            while True:
+                try:
+                    return future.result(timeout=_POLL_S)
+                except concurrent.futures.TimeoutError:
+                    continue
+                except BaseException:
+                    if not future.done():
+                        future.cancel()
+                    raise
+        finally:
+            if not self._closed:
+                self._top_up(test_item)
 
     def close(self) -> None:
         """Cancel what is still in flight, run ``on_close`` and stop the loop and threads."""
