@@ -899,8 +899,8 @@ class CorpusDocument:
         return data[start:end].decode("utf-8")
 
 
-def hash_file(path: str | Path) -> str:
-    """xxh3_64 hex digest of a file's bytes, streamed in ``HASH_BUFFER_SIZE`` reads (SPEC §2).
+def hash_file(path: str | Path, buffer_size: int = HASH_BUFFER_SIZE) -> str:
+    """xxh3_64 hex digest of a file's bytes, streamed in ``buffer_size``-byte reads (SPEC §2).
 
     Memory stays at one buffer whatever the file's size.
 
@@ -908,7 +908,7 @@ def hash_file(path: str | Path) -> str:
         OSError: The file cannot be read.
     """
     hasher = xxhash.xxh3_64()
-    buffer = bytearray(HASH_BUFFER_SIZE)
+    buffer = bytearray(buffer_size)
     view = memoryview(buffer)
     # Unbuffered: each readinto is one read(2) straight into our buffer, no second copy.
     with open(path, "rb", buffering=0) as handle:

@@ -7,7 +7,6 @@ committed files still runs.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import sys
@@ -26,26 +25,16 @@ V1 = REPO / "datasets" / "v1"
 ITEM_ID = re.compile(r"[A-Za-z0-9_-]+")
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    # dataclasses resolve annotations through sys.modules, so the module must be registered to execute.
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
-def build_v1() -> ModuleType:
+def build_v1(load_script) -> ModuleType:
     """The conversion script that splits v1 and hard (``scripts/`` is not a package)."""
-    return sys.modules.get("build_v1") or _load("build_v1")
+    return load_script("build_v1")
 
 
 @pytest.fixture(scope="module")
-def build_hard(build_v1: ModuleType) -> ModuleType:
+def build_hard(build_v1: ModuleType, load_script) -> ModuleType:
     """``scripts/build_hard.py``, the command line that writes ``datasets/hard``."""
-    return _load("build_hard")
+    return load_script("build_hard")
 
 
 def _manifest(root: Path) -> dict:

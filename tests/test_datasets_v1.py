@@ -7,7 +7,6 @@ check of the committed files still runs.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -27,20 +26,10 @@ SMOKE = REPO / "datasets" / "smoke"
 ITEM_ID = re.compile(r"[A-Za-z0-9_-]+")
 
 
-def _load_builder() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("build_v1", REPO / "scripts" / "build_v1.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    # dataclasses resolve annotations through sys.modules, so the module must be registered to execute.
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
-def builder() -> ModuleType:
+def builder(load_script) -> ModuleType:
     """The conversion script, imported from its file (``scripts/`` is not a package)."""
-    return _load_builder()
+    return load_script("build_v1")
 
 
 def _manifest(root: Path) -> dict:
