@@ -367,6 +367,20 @@ def test_slice_agrees_with_character_slices(text: str, data: st.DataObject) -> N
 # --------------------------------------------------------------------------- hashing
 
 
+@pytest.mark.parametrize("buffer_size", [None, 4096])
+def test_hash_file_across_read_boundaries(tmp_path: Path, buffer_size: int | None) -> None:
+    from pytest_groundeval.dataset import HASH_BUFFER_SIZE
+
+    size = buffer_size or HASH_BUFFER_SIZE
+    data = os.urandom(3 * size + 1234)
+    path = tmp_path / "big.bin"
+    path.write_bytes(data)
+    kwargs = {"buffer_size": buffer_size} if buffer_size else {}
+    assert hash_file(path, **kwargs) == xxhash.xxh3_64_hexdigest(data)
+    path.write_bytes(data[: 2 * size])  # ends exactly on a read boundary
+    assert hash_file(path, **kwargs) == xxhash.xxh3_64_hexdigest(data[: 2 * size])
+
+
 def test_hash_file_streams_large_files(tmp_path: Path) -> None:
     data = os.urandom(3 * CHUNK_SIZE + 1234)
     path = tmp_path / "big.bin"
