@@ -264,3 +264,22 @@ def test_json_bodies_are_the_compact_json_of_their_objects(mock, model, question
         body = {"model": model, "input": [question, "två"], "encoding_format": encoding}
         raw = httpx.post(mock.base_url + "/embeddings", json=body).content
         assert raw == dumps(json.loads(raw)).encode()
+
+
+def test_lone_surrogate_in_a_request_is_a_400_not_a_crash():
+    import httpx
+
+    from pytest_groundeval.mock import ThreadedMockProvider
+
+    body = b'{"model": "m", "messages": [{"role": "user", "content": "ECHO: broken \\ud800 text"}]}'
+    with ThreadedMockProvider() as mock:
+        response = httpx.post(f"{mock.base_url}/chat/completions", content=body, headers={"content-type": "application/json"})
+        assert response.status_code == 400
+        assert "surrogate" in response.json()["error"]["message"]
+        # An escaped pair (an emoji) is one character and fine.
+        ok = httpx.post(
+            f"{mock.base_url}/chat/completions",
+            content=b'{"model": "m", "messages": [{"role": "user", "content": "ECHO: \\ud83d\\ude00"}]}',
+            headers={"content-type": "application/json"},
+        )
+        assert ok.status_code == 200 and ok.json()["choices"][0]["message"]["content"] == "\U0001F600"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -94,7 +95,17 @@ def _parse_json(raw: bytes) -> dict[str, Any]:
         raise _BadRequest(f"request body is not valid JSON: {exc}") from None
     if not isinstance(body, dict):
         raise _BadRequest("request body must be a JSON object")
+    if _SURROGATE_ESCAPE.search(raw):
+        # JSON may escape a lone surrogate ("\ud800"), which no UTF-8 reply can carry;
+        # escaped pairs (emoji) decode to one character and pass.
+        try:
+            json.dumps(body, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise _BadRequest("request body contains a lone UTF-16 surrogate escape (\\ud800-\\udfff)") from None
     return body
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 class _Call:
