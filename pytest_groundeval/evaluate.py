@@ -55,6 +55,9 @@ FALSEHOOD_OVERLAP = 0.6
 UNAVAILABLE_STREAK = 3
 """Items in a row that could not connect before the target counts as gone."""
 
+ERROR_STREAK = 10
+"""Items in a row that could not be run (any cause) before the target counts as broken."""
+
 MAX_LISTED = 5
 """How many claims or strings a failure message lists before summarising the rest."""
 
@@ -99,7 +102,7 @@ class ItemRunner:
         *,
         run_id: str | None = None,
         mock_tokens: Callable[[], int] | None = None,
-        diagnose: Callable[[], str | None] | None = None,
+        diagnose: Callable[[TargetError], str | None] | None = None,
         executor: Executor | None = None,
     ) -> None:
         self.target = target
@@ -113,9 +116,11 @@ class ItemRunner:
         self.dispatcher: Any = None
         """The ``dispatch.ItemDispatcher`` feeding this runner, when the plugin runs it."""
         self.stop_reason: str | None = None
-        """Set once the target is gone for good (its process died, or it refused
-        ``UNAVAILABLE_STREAK`` calls in a row); the plugin then stops the session."""
+        """Set once the target is gone or broken for good (its process died, it refused
+        ``UNAVAILABLE_STREAK`` calls in a row, or ``ERROR_STREAK`` items in a row could
+        not be run); the plugin then stops the session."""
         self._unavailable_streak = 0
+        self._error_streak = 0
 
     # -- target calls -------------------------------------------------------------
 
@@ -193,17 +198,20 @@ class ItemRunner:
             ItemError: the item could not be run; carries an errored outcome.
         """
         outcome = await self._run_target_item(item, dataset)
-        self._unavailable_streak = 0
+        self._unavailable_streak = self._error_streak = 0
         return outcome
 
     def _note_failure(self, exc: TargetError, death: str | None) -> None:
-        """Decide whether the target is gone for good (``stop_reason``)."""
+        """Decide whether the target is gone, or broken, for good (``stop_reason``)."""
+        self._error_streak += 1
         if death is not None:
             self.stop_reason = death.splitlines()[0]
         elif isinstance(exc, TargetUnavailable):
             self._unavailable_streak += 1
             if self._unavailable_streak >= UNAVAILABLE_STREAK:
                 self.stop_reason = f"the target has refused {self._unavailable_streak} calls in a row: {exc}"
+        if self.stop_reason is None and self._error_streak >= ERROR_STREAK:
+            self.stop_reason = f"{self._error_streak} items in a row could not be run; the last: {exc}"
 
     async def _run_target_item(self, item: Any, dataset: Dataset) -> ItemOutcome:
         if not self.needs_target(item):
@@ -221,7 +229,7 @@ class ItemRunner:
                 return self._run_citation(item, dataset, response, figures)
             raise TypeError(f"unknown item type {type(item).__name__}")
         except TargetError as exc:
-            reason = self._diagnose() if self._diagnose else None
+            reason = self._diagnose(exc) if self._diagnose else None
             message = f"{exc}\n{reason}" if reason else str(exc)
             self._note_failure(exc, reason)
             raise ItemError(errored_outcome(item, message)) from exc
@@ -333,6 +341,7 @@ class ItemRunner:
             f"{supported_true}/{supported} supported claims true",
             evidence_expected=len(item.expected_evidence),
             evidence_found=found,
+            claims_returned=len(response["claims"]),
             claims_supported=supported,
             claims_supported_true=supported_true,
             claims_true_cited=true_cited,

@@ -369,6 +369,31 @@ def _baseline_recall_check(
     return _compare(metric, value, max(round(reference - margin, 12), 0.0), ">=", note)
 
 
+_CLAIM_METRICS = frozenset({"claimSupportPrecision", "claimSupportRecall"})
+
+
+def _silent_on_qa(metrics: Metrics) -> bool:
+    """qa items ran (not only errored) and the target returned no claim for any of them."""
+    return metrics.items_by_kind.get("qa", 0) > 0 and metrics.qa_claims == 0
+
+
+def _silent_check(metric: str, bound: float, op: Op, metrics: Metrics) -> GateCheck:
+    """A claim metric left unmeasured because the target answered with no claims: a FAIL, not a SKIP.
+
+    SPEC §9 skips a floor whose metric has no items; here the items ran, and a target
+    that asserts nothing must not pass as green.
+    """
+    qa = metrics.items_by_kind.get("qa", 0)
+    return GateCheck(
+        metric=metric,
+        value=None,
+        bound=bound,
+        op=op,
+        outcome="FAIL",
+        reason=f"{qa} qa item(s) ran but the target returned no claims: nothing supported, nothing to measure",
+    )
+
+
 def evaluate_gate(
     metrics: Metrics,
     *,
@@ -407,7 +432,10 @@ def evaluate_gate(
         if metric == "errors" and bound is None:
             bound = 0
         if bound is not None:
-            checks.append(_compare(metric, values[metric], float(bound), direction.op))
+            if values[metric] is None and metric in _CLAIM_METRICS and _silent_on_qa(metrics):
+                checks.append(_silent_check(metric, float(bound), direction.op, metrics))
+            else:
+                checks.append(_compare(metric, values[metric], float(bound), direction.op))
         if metric == "retrievalRecall":
             checks.append(_baseline_recall_check(values[metric], margin, baseline, dataset_version, lineage, qa_ids))
     return GateResult(passed=all(c.outcome != "FAIL" for c in checks), checks=checks)

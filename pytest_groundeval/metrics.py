@@ -69,6 +69,10 @@ class Metrics(WireModel):
     """Items that ran or errored (every outcome aggregated)."""
     items_by_kind: dict[str, int] = Field(default_factory=lambda: dict.fromkeys(ITEM_KINDS, 0))
     """Outcomes per item kind; every kind is present, 0 when absent."""
+    qa_claims: int = 0
+    """Claims returned over all qa items, whatever their verdict: with qa items run and
+    none returned, the claim metrics are n/a because the target said nothing, which the
+    gate fails rather than skips."""
     citation_metadata_accuracy: float | None = None
     """Judged citation paragraphs with no metadata mismatch / judged paragraphs (SPEC §11)."""
     citation_supported_rate: float | None = None
@@ -161,6 +165,7 @@ class MetricsAccumulator:
     errors: int = 0
     evidence_expected: int = 0
     evidence_found: int = 0
+    claims_returned: int = 0
     claims_supported: int = 0
     claims_supported_true: int = 0
     claims_true_cited: int = 0
@@ -218,6 +223,7 @@ class MetricsAccumulator:
         self.evidence_expected += outcome.evidence_expected
         if not errored:
             self.evidence_found += outcome.evidence_found
+        self.claims_returned += outcome.claims_returned
         self.claims_supported += outcome.claims_supported
         self.claims_supported_true += outcome.claims_supported_true
         self.claims_true_cited += outcome.claims_true_cited
@@ -280,6 +286,7 @@ class MetricsAccumulator:
             tokens_per_query=_ratio(self.token_sum, self.token_calls),
             errors=self.errors,
             items=self.items,
+            qa_claims=self.claims_returned,
             items_by_kind={
                 "qa": self.qa_items,
                 "adversarial": self.adversarial_items,

@@ -165,6 +165,11 @@ def _manifest_path(value: str, source: str) -> Path:
         path = Path.cwd() / path
     if path.is_dir():
         path = path / "manifest.json"
+    elif path.is_file() and path.name != "manifest.json":
+        raise pytest.UsageError(
+            f"{value!r} given by {source} is a file but not a dataset manifest: expected a directory "
+            "holding manifest.json, or the manifest.json itself"
+        )
     if not path.is_file():
         raise pytest.UsageError(
             f"{value!r} given by {source} is not a dataset: expected a directory holding manifest.json "

@@ -46,6 +46,8 @@ class ItemOutcome(WireModel):
     """qa: expected evidence strings."""
     evidence_found: int = 0
     """qa: expected evidence strings found in the retrieved evidence spans."""
+    claims_returned: int = 0
+    """qa: claims the target returned, whatever their verdict."""
     claims_supported: int = 0
     """qa: claims the target marked ``supported``."""
     claims_supported_true: int = 0

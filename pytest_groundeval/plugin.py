@@ -7,6 +7,7 @@ targets (``targets``), metrics, gate and report live in their own modules.
 from __future__ import annotations
 
 import os
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,10 @@ from .session import KINDS, RUN_PROPERTY
 
 if TYPE_CHECKING:
     from .outcome import ItemOutcome
+
+DYING_GRACE_S = 2.0
+"""How long a spawned target that refused a connection gets to finish exiting, so that its
+exit status and log tail can explain the failure."""
 
 settings_key = pytest.StashKey["_options.Settings"]()
 mock_key = pytest.StashKey[Any]()
@@ -129,7 +134,7 @@ def groundeval_target(request: pytest.FixtureRequest) -> Iterator[Any]:
         try:
             target = targets.connect_url(settings.url, settings.api_key, timeout_s=settings.timeout_s)
         except targets.TargetError as exc:
-            problem = f"the target at {settings.url} is unavailable: {exc}"
+            problem = str(exc)
         if problem is not None:
             stop_session(request, problem)
         try:
@@ -217,8 +222,15 @@ def groundeval_runner(request: pytest.FixtureRequest, groundeval_target: Any) ->
     mock = request.session.stash.get(mock_key, None)
     spawned = request.session.stash.get(spawned_key, None)
 
-    def diagnose() -> str | None:
-        # A call failed: when the spawned child has died, say how, with its log tail.
+    def diagnose(error: Exception) -> str | None:
+        # A call failed: when the spawned child has died, say how, with its log tail. A
+        # refused connection may come from a child that closed its port on its way out:
+        # give it a moment to finish exiting before asking.
+        if isinstance(error, targets.TargetUnavailable):
+            try:
+                spawned.process.wait(timeout=DYING_GRACE_S)
+            except subprocess.TimeoutExpired:
+                pass
         try:
             spawned.ensure_alive()
         except targets.SpawnError as exc:

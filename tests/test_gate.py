@@ -69,7 +69,7 @@ def check_for(result, metric: str) -> GateCheck:
 
 
 def test_directions_cover_every_metric_field_except_counts():
-    wire_names = set(Metrics().to_wire()) - {"items", "itemsByKind"}
+    wire_names = set(Metrics().to_wire()) - {"items", "itemsByKind", "qaClaims"}
     assert set(METRIC_DIRECTIONS) == wire_names
     assert METRIC_DIRECTIONS["claimSupportPrecision"].op == ">="
     assert METRIC_DIRECTIONS["latencyMsP95"].op == "<=" and not METRIC_DIRECTIONS["latencyMsP95"].rate
@@ -441,3 +441,17 @@ def test_installed_entry_point_exit_codes(saved):
             assert proc.stdout.splitlines()[-1] == "gate: FAIL"
             assert "errors" in proc.stdout
     assert codes == [0, 1, 2]
+
+
+def test_a_target_that_returns_no_claims_fails_the_claim_floors():
+    silent = metrics(claim_support_precision=None, claim_support_recall=None, qa_claims=0,
+                     items_by_kind={"qa": 5, "adversarial": 0, "temporal": 0, "citation": 0, "review": 0})
+    result = evaluate_gate(silent, dataset_version="v1", models=MODELS)
+    for metric in ("claimSupportPrecision", "claimSupportRecall"):
+        check = check_for(result, metric)
+        assert check.outcome == "FAIL" and "returned no claims" in check.reason
+    assert not result.passed
+    # With no qa items at all (a -k adversarial slice), the same n/a is a SKIP.
+    sliced = metrics(claim_support_precision=None, claim_support_recall=None, qa_claims=0,
+                     items_by_kind={"qa": 0, "adversarial": 5, "temporal": 0, "citation": 0, "review": 0})
+    assert check_for(evaluate_gate(sliced, dataset_version="v1", models=MODELS), "claimSupportRecall").outcome == "SKIP"

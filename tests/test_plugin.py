@@ -348,6 +348,8 @@ class Broken:
             keep(body, body["evidence"][-1:])
         if BROKEN == "one-item" and question.startswith("How long"):
             keep(body, [])
+        if BROKEN == "silent":
+            body.update(answer="", evidence=[], claims=[])
         if BROKEN == "shifted-offsets":
             for claim in body["claims"]:
                 claim["start"] += 3
@@ -642,3 +644,53 @@ def test_contract_violations_in_generate_are_errors_naming_the_field(pytester, s
     result = run(pytester, f"--eval-dataset={smoke}", "-k", "qa-smoke-index-build")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines([message, "gate: FAIL"])
+
+
+def test_a_target_that_answers_nothing_fails_the_gate(pytester, smoke):
+    broken(pytester, "silent")
+    result = run(pytester, f"--eval-dataset={smoke}", "-k", "qa")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "claimSupportPrecision*FAIL*4 qa item(s) ran but the target returned no claims*",
+            "claimSupportRecall*FAIL*returned no claims*",
+            "gate: FAIL",
+        ]
+    )
+
+
+def test_a_file_that_is_not_a_manifest_is_a_usage_error(pytester, smoke):
+    (pytester.path / "notes.md").write_text("# notes\n")
+    result = run(pytester, "--eval-dataset=notes.md")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*'notes.md' given by --eval-dataset is a file but not a dataset manifest*"])
+
+
+def test_a_target_failing_every_call_stops_after_a_streak(pytester, smoke):
+    pytester.makeconftest(
+        """
+import pytest
+from pytest_groundeval.targets import TargetError
+
+@pytest.fixture(scope="session")
+def groundeval_target(groundeval_target):
+    class Failing:
+        def __getattr__(self, name):
+            return getattr(groundeval_target, name)
+
+        def generate(self, question, find):
+            raise TargetError("POST /v1/generate: returned an error status (HTTP 500)", status=500)
+
+    return Failing()
+"""
+    )
+    manifest = json.loads((smoke / "manifest.json").read_text(encoding="utf-8"))
+    qa = next(i for i in manifest["items"] if i["id"] == "qa-smoke-index-build")
+    manifest["items"] += [dict(qa, id=f"qa-copy-{n:02d}") for n in range(12)]
+    (smoke / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False), encoding="utf-8")
+    result = run(pytester, f"--eval-dataset={smoke}", "-k", "qa", "--eval-concurrency=1")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    # Stopped long before the 16 selected items all repeated the same error (the item sent
+    # ahead while pytest reports the current one may finish the streak one item early).
+    assert result.parseoutcomes()["errors"] <= 10
+    result.stdout.fnmatch_lines(["*groundeval: 10 items in a row could not be run*HTTP 500*"])
