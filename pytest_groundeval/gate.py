@@ -517,6 +517,8 @@ def gate_main(argv: list[str]) -> int:
         baseline=baseline,
         dataset_version=report.dataset_version,
         models=report.models,
+        # The same rule as the plugin: the baseline's recall over the qa items this report ran.
+        qa_ids={item.id for item in report.items if item.kind == "qa"} if report.items else None,
     )
     for check in result.checks:
         print(format_check(check))

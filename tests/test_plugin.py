@@ -694,3 +694,22 @@ def groundeval_target(groundeval_target):
     # ahead while pytest reports the current one may finish the streak one item early).
     assert result.parseoutcomes()["errors"] <= 10
     result.stdout.fnmatch_lines(["*groundeval: 10 items in a row could not be run*HTTP 500*"])
+
+
+def test_groundeval_gate_applies_the_slice_rule_like_the_plugin(pytester, smoke, capsys):
+    from pytest_groundeval import cli
+
+    # A baseline in which qa-smoke-index-build misses its evidence: overall recall 0.75.
+    broken(pytester, "one-item")
+    baseline = pytester.path / "baseline.json"
+    run(pytester, f"--eval-dataset={smoke}", f"--eval-report={baseline}", "-k", "qa")
+    assert read_report(baseline)["metrics"]["retrievalRecall"] == pytest.approx(0.75)
+    # The slice holding only that item is compared with its own baseline figure (0.0), not 0.75.
+    sliced = pytester.path / "slice.json"
+    result = run(pytester, f"--eval-dataset={smoke}", "-k", "index", f"--eval-baseline={baseline}",
+                 f"--eval-report={sliced}")
+    result.stdout.fnmatch_lines(["retrievalRecall*PASS*baseline over the 1 qa item that ran 0.0000*"])
+    capsys.readouterr()
+    cli.main(["gate", "--report", str(sliced), "--baseline", str(baseline)])
+    recall = [line for line in capsys.readouterr().out.splitlines() if line.startswith("retrievalRecall")]
+    assert len(recall) == 1 and " PASS " in recall[0] and "baseline over the 1 qa item that ran" in recall[0]
