@@ -19,6 +19,7 @@ import argparse
 import difflib
 import gc
 import json
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -917,18 +918,33 @@ def hash_file(path: str | Path, buffer_size: int = HASH_BUFFER_SIZE) -> str:
     return hasher.hexdigest()
 
 
-def _read_hashed(path: Path) -> tuple[bytes, str]:
-    """Read a file whole and hash the bytes read (the loader keeps them, so one read is cheapest).
+def _read_hashed(path: Path) -> tuple[bytearray, str]:
+    """Read a corpus file once, hashing it as it streams in; return its bytes and xxh3_64 digest.
 
-    ``read()`` sizes its one buffer from the file's size; collecting chunks and
-    joining them copied every byte twice and ran at a fraction of ``cat``'s speed.
+    The loader keeps the bytes (to decode them), so they land in one buffer sized
+    from ``fstat``; each ``HASH_BUFFER_SIZE`` read goes straight into it and into the
+    hasher, never a ``read()`` of the whole file followed by a second pass (SPEC §2).
     """
-    with open(path, "rb") as handle:
-        data = handle.read()
-    return data, xxhash.xxh3_64_hexdigest(data)
+    hasher = xxhash.xxh3_64()
+    with open(path, "rb", buffering=0) as handle:
+        buffer = bytearray(os.fstat(handle.fileno()).st_size)
+        filled = 0
+        with memoryview(buffer) as view:
+            while filled < len(buffer):
+                count = handle.readinto(view[filled : filled + HASH_BUFFER_SIZE])
+                if not count:  # the file shrank since fstat
+                    break
+                hasher.update(view[filled : filled + count])
+                filled += count
+        tail = handle.read()  # whatever a growing file added since fstat
+    hasher.update(tail)
+    if filled < len(buffer) or tail:
+        buffer[filled:] = tail
+    # The bytearray itself, not a bytes copy of it: decoding and JSON parsing take either.
+    return buffer, hasher.hexdigest()
 
 
-def _decode_utf8(data: bytes, path: Path) -> str:
+def _decode_utf8(data: bytes | bytearray, path: Path) -> str:
     if data.startswith(_UTF8_BOM):
         raise DatasetError(
             f"{path}: starts with a UTF-8 byte-order mark (EF BB BF); remove it (save as UTF-8 without BOM)",
@@ -948,7 +964,7 @@ def _json_error(exc: json.JSONDecodeError, path: Path) -> DatasetError:
     )
 
 
-def _load_document(entry: CorpusEntry, data: bytes, digest: str, path: Path) -> CorpusDocument:
+def _load_document(entry: CorpusEntry, data: bytes | bytearray, digest: str, path: Path) -> CorpusDocument:
     text = _decode_utf8(data, path)
     if entry.format == "text":
         canonical = canonical_text(text)
@@ -981,7 +997,9 @@ def _load_document(entry: CorpusEntry, data: bytes, digest: str, path: Path) -> 
     )
 
 
-def _hash_mismatch(path: Path, manifest_path: Path, expected: str, actual: str, data: bytes, root: Path) -> DatasetError:
+def _hash_mismatch(
+    path: Path, manifest_path: Path, expected: str, actual: str, data: bytes | bytearray, root: Path
+) -> DatasetError:
     message = (
         f"{path}: corpus hash mismatch: {manifest_path.name} records {expected}, the file hashes to {actual}. "
         f"If the change is intended, {HASH_CORPUS_HINT.format(dataset=root)}."
@@ -1253,7 +1271,7 @@ def _validate_items_in_place(raw: dict[str, Any], root: Path) -> None:
 
 def _load_corpus(manifest: Manifest, manifest_path: Path, root: Path) -> dict[str, CorpusDocument]:
     corpus_dir = root / "corpus"
-    read: dict[str, tuple[bytes, str]] = {}
+    read: dict[str, tuple[bytearray, str]] = {}
     documents: dict[str, CorpusDocument] = {}
     for i, entry in enumerate(manifest.corpus):
         path = corpus_dir / entry.file
