@@ -68,7 +68,8 @@ class GateSession:
         self.baseline_path: Path | None = settings.baseline or self._dataset_baseline()
         # Read and validate the floors and the baseline before any item runs: against a
         # paid target, a typo found after the run wastes the whole run.
-        self.floors, self.baseline = self._load_gate_inputs()
+        self.floors = self._load_floors()
+        self.baseline = self._load_baseline()
 
     # -- per report ---------------------------------------------------------------
 
@@ -129,23 +130,35 @@ class GateSession:
         elif report.failed:
             self.other_failures += 1
 
-    def _load_gate_inputs(self) -> tuple[Any, Any]:
-        """The floors and the baseline report, validated.
+    def _load_floors(self) -> Any:
+        """The floors file, validated; None without one.
 
         Raises:
-            pytest.UsageError: a floors or baseline file is invalid (the message names it).
+            pytest.UsageError: the file is invalid (the message names it).
         """
-        if self.settings.floors is None and self.baseline_path is None:
-            return None, None
+        if self.settings.floors is None:
+            return None
         from .gate import FloorsError, load_floors
+
+        try:
+            return load_floors(self.settings.floors)
+        except FloorsError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+    def _load_baseline(self) -> Any:
+        """The baseline report at ``baseline_path``, validated; None without one.
+
+        Raises:
+            pytest.UsageError: the file is not a valid report (the message names it).
+        """
+        if self.baseline_path is None:
+            return None
         from .report import ReportError, read_report
 
         try:
-            floors = load_floors(self.settings.floors) if self.settings.floors else None
-            baseline = read_report(self.baseline_path) if self.baseline_path else None
-        except (FloorsError, ReportError) as exc:
+            return read_report(self.baseline_path)
+        except ReportError as exc:
             raise pytest.UsageError(str(exc)) from None
-        return floors, baseline
 
     def _dataset_baseline(self) -> Path | None:
         """``baseline.json`` beside the dataset's manifest, when the dataset ships one.
@@ -183,7 +196,7 @@ class GateSession:
             # An IDE-style run (a manifest path, no --eval-dataset): the dataset is known only now.
             self.baseline_path = self._dataset_baseline()
             try:
-                _, self.baseline = self._load_gate_inputs()
+                self.baseline = self._load_baseline()
             except pytest.UsageError as exc:
                 self.floors_error = str(exc)
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR
@@ -227,7 +240,6 @@ class GateSession:
             or self.errored_items > 0
             or self.other_failures > 0
             or (self.settings.strict and self.failed_items > 0)
-            or session.shouldfail
         )
         # SPEC §9: the gate decides; items below their own check do not fail the session.
         session.exitstatus = pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK
