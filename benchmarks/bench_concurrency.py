@@ -64,7 +64,7 @@ import time
 import aiohttp
 
 from pytest_groundeval import targets
-from pytest_groundeval.dataset import load_dataset
+from pytest_groundeval.core.dataset import load_dataset
 from pytest_groundeval.mock import ThreadedMockProvider
 
 dataset_dir, concurrency, command, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]

@@ -37,9 +37,9 @@ from pathlib import Path
 import _harness as h
 from synthetic import write_dataset
 
-from pytest_groundeval.metrics import Metrics
-from pytest_groundeval.outcome import ItemOutcome
-from pytest_groundeval.report import ReportWriter, read_report
+from pytest_groundeval.core.metrics import Metrics
+from pytest_groundeval.core.outcome import ItemOutcome
+from pytest_groundeval.core.report import ReportWriter, read_report
 
 GOAL = 0.03
 

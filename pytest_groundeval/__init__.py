@@ -12,43 +12,43 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    # datasets (SPEC §2)
-    "load_dataset": "dataset",
-    "Dataset": "dataset",
-    "DatasetError": "dataset",
-    "hash_file": "dataset",
-    # scoring (SPEC §5)
-    "tokenize": "scoring",
-    "claim_coverage": "scoring",
-    "claim_is_true": "scoring",
-    "evidence_found": "scoring",
-    # outcomes, metrics, gate, report (SPEC §9)
-    "ItemOutcome": "outcome",
-    "Metrics": "metrics",
-    "MetricsAccumulator": "metrics",
-    "compute_metrics": "metrics",
-    "evaluate_gate": "gate",
-    "load_floors": "gate",
-    "FloorsError": "gate",
-    "GateResult": "gate",
-    "Report": "report",
-    "ReportWriter": "report",
-    "read_report": "report",
-    "ReportError": "report",
-    # evidence risk and citations (SPEC §8, §11)
-    "review_answer": "evidence",
-    "EvidenceBlock": "evidence",
-    "EvidenceReview": "evidence",
-    "judge_citation": "citation",
-    # targets and running items (SPEC §3, §6)
-    "Target": "targets",
-    "HttpTarget": "targets",
-    "TargetError": "targets",
-    "TargetUnavailable": "targets",
-    "SpawnConfig": "targets",
-    "SpawnedTarget": "targets",
-    "ItemRunner": "evaluate",
-    # the mock provider (SPEC §4)
+    # datasets (docs/dataset.md)
+    "load_dataset": "core.dataset",
+    "Dataset": "core.dataset",
+    "DatasetError": "core.dataset",
+    "hash_file": "core.dataset",
+    # scoring (docs/scoring.md)
+    "tokenize": "core.scoring",
+    "claim_coverage": "core.scoring",
+    "claim_is_true": "core.scoring",
+    "evidence_found": "core.scoring",
+    # outcomes, metrics, gate, report (docs/gate.md)
+    "ItemOutcome": "core.outcome",
+    "Metrics": "core.metrics",
+    "MetricsAccumulator": "core.metrics",
+    "compute_metrics": "core.metrics",
+    "evaluate_gate": "core.gate",
+    "load_floors": "core.gate",
+    "FloorsError": "core.gate",
+    "GateResult": "core.gate",
+    "Report": "core.report",
+    "ReportWriter": "core.report",
+    "read_report": "core.report",
+    "ReportError": "core.report",
+    # evidence risk and citations (docs/evidence-risk.md, docs/citation.md)
+    "review_answer": "core.evidence",
+    "EvidenceBlock": "core.evidence",
+    "EvidenceReview": "core.evidence",
+    "judge_citation": "core.kinds.citation",
+    # targets and running items (docs/target-contract.md)
+    "Target": "targets.protocol",
+    "HttpTarget": "targets.http",
+    "TargetError": "targets.protocol",
+    "TargetUnavailable": "targets.protocol",
+    "SpawnConfig": "targets.spawn",
+    "SpawnedTarget": "targets.spawn",
+    "ItemRunner": "core.runner",
+    # the mock provider (docs/mock.md)
     "MockProvider": "mock",
     "ThreadedMockProvider": "mock",
 }

@@ -31,13 +31,7 @@ from urllib.parse import urlsplit
 
 import xxhash
 
-from pytest_groundeval.evidence import (
-    TIERS,
-    EvidenceBlock,
-    Tier,
-    Verdict,
-    review_answer,
-)
+from pytest_groundeval.core.evidence import TIERS, EvidenceBlock, Tier, Verdict, review_answer
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_SRC = Path("/work/shared/data/expertqa/rand_test.first180.jsonl")

@@ -55,7 +55,7 @@ from typing import Any, TypeVar
 import xxhash
 
 from pytest_groundeval.mock.behaviour import split_sentences
-from pytest_groundeval.scoring import (
+from pytest_groundeval.core.scoring import (
     STOP_WORDS,
     COVERAGE_THRESHOLD,
     claim_coverage,

@@ -25,7 +25,7 @@ from typing import Any
 
 import xxhash
 
-from pytest_groundeval import contract
+from pytest_groundeval.core import contract
 
 EMBEDDING_DIM = 32
 """Dimension of every mock embedding vector."""
@@ -63,16 +63,16 @@ _ASCII_BYTES = bytes(range(128))
 _WORD_RE = re.compile(r"\w+")
 # An evidence *block* line of the prompt ("[S1] text"), not a citation marker.
 _EVIDENCE_LINE_RE = re.compile(r"^\[S(\d+)\] (.*)$", re.MULTILINE)
-# Citation markers: the project's one pattern (contract.MARKER_PATTERN, "[S1]" or "[1]").
-_MARKER_RE = re.compile(contract.MARKER_PATTERN)
+# Citation markers: the project's one pattern (contract.MARKER_IN_TEXT_PATTERN, "[S1]" or "[1]").
+_MARKER_RE = re.compile(contract.MARKER_IN_TEXT_PATTERN)
 # A terminator, optional closing quotes/brackets, then what must follow for the
 # terminator to end a sentence. ASCII terminators need whitespace, a marker or
 # the end after them, so "3.5" and "384.400" never split; CJK full-width
 # terminators end a sentence whatever follows, as CJK text has no spaces.
 _SENTENCE_END_RE = re.compile(
-    r"(?:[.!?][\"'”’»)\]]*(?=\s|" + contract.MARKER_PATTERN + r"|$)|[。！？][\"'”’」』)）]*)"
+    r"(?:[.!?][\"'”’»)\]]*(?=\s|" + contract.MARKER_IN_TEXT_PATTERN + r"|$)|[。！？][\"'”’」』)）]*)"
 )
-_MARKER_RUN_RE = re.compile(r"(?:\s*" + contract.MARKER_PATTERN + r")+")
+_MARKER_RUN_RE = re.compile(r"(?:\s*" + contract.MARKER_IN_TEXT_PATTERN + r")+")
 _PARAGRAPH_BREAK_RE = re.compile(r"\n[ \t]*\n")
 _TERMINATORS = ".!?。！？"
 _CLOSERS = "\"'”’»)]」』）"

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pytest_groundeval import contract
+from pytest_groundeval.core import contract
 
 DEFAULT_RETRY_AFTER_S = 1.0
 """``Retry-After`` seconds sent with a 429 that names none."""

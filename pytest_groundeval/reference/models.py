@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from .._model import WireModel
+from ..core.wire import WireModel
 from .bitemporal import ValidInterval, parse_instant
 
 

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..scoring import content_tokens, tokenize
+from ..core.scoring import content_tokens, tokenize
 from .store import ChunkRow, NewChunk
 
 LEXICAL_WEIGHT = 0.6

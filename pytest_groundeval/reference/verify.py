@@ -46,9 +46,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import contract
-from ..contract import strip_markers
-from ..scoring import claim_is_true, content_tokens, is_number_token, negation_key, tokenize
+from ..core import contract
+from ..core.contract import strip_markers
+from ..core.scoring import claim_is_true, content_tokens, is_number_token, negation_key, tokenize
 from .provider import ProviderError
 
 STEM_PREFIX = 5
@@ -64,8 +64,8 @@ for any word that starts with its letter ("designed").
 SHORT_WORD_ENDINGS = ("s", "es", "'s", "d", "ed", "ing", "er", "ar", "en", "et", "na")
 """Inflection endings (English, Swedish) by which a word of 2–3 characters may grow: "run"/"runs", "år"/"åren"."""
 
-MARKER_RE = re.compile(contract.MARKER_PATTERN)
-"""A citation marker as it appears in an answer (the project's one pattern, ``contract.MARKER_PATTERN``)."""
+MARKER_RE = re.compile(contract.MARKER_IN_TEXT_PATTERN)
+"""A citation marker as it appears in an answer (the project's one pattern, ``contract.MARKER_IN_TEXT_PATTERN``)."""
 
 
 def same_word(claim_word: str, span_word: str) -> bool:

@@ -1,0 +1,55 @@
+"""Constants of the contract shared by the mock provider and any target (SPEC §3, §4).
+
+A target that wants the mock to decompose a draft into claims sends a chat
+completion whose *system* message starts with ``DECOMPOSITION_PROMPT`` (or whose
+``response_format.json_schema.name`` is ``DECOMPOSITION_SCHEMA_NAME``) and whose
+last user message is the draft. The mock answers with a JSON object as the
+message content::
+
+    {"claims": [{"text": str, "start": int, "end": int, "markers": ["S1", ...]}]}
+
+``start``/``end`` are UTF-8 byte offsets into the draft; ``markers`` are the
+marker names (without brackets) the sentence carries.
+"""
+
+from __future__ import annotations
+
+import re
+
+DECOMPOSITION_PROMPT = (
+    "Decompose the draft answer into atomic claims. "
+    "Return JSON {\"claims\": [{\"text\", \"start\", \"end\", \"markers\"}]} "
+    "with UTF-8 byte offsets into the draft."
+)
+"""System-message prefix that selects the mock's decomposition behaviour."""
+
+DECOMPOSITION_SCHEMA_NAME = "claim_decomposition"
+"""``response_format.json_schema.name`` that also selects decomposition."""
+
+FAULT_HEADER = "X-Groundeval-Fault"
+"""Request header the mock reads for fault injection (see ``pytest_groundeval.mock``)."""
+
+FAULT_MODEL_SEPARATOR = "+fault="
+"""Model-name suffix alternative to the header: ``mock-generate+fault=500``."""
+
+TEMPORAL_LABEL_SEPARATOR = "__ge_"
+"""Per-run, per-item suffix separator the harness appends to temporal labels (SPEC §6)."""
+
+VERDICTS = ("supported", "unsupported", "contradicted", "unverifiable")
+"""Claim verdicts a target may return (SPEC §3)."""
+
+MARKER_IN_TEXT_PATTERN = r"\[(S?\d+)\]"
+"""A citation marker as it appears in an answer: ``[S1]`` (evidence block) or ``[1]`` (numbered
+source); group 1 is the marker's name (``kinds.base.MARKER_NAME_PATTERN``)."""
+
+_MARKER_RUN_RE = re.compile(r"\s*" + MARKER_IN_TEXT_PATTERN)
+
+
+def strip_markers(text: str) -> str:
+    """Remove citation markers (and the space before each) from claim text.
+
+    Markers are citation syntax, not content: a claim is judged on its words
+    (SPEC §5), so ``"Det har fyrtio anställda. [S1]"`` is judged as
+    ``"Det har fyrtio anställda."``.
+    """
+    return _MARKER_RUN_RE.sub("", text).strip()

@@ -1,0 +1,37 @@
+"""Datasets (docs/dataset.md): the manifest, corpus documents and the loader.
+
+A dataset is a directory holding ``manifest.json`` and ``corpus/``:
+
+- ``manifest``: the ``Manifest`` model; items are the registered kinds' models
+  (``core.kinds``), discriminated on ``kind``;
+- ``corpus``: reading, hashing (xxh3_64) and canonical text of corpus files;
+- ``loader``: ``load_dataset``, which reads and validates everything once;
+- ``errors``: ``DatasetError`` and the plain messages for validation errors.
+
+This package does not import pytest.
+"""
+
+from __future__ import annotations
+
+from .corpus import CHUNK_SIZE, HASH_BUFFER_SIZE, CorpusDocument, canonical_json, canonical_text, hash_file
+from .errors import DatasetError
+from .loader import Dataset, load_dataset
+from .manifest import ITEM_ADAPTER, VERSION_PATTERN, AnyItem, CorpusEntry, Item, Manifest
+
+__all__ = [
+    "AnyItem",
+    "CHUNK_SIZE",
+    "CorpusDocument",
+    "CorpusEntry",
+    "Dataset",
+    "DatasetError",
+    "HASH_BUFFER_SIZE",
+    "ITEM_ADAPTER",
+    "Item",
+    "Manifest",
+    "VERSION_PATTERN",
+    "canonical_json",
+    "canonical_text",
+    "hash_file",
+    "load_dataset",
+]

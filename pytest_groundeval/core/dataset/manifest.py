@@ -1,0 +1,149 @@
+"""The manifest (docs/dataset.md): ``manifest.json`` as a pydantic model.
+
+Items are a union of the registered kinds' models, discriminated on ``kind``;
+each kind checks its own cross-references to the corpus (``Kind.check_manifest``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cached_property
+from pathlib import PurePosixPath
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import Field, StringConstraints, TypeAdapter, ValidationInfo, field_validator, model_validator
+
+from ..kinds import all_kinds, kind_of
+from ..kinds.base import ManifestIndex, NonEmpty, RuleError
+from ..wire import WireModel
+from .errors import HASH_PATTERN
+
+VERSION_PATTERN = r"^v[0-9]+([._-][A-Za-z0-9]+)*$"
+"""A dataset version: ``v1``, ``v2``, ``v1.1``, ``v3-rc1``. The manifest format is v1 whatever
+the version; the version names the dataset's content and is bumped when the corpus or items
+change (docs/dataset.md), so a baseline is only compared with a run of the same version (docs/gate.md)."""
+
+Digest = Annotated[str, StringConstraints(pattern=HASH_PATTERN)]
+
+AnyItem = Union[tuple(kind.model for kind in all_kinds())]  # type: ignore[valid-type]
+"""Any one of the registered kinds' item models."""
+
+Item = Annotated[AnyItem, Field(discriminator="kind")]
+"""A dataset item: a union discriminated on ``kind`` (docs/dataset.md)."""
+
+ITEM_ADAPTER: TypeAdapter[Any] = TypeAdapter(Item)
+"""Validates one item (built once; ``Manifest`` validates all items in one pass)."""
+
+
+class CorpusEntry(WireModel):
+    """One corpus document as the manifest declares it (docs/dataset.md)."""
+
+    name: NonEmpty
+    """Document name sent to the target and named by evidence spans, e.g. ``eval/project-alpha.json``."""
+    label: NonEmpty
+    """Label the target files the document under; items' ``find`` selects it."""
+    file: NonEmpty
+    """Path of the file relative to ``corpus/`` (``/``-separated, inside ``corpus/``)."""
+    format: Literal["json", "text"] = "json"
+    """``json``: an array of objects or one object; ``text``: UTF-8 text."""
+
+    @field_validator("file")
+    @classmethod
+    def _fileinside_corpus(cls, value: str) -> str:
+        if not inside_corpus(value):
+            raise ValueError(f"{value!r} must be a '/'-separated path inside corpus/ (no absolute path, no '..')")
+        return value
+
+
+def inside_corpus(file: str) -> bool:
+    path = PurePosixPath(file)
+    return not (path.is_absolute() or "\\" in file or ".." in path.parts or re.match(r"^[A-Za-z]:", file))
+
+
+class Manifest(WireModel):
+    """``manifest.json`` version v1 (SPEC §2, §11).
+
+    Cross-field rules checked here: unique item ids and corpus names, every corpus
+    file has a hash and every hash a file, ``find`` labels and
+    ``expectedEvidence`` documents exist, at least one item.
+    """
+
+    version: str
+    """Manifest format version; only ``v1``."""
+    corpus: list[CorpusEntry] = Field(default_factory=list)
+    """The documents ingested into the target."""
+    corpus_hashes: dict[str, Digest] = Field(default_factory=dict)
+    """Corpus file name → xxh3_64 hex digest of its raw bytes."""
+    mention_pattern: str | None = None
+    """Regex whose named groups are metadata fields, e.g. ``(?P<speaker>[A-Z]\\w+ \\w+)`` (SPEC §11)."""
+    items: list[Item]
+    """The items, in order; each becomes one pytest test."""
+
+    @field_validator("mention_pattern")
+    @classmethod
+    def _pattern_compiles(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        try:
+            compiled = re.compile(value)
+        except (re.error, OverflowError, RecursionError, ValueError) as exc:
+            raise ValueError(f"not a valid regular expression: {exc}") from None
+        if not compiled.groupindex:
+            raise ValueError("needs at least one named group, e.g. (?P<speaker>...), naming a metadata field")
+        return value
+
+    @cached_property
+    def mention_regex(self) -> re.Pattern[str] | None:
+        """``mention_pattern`` compiled, or None."""
+        return None if self.mention_pattern is None else re.compile(self.mention_pattern)
+
+    @model_validator(mode="after")
+    def _cross_references(self, info: ValidationInfo) -> "Manifest":
+        dataset = (info.context or {}).get("dataset", "DIR") if info is not None else "DIR"
+        self._check_corpus(str(dataset))
+        self._check_items()
+        return self
+
+    def _check_corpus(self, dataset: str) -> None:
+        names: dict[str, int] = {}
+        files: set[str] = set()
+        for i, entry in enumerate(self.corpus):
+            if entry.name in names:
+                raise RuleError(
+                    f"duplicate corpus name {entry.name!r} (also corpus[{names[entry.name]}])", f"corpus[{i}].name"
+                )
+            names[entry.name] = i
+            files.add(entry.file)
+            if entry.file not in self.corpus_hashes:
+                raise RuleError(
+                    f"corpus file {entry.file!r} has no hash in corpusHashes; run "
+                    f"`groundeval hash-corpus --dataset {dataset}` and paste its output",
+                    f"corpus[{i}].file",
+                )
+        for name in self.corpus_hashes:
+            if name not in files:
+                raise RuleError(
+                    f"corpusHashes has a hash for {name!r}, which no corpus entry uses; "
+                    "remove it or add the corpus entry",
+                    f"corpusHashes[{json.dumps(name, ensure_ascii=False)}]",
+                )
+
+    def _check_items(self) -> None:
+        if not self.items:
+            raise RuleError("the manifest has no items; a dataset needs at least one", "items")
+        index = ManifestIndex(
+            labels={entry.label for entry in self.corpus}, documents={entry.name for entry in self.corpus}
+        )
+        seen: dict[str, int] = {}
+        for i, item in enumerate(self.items):
+            if item.id in seen:
+                raise RuleError(f"duplicate item id {item.id!r} at items[{seen[item.id]}] and items[{i}]", f"items[{i}].id")
+            seen[item.id] = i
+            find = getattr(item, "find", None)
+            if find is not None and find not in index.labels:
+                raise RuleError(
+                    f"find label {find!r} is not the label of any corpus entry; labels: {index.listing(index.labels)}",
+                    f"items[{i}].find",
+                )
+            kind_of(item).check_manifest(item, f"items[{i}]", index)

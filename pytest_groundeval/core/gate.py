@@ -1,0 +1,344 @@
+"""The quality gate (SPEC §9): floors and ceilings on metrics, and the baseline recall check.
+
+The gate turns ``Metrics`` into ``GateCheck``s, each PASS, FAIL or SKIP with a
+plain-language reason; it passes iff no check FAILs. Bounds come from a JSON
+floors file (``--eval-floors``) merged over ``DEFAULT_FLOORS``. Retrieval recall
+is compared with a baseline report only when the baseline measured the same
+dataset version with the same model lineage (generate and embed models).
+
+``groundeval gate --report R [--baseline B] [--floors F]`` re-applies the gate
+to a saved report with no target (``gate_main``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Collection, Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..targets.protocol import UNKNOWN_MODEL
+from .kinds.base import MetricDirection  # noqa: F401  (re-exported: the gate's vocabulary)
+from .kinds.qa import RETRIEVAL_RECALL
+from .metrics import METRIC_DIRECTIONS, Metrics, format_value, metric_specs
+from .wire import WireModel
+
+if TYPE_CHECKING:
+    from .report import ModelLineage, Report
+
+Op = Literal[">=", "<="]
+CheckOutcome = Literal["PASS", "FAIL", "SKIP"]
+
+RECALL_MARGIN_KEY = "retrievalRecallMargin"
+"""Floors-file key for the baseline tolerance: recall must be >= baseline - margin."""
+
+DEFAULT_RECALL_MARGIN = 0.02
+"""Default baseline tolerance for ``retrievalRecall`` (SPEC §9)."""
+
+DEFAULT_FLOORS: Mapping[str, float] = MappingProxyType(
+    {
+        **{spec.wire: spec.default_bound for spec in metric_specs() if spec.default_bound is not None},
+        RECALL_MARGIN_KEY: DEFAULT_RECALL_MARGIN,
+    }
+)
+"""Bounds applied when no floors file says otherwise: each metric spec's ``default_bound`` (docs/gate.md)."""
+
+_SILENT = {spec.wire: spec.silent for spec in metric_specs() if spec.silent is not None}
+"""Metrics whose None, with their items run, FAILs a bound (``MetricSpec.silent``)."""
+
+_NOT_MEASURED = "no items measured this metric (n/a)"
+
+
+class FloorsError(ValueError):
+    """A floors file or mapping is unusable; the message names the metric, the value and the file."""
+
+
+class GateCheck(WireModel):
+    """One metric compared with one bound."""
+
+    metric: str
+    """The metric's wire name (``METRIC_DIRECTIONS``)."""
+    value: float | None
+    """The run's value; None when no item measured it."""
+    bound: float | None
+    """The floor or ceiling compared with; None when the check was skipped before a bound existed."""
+    op: Op
+    """``">="`` (floor) or ``"<="`` (ceiling)."""
+    outcome: CheckOutcome
+    """PASS, FAIL, or SKIP (not measured, or no comparable baseline)."""
+    reason: str
+    """Why, in plain language: the comparison made, or why it was skipped."""
+
+
+class GateResult(WireModel):
+    """Every check of a run and the verdict."""
+
+    passed: bool
+    """True iff no check FAILed (SPEC §9)."""
+    checks: list[GateCheck]
+    """The checks, in ``METRIC_DIRECTIONS`` order."""
+
+
+# --- floors ---------------------------------------------------------------------------------
+
+
+def _describe(value: Any) -> str:
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _valid_names() -> str:
+    return ", ".join([*METRIC_DIRECTIONS, RECALL_MARGIN_KEY])
+
+
+def _check_bound(name: str, value: Any, source: str) -> float:
+    direction = METRIC_DIRECTIONS.get(name)
+    kind = direction.kind if direction else "margin"
+    expected = "a number in [0, 1]" if direction is None or direction.rate else "a number >= 0"
+    problem = f"'{_describe(value)}' is not a valid {kind} for {name}: expected {expected} ({source})"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise FloorsError(problem)
+    if value < 0 or ((direction is None or direction.rate) and value > 1):
+        raise FloorsError(problem)
+    return float(value)
+
+
+def parse_floors(obj: Any, source: str = "floors") -> dict[str, float]:
+    """Validate a floors mapping and merge it over ``DEFAULT_FLOORS``.
+
+    The mapping is metric wire name -> number. Rates take a number in [0, 1];
+    ceilings (latency ms, tokens, errors) a number >= 0. ``null`` disables a
+    default bound (for example ``{"temporalAccuracy": null}``), except
+    ``errors``, which is always checked. ``retrievalRecallMargin`` (in [0, 1],
+    default 0.02) is the tolerance of the baseline recall check.
+
+    Args:
+        obj: The decoded JSON value.
+        source: Where it came from, for messages (e.g. ``"from floors.json"``).
+
+    Returns:
+        Metric name -> bound, plus ``retrievalRecallMargin``.
+
+    Raises:
+        FloorsError: ``obj`` is not an object; a name is unknown (the message lists
+            the valid names); a value is not a finite number, is a bool, is a rate
+            outside [0, 1] or a negative ceiling; or ``errors`` is null.
+    """
+    if not isinstance(obj, Mapping):
+        raise FloorsError(
+            f"floors must be a JSON object mapping metric names to numbers, got {_describe(obj)} ({source})"
+        )
+    merged = dict(DEFAULT_FLOORS)
+    for name, value in obj.items():
+        if name not in METRIC_DIRECTIONS and name != RECALL_MARGIN_KEY:
+            raise FloorsError(
+                f"'{name}' is not a metric with a floor or ceiling; valid names: {_valid_names()} ({source})"
+            )
+        if value is None:
+            if name in ("errors", RECALL_MARGIN_KEY):
+                raise FloorsError(f"{name} cannot be disabled with null: it is always checked ({source})")
+            merged.pop(name, None)
+            continue
+        merged[name] = _check_bound(name, value, source)
+    return merged
+
+
+def load_floors(path: str | Path) -> dict[str, float]:
+    """Read a floors JSON file and merge it over ``DEFAULT_FLOORS`` (see ``parse_floors``).
+
+    Raises:
+        FloorsError: The file cannot be read, is not JSON, or holds an invalid bound.
+    """
+    source = f"from {Path(path).name}"
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FloorsError(f"cannot read floors file {path}: {exc}") from exc
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FloorsError(f"floors file {path} is not valid JSON: {exc}") from exc
+    return parse_floors(obj, source)
+
+
+def interrupted_check(items_ran: int) -> GateCheck:
+    """The check that fails a run which stopped before every selected item ran."""
+    return GateCheck(
+        metric="run",
+        value=None,
+        bound=None,
+        op="<=",
+        outcome="FAIL",
+        reason=f"interrupted after {items_ran} items: the metrics cover only part of the selection",
+    )
+
+
+# --- evaluation -------------------------------------------------------------------------------
+
+
+def _lineage_dict(models: Mapping[str, Any] | ModelLineage | None) -> dict[str, str]:
+    if models is None:
+        return {}
+    if not isinstance(models, Mapping):
+        models = models.model_dump()
+    return {key: str(value) for key, value in models.items() if value is not None}
+
+
+def _lineage_known(models: Mapping[str, str]) -> bool:
+    return all(models.get(role) not in (None, "", UNKNOWN_MODEL) for role in ("generate", "embed"))
+
+
+def describe_lineage(models: Mapping[str, Any] | ModelLineage | None) -> str:
+    """``generate=<model>/embed=<model>``, ``unknown`` for a missing name."""
+    lineage = _lineage_dict(models)
+    return "/".join(f"{role}={lineage.get(role) or UNKNOWN_MODEL}" for role in ("generate", "embed"))
+
+
+def same_lineage(
+    a_models: Mapping[str, Any] | ModelLineage | None, b_models: Mapping[str, Any] | ModelLineage | None
+) -> bool:
+    """Whether two runs used the same generate and embed models, both known (SPEC §9).
+
+    An ``unknown`` (or missing) model name matches nothing, not even another
+    ``unknown``: a baseline is only comparable when we know it is.
+    """
+    a, b = _lineage_dict(a_models), _lineage_dict(b_models)
+    if not (_lineage_known(a) and _lineage_known(b)):
+        return False
+    return all(a[role] == b[role] for role in ("generate", "embed"))
+
+
+def _compare(metric: str, value: float | None, bound: float, op: Op, note: str = "") -> GateCheck:
+    if value is None:
+        return GateCheck(metric=metric, value=None, bound=bound, op=op, outcome="SKIP", reason=_NOT_MEASURED)
+    ok = value >= bound if op == ">=" else value <= bound
+    shown_op = op if ok else ("<" if op == ">=" else ">")
+    reason = f"{format_value(metric, value)} {shown_op} {format_value(metric, bound)}{note}"
+    return GateCheck(metric=metric, value=value, bound=bound, op=op, outcome="PASS" if ok else "FAIL", reason=reason)
+
+
+def _skip(metric: str, value: float | None, reason: str) -> GateCheck:
+    return GateCheck(metric=metric, value=value, bound=None, op=">=", outcome="SKIP", reason=reason)
+
+
+def baseline_recall(baseline: Report, qa_ids: Collection[str] | None) -> tuple[float | None, str]:
+    """The baseline's retrieval recall over the qa items that ran in this run, and a note.
+
+    A slice (``-k``, a single node id) is compared with the baseline's figure for the
+    same items, not with its whole-dataset figure. Without ids, or with a baseline
+    that lists no items, the baseline's overall metric is used.
+
+    Raises:
+        LookupError: some qa item that ran is not in the baseline (message says how many).
+    """
+    if qa_ids is None or not baseline.items:
+        return baseline.metrics.retrieval_recall, "baseline"
+    wanted = set(qa_ids)
+    expected = found = 0
+    for item in baseline.items:
+        if item.kind == "qa" and item.id in wanted:
+            wanted.discard(item.id)
+            expected += item.evidence_expected
+            found += item.evidence_found
+    if wanted:
+        raise LookupError(f"the baseline lacks {len(wanted)} of the {len(qa_ids)} qa item(s) that ran")
+    every = sum(1 for item in baseline.items if item.kind == "qa")
+    ran = f"{len(qa_ids)} qa item{'s' if len(qa_ids) != 1 else ''}"
+    scope = "baseline" if len(qa_ids) == every else f"baseline over the {ran} that ran"
+    return (found / expected if expected else None), scope
+
+
+def _baseline_recall_check(
+    value: float | None,
+    margin: float,
+    baseline: Report | None,
+    dataset_version: str,
+    models: Mapping[str, str],
+    qa_ids: Collection[str] | None = None,
+) -> GateCheck:
+    metric = RETRIEVAL_RECALL
+    if value is None:
+        return _skip(metric, value, _NOT_MEASURED)
+    if baseline is None:
+        return _skip(metric, value, "no baseline given")
+    if baseline.dataset_version != dataset_version:
+        reason = f"baseline is for dataset {baseline.dataset_version}, this run is {dataset_version}"
+        return _skip(metric, value, reason)
+    if not _lineage_known(models):
+        return _skip(metric, value, f"model lineage unknown matches no baseline (this run: {describe_lineage(models)})")
+    if not same_lineage(baseline.models, models):
+        return _skip(
+            metric,
+            value,
+            f"baseline model lineage {describe_lineage(baseline.models)} differs from {describe_lineage(models)}",
+        )
+    try:
+        reference, scope = baseline_recall(baseline, qa_ids)
+    except LookupError as exc:
+        return _skip(metric, value, str(exc))
+    if reference is None:
+        return _skip(metric, value, "the baseline measured no retrievalRecall (n/a)")
+    note = f" ({scope} {reference:.4f} - margin {margin:.4f})"
+    # Rounded so that float noise (0.93 - 0.02 = 0.9100000000000001) cannot fail an equal recall.
+    return _compare(metric, value, max(round(reference - margin, 12), 0.0), ">=", note)
+
+
+def _silent_check(metric: str, bound: float, op: Op, reason: str) -> GateCheck:
+    """A metric left unmeasured although its items ran: a FAIL, not a SKIP (``MetricSpec.silent``).
+
+    docs/gate.md skips a floor whose metric has no items; here the items ran, and a
+    target that asserts nothing must not pass as green.
+    """
+    return GateCheck(metric=metric, value=None, bound=bound, op=op, outcome="FAIL", reason=reason)
+
+
+def evaluate_gate(
+    metrics: Metrics,
+    *,
+    floors: Mapping[str, float | None] | None = None,
+    baseline: Report | None = None,
+    dataset_version: str,
+    models: Mapping[str, Any] | ModelLineage,
+    qa_ids: Collection[str] | None = None,
+) -> GateResult:
+    """Apply floors, ceilings and the baseline recall check to a run's metrics (SPEC §9).
+
+    Args:
+        metrics: The run's metrics.
+        floors: The complete bounds (as returned by ``parse_floors``/``load_floors``);
+            None means ``DEFAULT_FLOORS``. A metric absent (or None) here has no
+            bound, except ``errors``, which is always checked (ceiling 0 unless set).
+        baseline: A previous report to compare retrieval recall with, if any.
+        dataset_version: This run's dataset version.
+        models: This run's model lineage: ``{"generate": name, "embed": name}``.
+        qa_ids: Ids of the qa items that ran; the baseline's recall is then taken over
+            the same items (see ``baseline_recall``). None: the baseline's overall figure.
+
+    Returns:
+        The checks and the verdict: passed iff no check FAILed. A metric that is
+        None is SKIPped with a note; the baseline check is SKIPped, saying why,
+        unless dataset version and both model names match and are known.
+    """
+    bounds = dict(DEFAULT_FLOORS if floors is None else floors)
+    margin = bounds.get(RECALL_MARGIN_KEY)
+    margin = DEFAULT_RECALL_MARGIN if margin is None else margin
+    values = metrics.to_wire()
+    lineage = _lineage_dict(models)
+    checks: list[GateCheck] = []
+    for metric, direction in METRIC_DIRECTIONS.items():
+        bound = bounds.get(metric)
+        if metric == "errors" and bound is None:
+            bound = 0
+        if bound is not None:
+            silent = _SILENT[metric](metrics) if values[metric] is None and metric in _SILENT else None
+            if silent is not None:
+                checks.append(_silent_check(metric, float(bound), direction.op, silent))
+            else:
+                checks.append(_compare(metric, values[metric], float(bound), direction.op))
+        if metric == RETRIEVAL_RECALL:
+            checks.append(_baseline_recall_check(values[metric], margin, baseline, dataset_version, lineage, qa_ids))
+    return GateResult(passed=all(c.outcome != "FAIL" for c in checks), checks=checks)

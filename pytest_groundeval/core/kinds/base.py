@@ -1,0 +1,248 @@
+"""What every item kind shares: the item base model, field types, and the ``Kind`` interface.
+
+An item kind (docs/dataset.md) is one module of ``core.kinds`` holding its item
+model, how it runs against a target (or offline), how it is judged, and what it
+adds to the metrics; ``core.kinds`` registers the modules. This module imports
+nothing else of the package except the wire base model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+
+from pydantic import Field, StringConstraints, field_validator
+
+from ..wire import WireModel
+
+if TYPE_CHECKING:
+    from ..dataset import Dataset
+    from ..outcome import ItemOutcome
+    from ..runner import ItemRunner
+
+ID_PATTERN = r"^[A-Za-z0-9_-]+$"
+"""Item ids: letters, digits, ``-`` and ``_`` so node ids, ``-k`` and IDE re-runs work (docs/dataset.md)."""
+
+TAG_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+"""Tags become pytest markers, so they must be valid marker names."""
+
+MARKER_NAME_PATTERN = r"^S?[0-9]+$"
+"""A citation marker's name as written inside the brackets: ``S1`` or ``1`` (docs/citation.md)."""
+
+RESERVED_TAGS = frozenset({"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings"})
+"""pytest's built-in markers: a tag with one of these names would change how pytest runs the item."""
+
+ItemId = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
+TagName = Annotated[str, StringConstraints(pattern=TAG_PATTERN)]
+MarkerName = Annotated[str, StringConstraints(pattern=MARKER_NAME_PATTERN)]
+NonEmpty = Annotated[str, StringConstraints(min_length=1)]
+
+Op = Literal[">=", "<="]
+
+
+class RuleError(ValueError):
+    """A cross-field rule broken inside a model validator, carrying where it happened.
+
+    Pydantic keeps the raised ``ValueError`` in the error's ``ctx``; the loader reads
+    ``json_path`` from it because a model-level validator's ``loc`` points at the model.
+    """
+
+    def __init__(self, message: str, json_path: str | None = None) -> None:
+        super().__init__(message)
+        self.json_path = json_path
+
+
+def _check_tags(tags: list[str]) -> list[str]:
+    for i, tag in enumerate(tags):
+        if tag in RESERVED_TAGS:
+            raise RuleError(
+                f"tag {tag!r} is one of pytest's built-in markers and would change how the item runs; rename it",
+                json_path=f"[{i}]",
+            )
+    return tags
+
+
+class ItemBase(WireModel):
+    """Fields every item has (docs/dataset.md)."""
+
+    id: ItemId
+    """Unique within the dataset; letters, digits, ``-``, ``_``."""
+    tags: list[TagName] = Field(default_factory=list)
+    """Names that become pytest markers on the item."""
+
+    @field_validator("tags")
+    @classmethod
+    def _tags_not_reserved(cls, value: list[str]) -> list[str]:
+        return _check_tags(value)
+
+
+class RecordedAnswer(WireModel):
+    """A recorded answer reviewed without calling a target."""
+
+    answer: str
+    """The answer text."""
+
+
+@dataclass(frozen=True)
+class MetricDirection:
+    """How a bound on one metric reads."""
+
+    op: Op
+    """``">="`` for a floor (higher is better), ``"<="`` for a ceiling (lower is better)."""
+    rate: bool
+    """True for a rate in [0, 1]; otherwise the bound is any number >= 0."""
+    unit: str = ""
+    """Unit shown after the value: ``"ms"``, ``"tokens"`` or empty."""
+
+    @property
+    def kind(self) -> str:
+        """``"floor"`` or ``"ceiling"``, as used in messages."""
+        return "floor" if self.op == ">=" else "ceiling"
+
+
+FLOOR = MetricDirection(">=", rate=True)
+"""A rate in [0, 1] where higher is better."""
+CEILING_RATE = MetricDirection("<=", rate=True)
+"""A rate in [0, 1] where lower is better (a share of mistakes)."""
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric a kind measures (docs/gate.md).
+
+    Attributes:
+        field: The ``Metrics`` field name (snake_case); its wire name is camelCase.
+        doc: What the metric is, with its denominator, for docs and ``Metrics``.
+        direction: How a bound on it reads; None for a count that is not gate-able.
+        default_bound: The bound applied when no floors file says otherwise, or None.
+        type_: ``"rate"`` (float or None) or ``"count"`` (int, 0 by default).
+        silent: For a metric that is None although its items ran: a function of the
+            run's ``Metrics`` returning why that must FAIL a bound rather than SKIP
+            it (a target that asserts nothing must not pass), or None.
+    """
+
+    field: str
+    doc: str
+    direction: MetricDirection | None = FLOOR
+    default_bound: float | None = None
+    type_: Literal["rate", "count"] = "rate"
+    silent: Callable[[Any], str | None] | None = None
+
+    @property
+    def wire(self) -> str:
+        """The camelCase name used in reports, floors files and the summary."""
+        head, *rest = self.field.split("_")
+        return head + "".join(part.capitalize() for part in rest)
+
+
+@dataclass
+class Tally:
+    """A kind's counters over outcomes; subclasses add integer (or ``Fraction``) fields.
+
+    ``merge`` adds another tally field by field, so per-worker partial results give
+    the same metrics as a plain run.
+    """
+
+    items: int = 0
+
+    def merge(self, other: Tally) -> Tally:
+        """Add ``other``'s counts into this tally; returns ``self``."""
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+        return self
+
+
+@dataclass
+class ManifestIndex:
+    """What a kind's manifest check can look up: corpus labels and document names."""
+
+    labels: set[str] = field(default_factory=set)
+    documents: set[str] = field(default_factory=set)
+
+    @staticmethod
+    def listing(values: set[str], limit: int = 20) -> str:
+        """``values`` sorted and quoted for a message, at most ``limit`` of them."""
+        ordered = sorted(values)
+        shown = ", ".join(repr(v) for v in ordered[:limit])
+        return (shown + f", … ({len(ordered) - limit} more)") if len(ordered) > limit else (shown or "none")
+
+
+class Kind:
+    """One item kind: its model, how it runs, how it is judged, what it adds to the metrics.
+
+    Subclass it in a module of ``core.kinds`` and list that module in the registry
+    (``core.kinds.KIND_MODULES``); docs/architecture.md walks through adding one.
+    """
+
+    name: ClassVar[str]
+    """The ``kind`` value in a manifest, also the pytest marker and the node id segment."""
+    model: ClassVar[type[ItemBase]]
+    """The pydantic model of one item (its ``kind`` field is ``Literal[name]``)."""
+    metrics: ClassVar[tuple[MetricSpec, ...]] = ()
+    """The metrics this kind measures, in the order the gate prints them."""
+    tally_type: ClassVar[type[Tally]] = Tally
+    """The counters ``tally`` folds outcomes into."""
+
+    # -- the manifest
+
+    def check_manifest(self, item: Any, where: str, index: ManifestIndex) -> None:
+        """Cross-references of one item to the corpus; raise ``RuleError`` naming the field.
+
+        Args:
+            item: The validated item.
+            where: Its JSON path in the manifest, e.g. ``items[3]``.
+            index: The manifest's corpus labels and document names.
+        """
+
+    # -- running
+
+    def needs_target(self, item: Any) -> bool:
+        """Whether running ``item`` calls the target (recorded answers do not)."""
+        return True
+
+    async def run(self, runner: ItemRunner, item: Any, dataset: Dataset) -> ItemOutcome:
+        """Run ``item`` against ``runner``'s target and judge it.
+
+        Raises:
+            TargetError: a target call failed (the runner turns it into an errored outcome).
+        """
+        raise NotImplementedError
+
+    def run_offline(self, item: Any, dataset: Dataset) -> ItemOutcome:
+        """Judge an item that needs no target (``needs_target`` is False).
+
+        Raises:
+            TypeError: the item needs a target.
+        """
+        raise TypeError(f"{item.kind} item {item.id} needs a target")
+
+    def errored(self, item: Any, error: str) -> ItemOutcome:
+        """The outcome of ``item`` when it could not be run (never dropped from a denominator)."""
+        from ..outcome import ItemOutcome
+
+        return ItemOutcome(id=item.id, kind=item.kind, passed=False, error=error, detail=error)
+
+    # -- metrics
+
+    def new_tally(self) -> Tally:
+        """Empty counters."""
+        return self.tally_type()
+
+    def tally(self, tally: Any, outcome: ItemOutcome) -> None:
+        """Fold one outcome of this kind into ``tally`` (``tally.items`` is counted for you).
+
+        Raises:
+            ValueError: a figure of the outcome is out of range; the message names the item.
+        """
+
+    def tally_any(self, tally: Any, outcome: ItemOutcome) -> None:
+        """Fold what an outcome of *any* kind carries for this kind's metrics (default: nothing).
+
+        For figures that may travel on other kinds' outcomes, e.g. citation
+        paragraph counts in ``extra``.
+        """
+
+    def results(self, tally: Any) -> Mapping[str, Any]:
+        """The values of ``metrics`` (by field name) from ``tally``; a rate with no denominator is None."""
+        return {}

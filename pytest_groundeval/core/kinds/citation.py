@@ -1,0 +1,607 @@
+"""citation items: paragraph-level citation accuracy, the deterministic part (docs/citation.md).
+
+An answer is split into paragraphs (blank-line separated). Only paragraphs that
+carry at least one ``[N]``/``[S#]`` marker are judged; headers, intros and
+transitions without a marker are dropped. Each judged paragraph is checked for
+
+* ``missingSource``: a cited marker names no known source;
+* ``metadataMismatch``: a mention matched by the dataset's ``mentionPattern``
+  (named groups are metadata fields, e.g. ``speaker``, ``party``) disagrees with
+  every cited source on some field that source's metadata has.
+
+``judge_citation`` judges one answer against a marker → metadata map;
+``source_map`` builds that map from an item's ``sources``, its recorded
+``response`` and a target's evidence list. ``CitationKind`` calls both: with the
+recorded answer and no target call when the item has a ``response``, else with
+the generate response.
+
+The optional coverage scorer and judge verdict of SPEC §11 are not here.
+This module does not import pytest.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from ..contract import MARKER_IN_TEXT_PATTERN
+from ..evidence import EvidenceBlock, describe_review, review_answer
+from ..outcome import ItemOutcome
+from ..text import shorten
+from ..wire import WireModel
+from .base import CEILING_RATE, ItemBase, Kind, ManifestIndex, MarkerName, MetricSpec, RecordedAnswer, RuleError, Tally
+
+if TYPE_CHECKING:
+    from ..dataset import Dataset
+    from ..runner import ItemRunner
+
+__all__ = [
+    "CitationItem",
+    "NO_CITATION_DETAIL",
+    "PARAGRAPH_TEXT_CHARS",
+    "ParagraphVerdict",
+    "cited_markers",
+    "disagreements",
+    "judge_citation",
+    "judge_paragraph",
+    "mention_mismatch",
+    "mentions",
+    "normalise_field",
+    "paragraphs",
+    "source_map",
+]
+
+
+# --------------------------------------------------------------------------- the item model
+
+
+class RecordedSource(WireModel):
+    """One source of a recorded answer, as its citation markers name it."""
+
+    marker: MarkerName
+    """The marker inside the brackets: ``S1`` or ``1``."""
+    document: str | None = None
+    """Document name the source came from."""
+    text: str | None = None
+    """The source's text (scored for coverage, SPEC §11)."""
+    start: Annotated[int, Field(ge=0)] | None = None
+    """UTF-8 byte offset of the span in the document's canonical text."""
+    end: Annotated[int, Field(ge=0)] | None = None
+    """UTF-8 byte offset, exclusive."""
+    metadata: dict[str, str] = Field(default_factory=dict)
+    """Metadata fields (e.g. ``speaker``, ``party``)."""
+
+
+class RecordedResponse(RecordedAnswer):
+    """A recorded production answer with its sources (SPEC §11)."""
+
+    sources: list[RecordedSource] = Field(default_factory=list)
+    """The sources the answer's markers cite."""
+
+
+class SourceMetadata(WireModel):
+    """Metadata of a source a citation may cite, checked against ``mentionPattern`` (SPEC §11)."""
+
+    marker: MarkerName
+    """The marker inside the brackets: ``S1`` or ``1``."""
+    document: str | None = None
+    """The corpus document behind the marker, if fixed."""
+    metadata: dict[str, str] = Field(default_factory=dict)
+    """Field name → value, e.g. ``{"speaker": "Anna Lind", "party": "S"}``."""
+
+
+class CitationItem(ItemBase):
+    """Paragraph-level citation accuracy (SPEC §11)."""
+
+    kind: Literal["citation"]
+    """Always ``citation``."""
+    question: str | None = None
+    """Sent to the target; optional when a recorded ``response`` is given."""
+    response: RecordedResponse | None = None
+    """A recorded answer judged without calling the target."""
+    find: str | None = None
+    """Corpus label to restrict retrieval to, or null."""
+    sources: list[SourceMetadata] = Field(default_factory=list)
+    """Metadata of the sources the answer may cite."""
+    evidence: EvidenceBlock | None = None
+    """Optional evidence-risk block (SPEC §8)."""
+
+    @model_validator(mode="after")
+    def _question_or_response(self) -> "CitationItem":
+        if not self.question and self.response is None:
+            raise RuleError("a citation item needs a question or a recorded response", "question")
+        seen: dict[str, int] = {}
+        for i, source in enumerate(self.sources):
+            if source.marker in seen:
+                raise RuleError(
+                    f"marker {source.marker!r} is already described by sources[{seen[source.marker]}]",
+                    f"sources[{i}].marker",
+                )
+            seen[source.marker] = i
+        return self
+
+
+# --------------------------------------------------------------------------- the checks
+
+
+PARAGRAPH_TEXT_CHARS = 300
+"""Characters of a paragraph's text kept in ``extra.citationParagraphs`` for the report."""
+
+DETAIL_TEXT_CHARS = 120
+"""Characters of a failing paragraph quoted in ``detail``."""
+
+MAX_DETAIL_PARAGRAPHS = 10
+"""Failing paragraphs listed in ``detail``; the rest are counted (all are in ``extra``)."""
+
+NO_CITATION_DETAIL = (
+    "no paragraph carried a citation marker ([N] or [S#]), so nothing could be judged; "
+    "an answer without citations does not pass a citation item (SPEC §11)"
+)
+"""``detail`` of an answer with no judged paragraph."""
+
+MAX_KNOWN_MARKERS = 10
+"""Known markers named in a ``missingSource`` line before the rest are counted."""
+
+_MARKER_RE = re.compile(MARKER_IN_TEXT_PATTERN)
+# A blank line is a line holding only whitespace; any run of them separates paragraphs.
+_PARAGRAPH_BREAK_RE = re.compile(r"\n[^\S\n]*\n\s*")
+
+
+# --------------------------------------------------------------------------- sources
+
+
+def source_map(item: CitationItem, evidence: Sequence[Mapping[str, Any]] | None = None) -> dict[str, dict[str, str]]:
+    """The sources an answer to ``item`` may cite: marker → metadata fields.
+
+    Two cases, by where the answer came from:
+
+    * **Recorded answer** (``evidence`` is None): every marker of the item's
+      ``sources`` list and of its recorded ``response.sources`` exists. A marker in
+      both gets the union of the two metadata dicts; on a field both set, the
+      item's ``sources`` wins (it is the dataset author's curated metadata, the
+      recorded one is what production said).
+    * **Target answer** (``evidence`` is the generate response's ``evidence`` list,
+      SPEC §3): the markers that exist are exactly the evidence markers, because
+      an answer can only cite what the target retrieved. Each evidence entry takes
+      its metadata from the item's ``sources``: first from an entry whose
+      ``document`` equals the evidence's ``document``, else from the entry with the
+      same marker provided that entry names no document or the same one (an entry
+      pinned to another document describes a different source). An evidence marker
+      with no such entry exists with no metadata, so no mention can disagree with it.
+
+    Args:
+        item: The citation item.
+        evidence: The target's evidence entries ``{"marker", "document", "start",
+            "end"}``, or None for a recorded answer. Entries lacking a string
+            ``marker`` are ignored (the runner checks the response shape first).
+
+    Returns:
+        Marker as written inside the brackets (``"S1"`` for ``[S1]``, ``"1"`` for
+        ``[1]``) → ``{field: value}``; fresh dicts the caller may mutate.
+    """
+    declared = {source.marker: source for source in item.sources}
+    if evidence is None:
+        sources: dict[str, dict[str, str]] = {}
+        recorded = item.response.sources if item.response is not None else []
+        for source in recorded:
+            sources.setdefault(source.marker, {}).update(source.metadata)
+        for marker, source in declared.items():
+            sources.setdefault(marker, {}).update(source.metadata)
+        return sources
+    by_document: dict[str, dict[str, str]] = {}
+    for source in item.sources:
+        if source.document is not None:
+            by_document.setdefault(source.document, source.metadata)
+    sources = {}
+    for entry in evidence:
+        marker = entry.get("marker")
+        if not isinstance(marker, str):
+            continue
+        document = entry.get("document")
+        metadata = by_document.get(document) if isinstance(document, str) else None
+        if metadata is None:
+            same_marker = declared.get(marker)
+            if same_marker is not None and same_marker.document in (None, document):
+                metadata = same_marker.metadata
+        sources.setdefault(marker, {}).update(metadata or {})
+    return sources
+
+
+# --------------------------------------------------------------------------- paragraphs
+
+
+def paragraphs(answer: str) -> list[str]:
+    """Split an answer into paragraphs: text separated by one or more blank lines.
+
+    ``\\r\\n`` and ``\\r`` count as ``\\n``; a line holding only whitespace is blank.
+    Paragraphs are stripped; empty ones are not returned.
+
+    Args:
+        answer: The answer text.
+
+    Returns:
+        The paragraphs in order. Their positions in this list are the ``index``
+        of ``extra.citationParagraphs``.
+    """
+    text = answer.replace("\r\n", "\n").replace("\r", "\n")
+    return [part.strip() for part in _PARAGRAPH_BREAK_RE.split(text) if part.strip()]
+
+
+def cited_markers(paragraph: str) -> list[str]:
+    """Markers cited in ``paragraph``, as written inside the brackets, first occurrence order, no repeats."""
+    return list(dict.fromkeys(_MARKER_RE.findall(paragraph)))
+
+
+def normalise_field(value: str) -> str:
+    """A metadata value in the form mentions and sources are compared in (SPEC §11).
+
+    NFC-normalised, case-folded, runs of whitespace collapsed to one space, trimmed,
+    so ``"anna  BERG"`` equals ``"Anna Berg"`` and a decomposed ``"Å"`` equals a
+    composed one.
+    """
+    folded = unicodedata.normalize("NFC", unicodedata.normalize("NFC", value).casefold())
+    return " ".join(folded.split())
+
+
+# --------------------------------------------------------------------------- verdicts
+
+
+@dataclass
+class ParagraphVerdict:
+    """The deterministic verdict on one judged paragraph (SPEC §11)."""
+
+    index: int
+    """Position of the paragraph among all non-empty paragraphs of the answer (0-based)."""
+    text: str
+    """The paragraph, stripped."""
+    markers: list[str]
+    """Markers cited, as written inside the brackets, in first-occurrence order."""
+    metadata_mismatch: list[str] = field(default_factory=list)
+    """One text per mention that agrees with no cited source, naming found and expected values."""
+    missing_markers: list[str] = field(default_factory=list)
+    """Cited markers that name no known source (the ``missingSource`` finding)."""
+
+    @property
+    def deterministic_pass(self) -> bool:
+        """No metadata mismatch and no unknown marker."""
+        return not self.metadata_mismatch and not self.missing_markers
+
+    def to_extra(self) -> dict[str, Any]:
+        """The paragraph as JSON built-ins for ``extra.citationParagraphs``; text cut to ``PARAGRAPH_TEXT_CHARS``."""
+        return {
+            "index": self.index,
+            "text": shorten(self.text, PARAGRAPH_TEXT_CHARS, collapse=False),
+            "markers": list(self.markers),
+            "metadataMismatch": list(self.metadata_mismatch),
+            "missingMarkers": list(self.missing_markers),
+            "deterministicPass": self.deterministic_pass,
+        }
+
+
+def judge_paragraph(
+    index: int,
+    text: str,
+    sources: Mapping[str, Mapping[str, str]],
+    mention_regex: re.Pattern[str] | None,
+) -> ParagraphVerdict:
+    """Run the deterministic checks on one paragraph that cites at least one marker.
+
+    Args:
+        index: The paragraph's position in ``paragraphs(answer)``.
+        text: The paragraph.
+        sources: Marker → metadata (see ``source_map``).
+        mention_regex: The dataset's compiled ``mentionPattern``, or None (no mention check).
+
+    Returns:
+        The verdict: unknown markers, and one mismatch text per distinct failing mention.
+    """
+    markers = cited_markers(text)
+    verdict = ParagraphVerdict(index=index, text=text, markers=markers)
+    verdict.missing_markers = [marker for marker in markers if marker not in sources]
+    cited = [marker for marker in markers if marker in sources]
+    if mention_regex is None or not cited:
+        # With every cited marker unknown there is no metadata to compare: the paragraph
+        # already fails as missingSource, and a mismatch would only repeat that.
+        return verdict
+    for mention in mentions(text, mention_regex):
+        mismatch = mention_mismatch(mention, cited, sources)
+        if mismatch is not None and mismatch not in verdict.metadata_mismatch:
+            verdict.metadata_mismatch.append(mismatch)
+    return verdict
+
+
+def mentions(text: str, mention_regex: re.Pattern[str]) -> Iterable[dict[str, str]]:
+    """Each match of ``mention_regex`` in ``text`` as ``{field: value}``.
+
+    Named groups that did not take part in the match, or matched only whitespace,
+    are left out; an empty match (a pattern that can match nothing) is no mention.
+    """
+    for match in mention_regex.finditer(text):
+        if not match.group(0):
+            continue
+        fields = {name: value for name, value in match.groupdict().items() if value and value.strip()}
+        if fields:
+            yield fields
+
+
+def disagreements(mention: Mapping[str, str], metadata: Mapping[str, str]) -> list[str]:
+    """Fields where ``metadata`` sets a value that differs from the mention's (normalised).
+
+    A field the source's metadata lacks is not a disagreement: the source cannot
+    contradict what it does not record.
+    """
+    return [
+        name
+        for name, value in mention.items()
+        if name in metadata and normalise_field(metadata[name]) != normalise_field(value)
+    ]
+
+
+def mention_mismatch(
+    mention: Mapping[str, str], cited: Sequence[str], sources: Mapping[str, Mapping[str, str]]
+) -> str | None:
+    """The ``metadataMismatch`` text of a mention, or None when a cited source agrees with it.
+
+    Example: ``speaker 'Anna Berg', party 'S' (cited [2]) but source [2] has speaker 'Lars Holm'``.
+    """
+    against: list[str] = []
+    for marker in cited:
+        metadata = sources[marker]
+        wrong = disagreements(mention, metadata)
+        if not wrong:
+            return None
+        against.append(f"source [{marker}] has " + ", ".join(f"{name} {metadata[name]!r}" for name in wrong))
+    found = ", ".join(f"{name} {value!r}" for name, value in mention.items())
+    where = ", ".join(f"[{marker}]" for marker in cited)
+    return f"{found} (cited {where}) but " + "; ".join(against)
+
+
+# --------------------------------------------------------------------------- the item
+
+
+def judge_citation(
+    item: CitationItem,
+    *,
+    answer: str,
+    sources: Mapping[str, Mapping[str, str]],
+    mention_regex: re.Pattern[str] | None,
+) -> ItemOutcome:
+    """Judge an answer to a citation item with the deterministic checks of SPEC §11.
+
+    The item passes when at least one paragraph was judged, every judged paragraph
+    passes (no unknown marker, no metadata mismatch) and, when the item has an
+    evidence block (SPEC §8), its review passes. An answer with no cited paragraph
+    fails with ``NO_CITATION_DETAIL``: an answer without citations must not pass
+    silently.
+
+    Args:
+        item: The citation item (its ``id`` and optional ``evidence`` block are used).
+        answer: The target's answer, or the recorded ``response.answer``.
+        sources: Marker as it appears in the brackets → metadata (see ``source_map``).
+        mention_regex: The dataset's compiled ``mentionPattern`` (``Manifest.mention_regex``),
+            or None to check markers only.
+
+    Returns:
+        An ``ItemOutcome`` of kind ``citation`` whose ``extra`` holds JSON built-ins:
+        ``citationParagraphsJudged`` (int), ``citationParagraphsMismatched`` (int:
+        judged paragraphs failing any deterministic check, i.e. with a metadata
+        mismatch *or* an unknown marker), ``citationParagraphsDropped`` (int:
+        paragraphs without a marker) and ``citationParagraphs`` (one dict per judged
+        paragraph, see ``ParagraphVerdict.to_extra``).
+    """
+    verdicts: list[ParagraphVerdict] = []
+    all_paragraphs = paragraphs(answer)
+    for index, text in enumerate(all_paragraphs):
+        if _MARKER_RE.search(text):
+            verdicts.append(judge_paragraph(index, text, sources, mention_regex))
+    failing = [verdict for verdict in verdicts if not verdict.deterministic_pass]
+    review = review_answer(item.evidence, answer) if item.evidence is not None else None
+
+    problems: list[str] = []
+    if not verdicts:
+        problems.append(NO_CITATION_DETAIL)
+    if failing:
+        problems.append(_failing_detail(failing, len(verdicts), sources))
+    if review is not None and not review.passed:
+        problems.append(describe_review(review))
+    detail = "\n".join(problems) or (
+        f"{len(verdicts)} cited paragraph(s) judged, {len(all_paragraphs) - len(verdicts)} without a marker dropped; "
+        "every marker names a source and every mention agrees with a cited source"
+    )
+    return ItemOutcome(
+        id=item.id,
+        kind="citation",
+        passed=not problems,
+        detail=detail,
+        evidence_review=review,
+        extra={
+            "citationParagraphsJudged": len(verdicts),
+            "citationParagraphsMismatched": len(failing),
+            "citationParagraphsDropped": len(all_paragraphs) - len(verdicts),
+            "citationParagraphs": [verdict.to_extra() for verdict in verdicts],
+        },
+    )
+
+
+# --------------------------------------------------------------------------- detail text
+
+
+def _failing_detail(failing: list[ParagraphVerdict], judged: int, sources: Mapping[str, Any]) -> str:
+    markers = list(sources)
+    known = ", ".join(f"[{marker}]" for marker in markers[:MAX_KNOWN_MARKERS]) or "none"
+    if len(markers) > MAX_KNOWN_MARKERS:
+        known += f", … ({len(markers) - MAX_KNOWN_MARKERS} more)"
+    lines = [f"{len(failing)} of {judged} cited paragraph(s) failed the deterministic checks:"]
+    for verdict in failing[:MAX_DETAIL_PARAGRAPHS]:
+        quoted = shorten(verdict.text, DETAIL_TEXT_CHARS)
+        lines.append(f"  paragraph {verdict.index}: {quoted!r}")
+        if verdict.missing_markers:
+            unknown = ", ".join(f"[{marker}]" for marker in verdict.missing_markers)
+            lines.append(f"    missingSource: {unknown} names no source (known: {known})")
+        lines.extend(f"    metadataMismatch: {text}" for text in verdict.metadata_mismatch)
+    if len(failing) > MAX_DETAIL_PARAGRAPHS:
+        lines.append(f"  … and {len(failing) - MAX_DETAIL_PARAGRAPHS} more (all in extra.citationParagraphs)")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- the kind
+
+
+def _extra_count(outcome: ItemOutcome, key: str) -> int | None:
+    value = outcome.extra.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"item {outcome.id!r}: extra.{key} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _part_of_judged(outcome: ItemOutcome, key: str, judged: int) -> int | None:
+    value = _extra_count(outcome, key)
+    if value is not None and value > judged:
+        raise ValueError(
+            f"item {outcome.id!r}: extra.{key} ({value}) exceeds extra.citationParagraphsJudged ({judged})"
+        )
+    return value
+
+
+def _extra_scores(outcome: ItemOutcome) -> list[float]:
+    value = outcome.extra.get("citationCoverageScores")
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"item {outcome.id!r}: extra.citationCoverageScores must be a list, got {value!r}")
+    scores = []
+    for i, score in enumerate(value):
+        if score is None:  # the scorer was unreachable for this paragraph (docs/citation.md)
+            continue
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0.0 <= score <= 1.0:
+            raise ValueError(
+                f"item {outcome.id!r}: extra.citationCoverageScores[{i}] must be a number in [0, 1], got {score!r}"
+            )
+        scores.append(float(score))
+    return scores
+
+
+CITATION_EXTRA_KEYS = (
+    "citationParagraphsJudged",
+    "citationParagraphsMismatched",
+    "citationParagraphsSupported",
+    "citationParagraphsWrongSpeaker",
+    "citationCoverageScores",
+)
+"""``ItemOutcome.extra`` keys read for the citation metrics (docs/citation.md)."""
+
+
+@dataclass
+class CitationTally(Tally):
+    """Citation paragraph counts, summed over every outcome that carries them."""
+
+    judged: int = 0
+    mismatched: int = 0
+    judge_judged: int = 0
+    judge_supported: int = 0
+    speaker_judged: int = 0
+    speaker_wrong: int = 0
+    coverage_scores: int = 0
+    coverage_score_sum: Fraction = Fraction(0)
+
+
+class CitationKind(Kind):
+    name = "citation"
+    model = CitationItem
+    tally_type = CitationTally
+    metrics = (
+        MetricSpec(
+            "citation_metadata_accuracy",
+            "Judged citation paragraphs with no metadata mismatch / judged paragraphs.",
+        ),
+        MetricSpec(
+            "citation_supported_rate",
+            "Paragraphs the judge found supported / judged paragraphs, over items that ran a judge.",
+        ),
+        MetricSpec(
+            "wrong_speaker_rate",
+            "Paragraphs the judge found wrong_speaker / judged paragraphs, over items that ran a judge.",
+            direction=CEILING_RATE,
+        ),
+        MetricSpec(
+            "coverage_score_mean",
+            "Mean citation coverage score in [0, 1] over paragraphs the scorer scored (nulls skipped).",
+        ),
+    )
+
+    def check_manifest(self, item: CitationItem, where: str, index: ManifestIndex) -> None:
+        if item.response is not None:
+            return
+        for j, source in enumerate(item.sources):
+            if source.document is not None and source.document not in index.documents:
+                raise RuleError(
+                    f"document {source.document!r} is not a corpus name; names: {index.listing(index.documents)}",
+                    f"{where}.sources[{j}].document",
+                )
+
+    def needs_target(self, item: CitationItem) -> bool:
+        return item.response is None
+
+    async def run(self, runner: ItemRunner, item: CitationItem, dataset: Dataset) -> ItemOutcome:
+        await runner.ensure_ingested(dataset)
+        response, figures = await runner.generate(item)
+        outcome = judge_citation(
+            item,
+            answer=response["answer"],
+            sources=source_map(item, response["evidence"]),
+            mention_regex=dataset.manifest.mention_regex,
+        )
+        return outcome.model_copy(update=figures)
+
+    def run_offline(self, item: CitationItem, dataset: Dataset) -> ItemOutcome:
+        if item.response is None:
+            return super().run_offline(item, dataset)
+        return judge_citation(
+            item,
+            answer=item.response.answer,
+            sources=source_map(item, None),
+            mention_regex=dataset.manifest.mention_regex,
+        )
+
+    def tally_any(self, tally: CitationTally, outcome: ItemOutcome) -> None:
+        """Fold the citation figures of any outcome's ``extra`` into ``tally``.
+
+        Raises:
+            ValueError: a figure has the wrong type or exceeds the judged count.
+        """
+        judged = _extra_count(outcome, "citationParagraphsJudged")
+        if judged is not None:
+            tally.judged += judged
+            tally.mismatched += _part_of_judged(outcome, "citationParagraphsMismatched", judged) or 0
+            supported = _part_of_judged(outcome, "citationParagraphsSupported", judged)
+            if supported is not None:
+                tally.judge_judged += judged
+                tally.judge_supported += supported
+            wrong_speaker = _part_of_judged(outcome, "citationParagraphsWrongSpeaker", judged)
+            if wrong_speaker is not None:
+                tally.speaker_judged += judged
+                tally.speaker_wrong += wrong_speaker
+        scores = _extra_scores(outcome)
+        tally.coverage_scores += len(scores)
+        tally.coverage_score_sum += sum(map(Fraction, scores), Fraction(0))
+
+    def results(self, tally: CitationTally) -> dict[str, Any]:
+        from ..metrics import ratio
+
+        return {
+            "citation_metadata_accuracy": ratio(tally.judged - tally.mismatched, tally.judged),
+            "citation_supported_rate": ratio(tally.judge_supported, tally.judge_judged),
+            "wrong_speaker_rate": ratio(tally.speaker_wrong, tally.speaker_judged),
+            "coverage_score_mean": ratio(tally.coverage_score_sum, tally.coverage_scores),
+        }
+
+
+KIND = CitationKind()

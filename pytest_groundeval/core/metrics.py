@@ -1,0 +1,247 @@
+"""Session metrics aggregated from per-item outcomes (docs/gate.md: metrics).
+
+Each item kind (``core.kinds``) declares the metrics it measures and folds its
+outcomes into a tally of its own; this module adds the metrics every kind shares
+(evidence risk, latency, tokens, errors, item counts) and builds ``Metrics``,
+the report's ``metrics`` object, from the registry: kind metrics in registry
+order, then the shared ones.
+
+``MetricsAccumulator`` keeps counters (and one ``array('d')`` of latencies), so
+memory stays flat per item; accumulators merge, so per-worker partial results
+can be combined under pytest-xdist and give the same metrics as a plain run.
+``compute_metrics`` is the one-shot form.
+
+Denominators: an item that errored still counts where the dataset fixes the
+denominator (its expected evidence is not found, its falsehood is not rejected,
+its temporal check failed). A metric whose denominator is 0 is ``None`` (shown
+as n/a) — never NaN, 0 or 1.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from types import MappingProxyType
+from typing import Any, Optional
+
+from pydantic import Field, create_model
+
+from .kinds import KIND_NAMES, all_kinds
+from .kinds.base import MetricDirection, MetricSpec
+from .outcome import ItemOutcome
+from .wire import WireModel
+
+ITEM_KINDS: tuple[str, ...] = KIND_NAMES
+"""Every item kind, in report order (the registry's)."""
+
+COMMON_METRICS: tuple[MetricSpec, ...] = (
+    MetricSpec(
+        "evidence_risk_score",
+        "Mean evidence-risk score (docs/evidence-risk.md) over reviewed evidence blocks only (reviewed: true), "
+        "whatever the item's kind.",
+    ),
+    MetricSpec(
+        "latency_ms_p50",
+        "Median client-side wall time of /v1/generate in ms, linear interpolation between closest ranks "
+        "(numpy's default), over items with a generate call.",
+        direction=MetricDirection("<=", rate=False, unit="ms"),
+    ),
+    MetricSpec(
+        "latency_ms_p95",
+        "95th percentile of the same latencies in ms, same interpolation.",
+        direction=MetricDirection("<=", rate=False, unit="ms"),
+    ),
+    MetricSpec(
+        "tokens_per_query",
+        "Mean prompt + completion tokens over items whose generate call reported tokens (a missing half counts as 0).",
+        direction=MetricDirection("<=", rate=False, unit="tokens"),
+    ),
+    MetricSpec(
+        "errors",
+        "Items that could not be run (target down, timeout, malformed response).",
+        direction=MetricDirection("<=", rate=False),
+        default_bound=0,
+        type_="count",
+    ),
+)
+"""Metrics every kind contributes to, printed after the kinds' own."""
+
+
+def metric_specs() -> tuple[MetricSpec, ...]:
+    """Every metric: each kind's in registry order, then ``COMMON_METRICS``."""
+    return tuple(spec for kind in all_kinds() for spec in kind.metrics) + COMMON_METRICS
+
+
+def _build_metrics_model() -> type[WireModel]:
+    fields: dict[str, Any] = {}
+    for spec in metric_specs():
+        if spec.type_ == "count":
+            fields[spec.field] = (int, Field(0, description=spec.doc))
+        else:
+            fields[spec.field] = (Optional[float], Field(None, description=spec.doc))
+    fields["items"] = (int, Field(0, description="Items that ran or errored (every outcome aggregated)."))
+    fields["items_by_kind"] = (
+        dict[str, int],
+        Field(
+            default_factory=lambda: dict.fromkeys(KIND_NAMES, 0),
+            description="Outcomes per item kind; every kind is present, 0 when absent.",
+        ),
+    )
+    model = create_model("Metrics", __base__=WireModel, **fields)
+    model.__doc__ = (
+        "Every metric of a run (docs/gate.md), one field per ``metric_specs()`` entry plus the item "
+        "counts. A rate with nothing to measure is None."
+    )
+    model.__module__ = __name__
+    return model
+
+
+Metrics = _build_metrics_model()
+"""The metrics of a run: a pydantic model built from the kinds' and the common metric specs."""
+
+METRIC_DIRECTIONS: Mapping[str, MetricDirection] = MappingProxyType(
+    {spec.wire: spec.direction for spec in metric_specs() if spec.direction is not None}
+)
+"""Every gate-able metric (wire name) and whether its bound is a floor or a ceiling, in print order."""
+
+
+def format_value(metric: str, value: float | None) -> str:
+    """A metric value as printed: rates to 4 decimals, ms and tokens to 1, counts whole, None as n/a."""
+    if value is None:
+        return "n/a"
+    direction = METRIC_DIRECTIONS.get(metric)
+    if metric in ("errors", "items"):
+        return str(int(value))
+    if direction is None or direction.rate:
+        return f"{value:.4f}"
+    return f"{value:.1f}" + (f" {direction.unit}" if direction.unit else "")
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float | None:
+    """The ``q``-th percentile by linear interpolation between closest ranks.
+
+    Matches numpy's default (``method="linear"``): rank ``h = (n - 1) * q / 100``,
+    value ``x[floor(h)] + (h - floor(h)) * (x[floor(h) + 1] - x[floor(h)])``.
+
+    Args:
+        sorted_values: Values in ascending order.
+        q: Percentile in [0, 100].
+
+    Returns:
+        The percentile, or None for no values.
+
+    Raises:
+        ValueError: ``q`` is outside [0, 100].
+    """
+    if not 0.0 <= q <= 100.0:
+        raise ValueError(f"percentile must be in [0, 100], got {q!r}")
+    n = len(sorted_values)
+    if n == 0:
+        return None
+    rank = (n - 1) * q / 100.0
+    lower = math.floor(rank)
+    upper = min(lower + 1, n - 1)
+    fraction = rank - lower
+    return sorted_values[lower] + fraction * (sorted_values[upper] - sorted_values[lower])
+
+
+def ratio(numerator: int | Fraction, denominator: int) -> float | None:
+    """``numerator / denominator`` as a float computed exactly, or None when the denominator is 0."""
+    return float(Fraction(numerator, denominator)) if denominator else None
+
+
+@dataclass
+class MetricsAccumulator:
+    """Incremental metrics: ``add`` outcomes one at a time, ``merge`` partial results, ``result``.
+
+    Holds each kind's tally, shared counters and one ``array('d')`` of latencies
+    (8 bytes per generate call), so 100k items fit in well under a megabyte.
+    Score sums are exact ``Fraction``s so that the result does not depend on the
+    order in which outcomes (or xdist workers' partial results) arrive.
+    """
+
+    items: int = 0
+    errors: int = 0
+    reviews: int = 0
+    review_score_sum: Fraction = Fraction(0)
+    token_calls: int = 0
+    token_sum: int = 0
+    latencies_ms: array = field(default_factory=lambda: array("d"))
+    tallies: dict[str, Any] = field(default_factory=lambda: {kind.name: kind.new_tally() for kind in all_kinds()})
+
+    def add(self, outcome: ItemOutcome) -> None:
+        """Fold one item's outcome into the counters.
+
+        Raises:
+            ValueError: A latency is negative or not finite, or a figure in
+                ``outcome.extra`` has the wrong type; the message names the item.
+        """
+        self.items += 1
+        self.errors += outcome.errored
+        for kind in all_kinds():
+            tally = self.tallies[kind.name]
+            if kind.name == outcome.kind:
+                tally.items += 1
+                kind.tally(tally, outcome)
+            kind.tally_any(tally, outcome)
+        review = outcome.evidence_review
+        if review is not None and review.reviewed:
+            self.reviews += 1
+            self.review_score_sum += Fraction(review.score)
+        latency = outcome.latency_ms
+        if latency is not None:
+            if not math.isfinite(latency) or latency < 0:
+                raise ValueError(f"item {outcome.id!r}: latencyMs must be a finite number >= 0, got {latency!r}")
+            self.latencies_ms.append(latency)
+        if outcome.prompt_tokens is not None or outcome.completion_tokens is not None:
+            self.token_calls += 1
+            self.token_sum += (outcome.prompt_tokens or 0) + (outcome.completion_tokens or 0)
+
+    def merge(self, other: MetricsAccumulator) -> MetricsAccumulator:
+        """Add another accumulator's counts into this one (xdist workers); returns ``self``."""
+        self.items += other.items
+        self.errors += other.errors
+        self.reviews += other.reviews
+        self.review_score_sum += other.review_score_sum
+        self.token_calls += other.token_calls
+        self.token_sum += other.token_sum
+        self.latencies_ms.extend(other.latencies_ms)
+        for name, tally in other.tallies.items():
+            self.tallies[name].merge(tally)
+        return self
+
+    def result(self) -> Any:
+        """The ``Metrics`` of everything added so far (docs/gate.md)."""
+        latencies = sorted(self.latencies_ms)
+        values: dict[str, Any] = {}
+        for kind in all_kinds():
+            values.update(kind.results(self.tallies[kind.name]))
+        values.update(
+            evidence_risk_score=ratio(self.review_score_sum, self.reviews),
+            latency_ms_p50=percentile(latencies, 50),
+            latency_ms_p95=percentile(latencies, 95),
+            tokens_per_query=ratio(self.token_sum, self.token_calls),
+            errors=self.errors,
+            items=self.items,
+            items_by_kind={name: tally.items for name, tally in self.tallies.items()},
+        )
+        return Metrics(**values)
+
+
+def compute_metrics(outcomes: Iterable[ItemOutcome | dict[str, Any]]) -> Any:
+    """``Metrics`` of a run from its outcomes (docs/gate.md).
+
+    Args:
+        outcomes: ``ItemOutcome``s, or their wire dicts (as read back from
+            ``report.user_properties``), in any order.
+
+    Returns:
+        The metrics; identical for any order or partition of the same outcomes.
+    """
+    accumulator = MetricsAccumulator()
+    for outcome in outcomes:
+        accumulator.add(outcome if isinstance(outcome, ItemOutcome) else ItemOutcome.model_validate(outcome))
+    return accumulator.result()

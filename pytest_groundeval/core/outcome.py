@@ -1,0 +1,73 @@
+"""The per-item outcome: what one dataset item produced, as it travels to the aggregator.
+
+Outcomes are appended to ``report.user_properties`` as JSON built-ins (see
+``ItemOutcome.to_wire``) so they survive pytest-xdist's serialisation, and are
+read back on the controller with ``ItemOutcome.model_validate``. Metrics
+(``pytest_groundeval.metrics``) and the report are computed from a list of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from .evidence import EvidenceReview
+from .kinds import KIND_NAMES
+from .wire import WireModel
+
+ItemKind = Literal[KIND_NAMES]  # type: ignore[valid-type]
+"""The item kinds of the registry (``core.kinds``)."""
+
+
+class ItemOutcome(WireModel):
+    """One item's result. Counts are per item; metrics sum them over items (SPEC §9)."""
+
+    id: str
+    """The dataset item id."""
+    kind: ItemKind
+    """The item kind."""
+    passed: bool = Field(alias="pass")
+    """Whether the item met its own check (errors are never passed)."""
+    error: str | None = None
+    """Why the item could not be run (target down, timeout, malformed response); None when it ran."""
+    trace_id: str | None = None
+    """The target's ``traceId`` for the generate call, if any."""
+    detail: str = ""
+    """Plain-language explanation: what was expected and what the target returned."""
+
+    latency_ms: float | None = None
+    """Client-side wall time of ``/v1/generate`` in milliseconds; None without a generate call."""
+    prompt_tokens: int | None = None
+    """Prompt tokens of the generate call (target's ``usage``, else the mock's count)."""
+    completion_tokens: int | None = None
+    """Completion tokens of the generate call."""
+
+    evidence_expected: int = 0
+    """qa: expected evidence strings."""
+    evidence_found: int = 0
+    """qa: expected evidence strings found in the retrieved evidence spans."""
+    claims_returned: int = 0
+    """qa: claims the target returned, whatever their verdict."""
+    claims_supported: int = 0
+    """qa: claims the target marked ``supported``."""
+    claims_supported_true: int = 0
+    """qa: of those, claims that are true (SPEC §5)."""
+    claims_true_cited: int = 0
+    """qa: claims that are true and cite at least one evidence marker."""
+    claims_true_cited_supported: int = 0
+    """qa: of those, claims marked ``supported``."""
+
+    falsehood_supported: bool | None = None
+    """adversarial: whether a claim overlapping the planted falsehood was marked supported."""
+
+    evidence_review: EvidenceReview | None = None
+    """The evidence-risk review (SPEC §8), when the item carries an evidence block."""
+
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Kind-specific figures for the report (e.g. citation paragraphs), JSON built-ins only."""
+
+    @property
+    def errored(self) -> bool:
+        """True when the item could not be run."""
+        return self.error is not None

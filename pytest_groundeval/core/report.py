@@ -1,0 +1,345 @@
+"""The run report (SPEC §9): a versioned JSON file, written atomically and streamed.
+
+``ReportWriter`` keeps memory flat for any number of items: each item's JSON
+goes to a temporary file beside the target as soon as it is added, and
+``finish`` writes header, items and trailer into a second temporary file that
+replaces the target in one ``os.replace``. Readers never see a partial report.
+
+``read_report`` validates a saved report with the ``Report`` model and refuses
+unknown schema versions; ``core.render.format_report`` prints one (``groundeval report R``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+from pydantic import Field, ValidationError
+
+from .wire import WireModel
+from .gate import GateResult
+from .metrics import Metrics
+from .outcome import ItemOutcome
+
+SCHEMA_VERSION = 1
+"""The report schema this plugin writes and reads."""
+
+PACKAGE_NAME = "pytest-groundeval"
+"""Distribution name whose version is recorded in ``environment.pluginVersion``."""
+
+_MAX_ERRORS_SHOWN = 5
+
+
+class ReportError(ValueError):
+    """A report file is unreadable or invalid; the message names the file and what is wrong."""
+
+
+class ModelLineage(WireModel):
+    """The models a run used; ``"unknown"`` when the target did not say (SPEC §9)."""
+
+    generate: str
+    """Generation model name."""
+    embed: str
+    """Embedding model name."""
+
+
+class Environment(WireModel):
+    """Where the run happened, for reading reports side by side."""
+
+    plugin_version: str
+    """pytest-groundeval version, ``"unknown"`` if not installed as a distribution."""
+    python: str
+    """Python version, e.g. ``"3.11.7"``."""
+    platform: str
+    """``platform.platform()``."""
+    git_commit: str | None = None
+    """``git rev-parse HEAD`` in the run's working directory; None outside a git checkout."""
+
+
+class Report(WireModel):
+    """A saved run (SPEC §9), versioned by ``schema_version``."""
+
+    schema_version: int = SCHEMA_VERSION
+    """Report schema version; this plugin reads and writes 1."""
+    dataset_version: str
+    """The manifest's dataset version."""
+    models: ModelLineage
+    """Model lineage (generate, embed); a baseline is comparable only with the same lineage."""
+    started_at_ms: int
+    """Session start, Unix epoch milliseconds."""
+    duration_ms: float
+    """Session wall time in milliseconds."""
+    metrics: Metrics
+    """The run's metrics."""
+    gate: GateResult
+    """Every gate check and the verdict."""
+    environment: Environment
+    """Plugin version, Python, platform and git commit."""
+    interrupted: bool = False
+    """True when the run stopped before every selected item ran (Ctrl-C, ``-x``, a
+    stopped session): its metrics cover only part of the selection and its gate
+    verdict is not final (``groundeval gate`` fails such a report)."""
+    items: list[ItemOutcome] = Field(default_factory=list)
+    """Per-item outcomes, in the order they finished."""
+
+
+def environment_info(cwd: str | Path | None = None) -> dict[str, Any]:
+    """The ``environment`` block: plugin version, Python, platform, git commit.
+
+    Args:
+        cwd: Directory whose git commit is recorded; the process's cwd by default.
+
+    Returns:
+        A dict with wire keys ``pluginVersion``, ``python``, ``platform``,
+        ``gitCommit`` (None when git is missing, times out, or ``cwd`` is not in
+        a repository).
+    """
+    try:
+        version = metadata.version(PACKAGE_NAME)
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    return Environment(
+        plugin_version=version,
+        python=platform.python_version(),
+        platform=platform.platform(),
+        git_commit=_git_commit(cwd),
+    ).to_wire()
+
+
+def _git_commit(cwd: str | Path | None) -> str | None:
+    try:
+        proc = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = proc.stdout.strip()
+    return commit if proc.returncode == 0 and commit else None
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def _validation_summary(exc: ValidationError) -> str:
+    problems = [f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors()[:_MAX_ERRORS_SHOWN]]
+    more = exc.error_count() - len(problems)
+    return "; ".join(problems) + (f"; and {more} more" if more > 0 else "")
+
+
+def parse_report(obj: Any, source: str) -> Report:
+    """Validate a decoded report.
+
+    Raises:
+        ReportError: Not an object, missing or unknown ``schemaVersion``, or a field
+            that does not match the schema (up to five, with their JSON paths).
+    """
+    if not isinstance(obj, dict):
+        raise ReportError(f"{source}: a report must be a JSON object, got {type(obj).__name__}")
+    version = obj.get("schemaVersion", obj.get("schema_version"))
+    if version is None:
+        raise ReportError(f"{source}: missing schemaVersion (is this a groundeval report?)")
+    if version != SCHEMA_VERSION or isinstance(version, bool):
+        raise ReportError(f"{source}: unknown schemaVersion {version!r}; this plugin reads {SCHEMA_VERSION}")
+    try:
+        return Report.model_validate(obj)
+    except ValidationError as exc:
+        summary = _validation_summary(exc)
+        raise ReportError(f"{source}: does not match report schema v{SCHEMA_VERSION}: {summary}") from exc
+
+
+def read_report(path: str | Path) -> Report:
+    """Read and validate a report file.
+
+    Raises:
+        ReportError: The file cannot be read, is not JSON (line and column given),
+            or is not a valid report; the message starts with the path.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReportError(f"{path}: cannot read report: {exc}") from exc
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"{path}: not valid JSON: {exc}") from exc
+    return parse_report(obj, str(path))
+
+
+# --- writing ---------------------------------------------------------------------------------
+
+
+def _temp_file(target: Path, suffix: str) -> IO[str]:
+    # Same directory as the target so that os.replace is a rename on one filesystem.
+    return tempfile.NamedTemporaryFile(
+        mode="w", encoding="utf-8", dir=target.parent, prefix=f".{target.name}.", suffix=suffix, delete=False
+    )
+
+
+def _commit(tmp: IO[str], target: Path) -> None:
+    tmp.flush()
+    os.fsync(tmp.fileno())
+    # mkstemp creates 0600 files; a report is an artifact others read (CI uploaders,
+    # teammates), so give it the mode an ordinary open() would: 0666 less the umask.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(tmp.fileno(), 0o666 & ~umask)
+    tmp.close()
+    os.replace(tmp.name, target)
+
+
+def _remove(tmp: IO[str] | None) -> None:
+    if tmp is None:
+        return
+    tmp.close()
+    try:
+        os.unlink(tmp.name)
+    except FileNotFoundError:
+        pass
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, allow_nan=False)
+
+
+def write_report(path: str | Path, report: Report) -> Path:
+    """Write a whole report atomically (temporary file in the same directory, then ``os.replace``).
+
+    Returns:
+        The target path.
+    """
+    target = Path(path)
+    tmp = _temp_file(target, ".tmp")
+    try:
+        tmp.write(_dumps(report.to_wire()))
+        _commit(tmp, target)
+    except BaseException:
+        _remove(tmp)
+        raise
+    return target
+
+
+class ReportWriter:
+    """Stream a report to ``path`` with memory flat in the number of items.
+
+    Usage::
+
+        with ReportWriter(path) as writer:
+            for outcome in outcomes:
+                writer.add_item(outcome)
+            writer.finish(dataset_version=..., models=..., started_at_ms=...,
+                          duration_ms=..., metrics=..., gate=...)
+
+    Leaving the ``with`` block without ``finish`` (or calling ``abort``) removes
+    the temporary files and leaves any existing file at ``path`` untouched.
+    Temporary files are named ``.<report name>.*.tmp`` beside the target.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        """Open the items spool next to ``path`` (whose directory must exist).
+
+        Raises:
+            OSError: The directory does not exist or is not writable.
+        """
+        self.path = Path(path)
+        self.count = 0
+        self._items: IO[str] | None = _temp_file(self.path, ".items.tmp")
+
+    def add_item(self, outcome: ItemOutcome | dict[str, Any]) -> None:
+        """Append one item's outcome (a model or its wire dict) to the spool file.
+
+        Raises:
+            RuntimeError: The writer was already finished or aborted.
+        """
+        if self._items is None:
+            raise RuntimeError(f"report writer for {self.path} is closed")
+        wire = outcome.to_wire() if isinstance(outcome, ItemOutcome) else ItemOutcome.model_validate(outcome).to_wire()
+        # One item per line: JSON strings escape newlines, so lines are items.
+        self._items.write(_dumps(wire) + "\n")
+        # Flushed per item so that nothing accumulates in the process (a few µs each).
+        self._items.flush()
+        self.count += 1
+
+    def finish(
+        self,
+        *,
+        dataset_version: str,
+        models: ModelLineage | dict[str, str],
+        started_at_ms: int,
+        duration_ms: float,
+        metrics: Metrics,
+        gate: GateResult,
+        environment: Environment | dict[str, Any] | None = None,
+        interrupted: bool = False,
+    ) -> Path:
+        """Write the report (header, every added item, trailer) and move it into place atomically.
+
+        Args:
+            dataset_version: The manifest's dataset version.
+            models: ``{"generate": name, "embed": name}``.
+            started_at_ms: Session start, Unix epoch ms.
+            duration_ms: Session wall time, ms.
+            metrics: The run's metrics.
+            gate: The gate result.
+            environment: Defaults to ``environment_info()``.
+            interrupted: The run stopped before every selected item ran.
+
+        Returns:
+            The report path.
+
+        Raises:
+            RuntimeError: Already finished or aborted.
+            pydantic.ValidationError: A header field is invalid (nothing is written).
+        """
+        if self._items is None:
+            raise RuntimeError(f"report writer for {self.path} is closed")
+        header = Report(
+            dataset_version=dataset_version,
+            models=models,
+            started_at_ms=started_at_ms,
+            duration_ms=duration_ms,
+            metrics=metrics,
+            gate=gate,
+            environment=environment if environment is not None else environment_info(),
+            interrupted=interrupted,
+        ).to_wire()
+        del header["items"]
+        out = _temp_file(self.path, ".tmp")
+        try:
+            self._write(out, header)
+            _commit(out, self.path)
+        except BaseException:
+            _remove(out)
+            raise
+        self.abort()
+        return self.path
+
+    def _write(self, out: IO[str], header: dict[str, Any]) -> None:
+        assert self._items is not None
+        self._items.flush()
+        head = _dumps(header)
+        out.write(head[:-1] + ', "items": [')
+        with open(self._items.name, encoding="utf-8") as spool:
+            for i, line in enumerate(spool):
+                out.write(("\n" if i == 0 else ",\n") + line.rstrip("\n"))
+        out.write("\n]}\n")
+
+    def abort(self) -> None:
+        """Remove the spool file; the target path is left as it was. Safe to call twice."""
+        _remove(self._items)
+        self._items = None
+
+    def __enter__(self) -> ReportWriter:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.abort()

@@ -1,0 +1,302 @@
+"""Running one dataset item against a target and judging it (SPEC §2, §5, §6, §8).
+
+This module is the per-item logic of the plugin, usable without pytest:
+``await ItemRunner.run_async(item, dataset)`` (or the blocking ``run``) drives
+the target through the ``Target`` protocol and returns an ``ItemOutcome``. An
+item that cannot be run (target down, timeout, malformed response) raises
+``ItemError`` carrying an errored outcome; an item that ran is judged and its
+``passed`` flag and ``detail`` say why.
+
+Target calls are awaited: a target whose class defines the coroutine methods
+``aingest``, ``agenerate``, ``arecords``, ``aquery``, ``acompare`` (as
+``HttpTarget`` does, over aiohttp) is awaited directly; any other ``Target`` has
+its plain methods run in an executor thread, so in-process pipelines and
+wrappers work unchanged and still run concurrently. Only methods the class
+itself defines count, so a wrapper that overrides ``generate`` and delegates
+the rest with ``__getattr__`` is never bypassed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Executor
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from ..targets.protocol import Target, TargetError, TargetUnavailable
+from ..targets.responses import check_response
+from .evidence import describe_review, review_answer
+from .kinds import kind_of
+from .outcome import ItemOutcome
+from .text import shorten
+
+if TYPE_CHECKING:
+    from .dataset import Dataset
+
+UNAVAILABLE_STREAK = 3
+"""Items in a row that could not connect before the target counts as gone."""
+
+ERROR_STREAK = 10
+"""Items in a row that could not be run (any cause) before the target counts as broken."""
+
+MAX_LISTED = 5
+"""How many claims or strings a failure message lists before summarising the rest."""
+
+
+class ItemError(Exception):
+    """An item could not be run; ``outcome`` is the errored outcome to record."""
+
+    def __init__(self, outcome: ItemOutcome) -> None:
+        super().__init__(outcome.error)
+        self.outcome = outcome
+
+
+def listed(lines: list[str]) -> list[str]:
+    """At most ``MAX_LISTED`` lines, then one saying how many more there are."""
+    if len(lines) <= MAX_LISTED:
+        return lines
+    return lines[:MAX_LISTED] + [f"… and {len(lines) - MAX_LISTED} more"]
+
+
+class ItemRunner:
+    """Runs dataset items against one target, ingesting each dataset's corpus once.
+
+    Args:
+        target: the system under test (``pytest_groundeval.targets.Target``).
+        run_id: identifies this run; temporal labels are namespaced with it (SPEC §6).
+        mock_tokens: optional callable returning the mock provider's running total of
+            prompt + completion tokens; used for ``tokensPerQuery`` when the target
+            reports no ``usage`` (SPEC §9).
+        diagnose: optional callable explaining a failed call (for a spawned target:
+            its exit code and log tail when it has died), or None when it has nothing to add.
+        executor: where a sync target's methods run (default: the loop's default executor).
+            Size it to the concurrency, or calls queue behind each other.
+    """
+
+    def __init__(
+        self,
+        target: Target,
+        *,
+        run_id: str | None = None,
+        mock_tokens: Callable[[], int] | None = None,
+        diagnose: Callable[[TargetError], str | None] | None = None,
+        executor: Executor | None = None,
+    ) -> None:
+        self.target = target
+        self.run_id = run_id or uuid.uuid4().hex
+        self._mock_tokens = mock_tokens
+        self._diagnose = diagnose
+        self._executor = executor
+        self._ingested: dict[str, asyncio.Future] = {}
+        self.models: dict = {"generate": "unknown", "embed": "unknown"}
+        """The model lineage of the target, set by whoever knows it (SPEC §3)."""
+        self.dispatcher: Any = None
+        """The ``dispatch.ItemDispatcher`` feeding this runner, when the plugin runs it."""
+        self.stop_reason: str | None = None
+        """Set once the target is gone or broken for good (its process died, it refused
+        ``UNAVAILABLE_STREAK`` calls in a row, or ``ERROR_STREAK`` items in a row could
+        not be run); the plugin then stops the session."""
+        self._unavailable_streak = 0
+        self._error_streak = 0
+
+    # -- target calls -------------------------------------------------------------
+
+    async def call(self, name: str, *args: Any) -> dict:
+        """Call target method ``name`` and check its response shape (docs/target-contract.md).
+
+        Its async twin ``a<name>`` is awaited if the target's class defines one, else
+        the plain method runs in an executor thread. The response is checked here,
+        once, whatever the target (HTTP or in process).
+
+        Raises:
+            TargetError: the call failed, or the response breaks the contract (the
+                message names the field).
+        """
+        async_method = getattr(type(self.target), "a" + name, None)
+        if async_method is not None and inspect.iscoroutinefunction(async_method):
+            response = await getattr(self.target, "a" + name)(*args)
+        else:
+            method = getattr(self.target, name)
+            response = await asyncio.get_running_loop().run_in_executor(self._executor, partial(method, *args))
+        if getattr(type(self.target), "checks_responses", False):
+            # Checked where it was decoded (HttpTarget), with the URL and status. The class must
+            # say so itself: a wrapper delegating with __getattr__ may alter responses.
+            return response
+        return check_response(name, response)
+
+    # -- corpus -----------------------------------------------------------------
+
+    async def ensure_ingested(self, dataset: Dataset) -> None:
+        """Send every corpus document of ``dataset`` to the target once per runner.
+
+        Concurrent items of the same dataset wait for the one ingest in flight.
+
+        Raises:
+            TargetError: the target refused or failed a document.
+        """
+        key = str(dataset.manifest_path)
+        done = self._ingested.get(key)
+        if done is None:
+            done = self._ingested[key] = asyncio.get_running_loop().create_future()
+            try:
+                for doc in dataset.documents.values():
+                    await self.call(
+                        "ingest",
+                        {
+                            "name": doc.name,
+                            "label": doc.label,
+                            "format": doc.format,
+                            "contentHash": doc.content_hash,
+                            "content": doc.content,
+                        },
+                    )
+            except BaseException as exc:
+                # A failed ingest is retried by the next item rather than poisoning the run.
+                del self._ingested[key]
+                done.set_exception(exc if isinstance(exc, Exception) else TargetError("ingest cancelled"))
+                done.exception()  # mark retrieved
+                raise
+            done.set_result(None)
+        else:
+            await asyncio.shield(done)
+
+    # -- dispatch ---------------------------------------------------------------
+
+    def run(self, item: Any, dataset: Dataset) -> ItemOutcome:
+        """Blocking ``run_async`` on a fresh event loop (for scripts and tests)."""
+        return asyncio.run(self.run_async(item, dataset))
+
+    def run_offline(self, item: Any, dataset: Dataset) -> ItemOutcome:
+        """Judge an item that needs no target: a ``review`` item or a citation item with a recorded answer.
+
+        Raises:
+            TypeError: the item needs a target.
+        """
+        return kind_of(item).run_offline(item, dataset)
+
+    @staticmethod
+    def needs_target(item: Any) -> bool:
+        """Whether running ``item`` calls the target (recorded answers do not)."""
+        return kind_of(item).needs_target(item)
+
+    async def run_async(self, item: Any, dataset: Dataset) -> ItemOutcome:
+        """Run ``item`` of ``dataset`` and return its judged outcome.
+
+        Raises:
+            ItemError: the item could not be run; carries an errored outcome.
+        """
+        outcome = await self._run_target_item(item, dataset)
+        self._unavailable_streak = self._error_streak = 0
+        return outcome
+
+    def _note_failure(self, exc: TargetError, death: str | None) -> None:
+        """Decide whether the target is gone, or broken, for good (``stop_reason``)."""
+        self._error_streak += 1
+        if death is not None:
+            self.stop_reason = death.splitlines()[0]
+        elif isinstance(exc, TargetUnavailable):
+            self._unavailable_streak += 1
+            if self._unavailable_streak >= UNAVAILABLE_STREAK:
+                self.stop_reason = f"the target has refused {self._unavailable_streak} calls in a row: {exc}"
+        if self.stop_reason is None and self._error_streak >= ERROR_STREAK:
+            self.stop_reason = f"{self._error_streak} items in a row could not be run; the last: {exc}"
+
+    async def _run_target_item(self, item: Any, dataset: Dataset) -> ItemOutcome:
+        kind = kind_of(item)
+        if not kind.needs_target(item):
+            return kind.run_offline(item, dataset)
+        try:
+            return await kind.run(self, item, dataset)
+        except TargetError as exc:
+            reason = self._diagnose(exc) if self._diagnose else None
+            message = f"{exc}\n{reason}" if reason else str(exc)
+            self._note_failure(exc, reason)
+            raise ItemError(errored_outcome(item, message)) from exc
+
+    # -- generate ---------------------------------------------------------------
+
+    async def generate(self, item: Any) -> tuple[dict, dict]:
+        """Call generate for ``item``; return ``(response, figures)``.
+
+        ``figures`` holds the ``ItemOutcome`` fields ``latency_ms`` (client-side wall
+        time of the call, ms), ``prompt_tokens``, ``completion_tokens`` (the target's
+        ``usage``, else what the mock counted) and ``trace_id``.
+
+        Raises:
+            TargetError: the call failed or the response breaks the contract.
+        """
+        before = self._mock_tokens() if self._mock_tokens else None
+        start = time.perf_counter()
+        response = await self.call("generate", item.question, item.find)
+        latency_ms = (time.perf_counter() - start) * 1000.0
+        usage = response.get("usage") or {}
+        prompt = usage.get("promptTokens")
+        completion = usage.get("completionTokens")
+        if prompt is None and completion is None and before is not None:
+            # The target reports no usage: fall back to what the mock counted (docs/gate.md).
+            prompt, completion = self._mock_tokens() - before, 0
+        figures = {
+            "latency_ms": latency_ms,
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "trace_id": response.get("traceId"),
+        }
+        return response, figures
+
+    def spans(self, response: dict, dataset: Dataset) -> list[tuple[str, str, str]]:
+        """Slice each evidence entry of a generate response from canonical text.
+
+        Returns:
+            ``(marker, document name, text)`` per evidence entry, in order.
+
+        Raises:
+            TargetError: an entry names no corpus document of ``dataset``, or its
+                UTF-8 byte offsets do not slice that document's canonical text.
+        """
+        spans = []
+        for i, ev in enumerate(response["evidence"]):
+            doc = dataset.documents.get(ev["document"])
+            if doc is None:
+                raise TargetError(
+                    f"generate response evidence[{i}].document {ev['document']!r} is not a corpus "
+                    f"document of this dataset (known: {sorted(dataset.documents)[:5]}…)"
+                )
+            try:
+                text = doc.slice(ev["start"], ev["end"])
+            except ValueError as exc:
+                raise TargetError(f"generate response evidence[{i}]: {exc}") from exc
+            spans.append((ev["marker"], ev["document"], text))
+        return spans
+
+    # -- evidence review ------------------------------------------------------------
+
+    @staticmethod
+    def review(item: Any, answer: str, problems: list[str]) -> Any:
+        """Review the item's evidence block against the answer (docs/evidence-risk.md).
+
+        Returns the ``EvidenceReview``, or None when the item has no block; a review
+        that fails appends its description to ``problems``.
+        """
+        block = getattr(item, "evidence", None)
+        if block is None:
+            return None
+        review = review_answer(block, answer)
+        if not review.passed:
+            problems.append(describe_review(review))
+        return review
+
+
+def errored_outcome(item: Any, error: str) -> ItemOutcome:
+    """The outcome of an item that could not be run (its kind's ``errored``).
+
+    A qa item keeps its expected-evidence count, so its evidence counts as not
+    found instead of leaving the recall denominator (errors are never dropped).
+    """
+    return kind_of(item).errored(item, error)
+
+
+__all__ = ["ItemError", "ItemRunner", "errored_outcome", "listed"]

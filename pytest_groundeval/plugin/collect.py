@@ -1,0 +1,135 @@
+"""Collection: a ``manifest.json`` becomes one collector per kind and one test per item.
+
+Node ids are ``<path>/manifest.json::<kind>::<item-id>`` (STYLE: collection and
+items). Items are ``pytest.Function`` objects so that they get fixtures; the
+target is driven in the setup phase, so an item that cannot be run is reported
+as an error, and judged in the call phase, so an item below its check fails.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ..core.dataset import Dataset, DatasetError, load_dataset
+from ..core.kinds import kind_of
+from ..core.outcome import ItemOutcome
+from ..core.runner import ItemError
+from .record import record_outcome, record_run
+
+
+class EvalFailure(Exception):
+    """An item ran and fell short of its check; the message is the item's detail."""
+
+
+class ManifestFile(pytest.File):
+    """A dataset manifest (SPEC §2) collected as tests."""
+
+    def collect(self):
+        dataset = load_dataset(self.path)
+        by_kind: dict[str, list[Any]] = {}
+        for item in dataset.items:
+            by_kind.setdefault(item.kind, []).append(item)
+        for tag in sorted({t for item in dataset.items for t in item.tags}):
+            self.config.addinivalue_line("markers", f"{tag}: groundeval dataset tag")
+        for kind, items in by_kind.items():
+            yield KindGroup.from_parent(self, name=kind, dataset=dataset, items=items)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None):
+        if isinstance(excinfo.value, DatasetError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+class KindGroup(pytest.Collector):
+    """All items of one kind in one manifest (``manifest.json::<kind>``)."""
+
+    def __init__(self, *, dataset: Dataset, items: list[Any], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.dataset = dataset
+        self.eval_items = items
+        # Markers on the group reach every item through iter_markers (-m) and keywords (-k).
+        self.add_marker(self.name)
+        self.add_marker("groundeval")
+
+    def collect(self):
+        # Items of one group with one test function share one fixture closure, as the
+        # instances of a parametrised test do: resolving it per item was most of collection.
+        infos: dict[Any, Any] = {}
+        for item in self.eval_items:
+            fn = _test_function(item)
+            test = EvalItem.from_parent(self, name=item.id, callobj=fn, eval_item=item, fixtureinfo=infos.get(fn))
+            infos.setdefault(fn, test._fixtureinfo)
+            yield test
+
+
+def _recorded(groundeval_offline_runner):
+    """A recorded answer judged with no target call (SPEC §8, §11)."""
+
+
+def _against_target(groundeval_runner):
+    """A dataset item run against the target (SPEC §2)."""
+
+
+def _test_function(item: Any):
+    # The fixture a test requests decides what starts: recorded answers need no target
+    # (SPEC §8: no provider call), so they must not pull in the mock or the server.
+    return _against_target if kind_of(item).needs_target(item) else _recorded
+
+
+class EvalItem(pytest.Function):
+    """One dataset item as a test."""
+
+    def __init__(self, *, eval_item: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.eval_item = eval_item
+        for tag in eval_item.tags:
+            self.add_marker(tag)
+        self.outcome: ItemOutcome | None = None
+
+    @property
+    def dataset(self) -> Dataset:
+        return self.parent.dataset
+
+    @property
+    def uses_target(self) -> bool:
+        """Whether running this item calls the target (review and recorded citation items do not)."""
+        return kind_of(self.eval_item).needs_target(self.eval_item)
+
+    def setup(self) -> None:
+        super().setup()
+        name = "groundeval_runner" if self.uses_target else "groundeval_offline_runner"
+        runner = self.funcargs[name]
+        record_run(self, self.dataset.version, runner.models)
+        error = None
+        try:
+            if self.uses_target:
+                self.outcome = runner.dispatcher.outcome_for(self)
+            else:
+                self.outcome = runner.run_offline(self.eval_item, self.dataset)
+        except ItemError as exc:
+            error = exc
+        if error is not None:
+            record_outcome(self, error.outcome)
+            if runner.stop_reason and not self.session.shouldfail:
+                # The target is gone: this item's error says why; the rest would only repeat it.
+                self.session.shouldfail = f"groundeval: {runner.stop_reason}"
+            # pytest.fail in setup makes an error report whose text is just this message
+            # (raised outside the except block, so no exception chain is printed).
+            pytest.fail(f"{self.eval_item.kind} item {self.eval_item.id} could not be run: {error}", pytrace=False)
+        record_outcome(self, self.outcome)
+
+    def runtest(self) -> None:
+        assert self.outcome is not None
+        if not self.outcome.passed:
+            raise EvalFailure(self.outcome.detail)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None):
+        if isinstance(excinfo.value, EvalFailure):
+            return f"{self.eval_item.kind} item {self.eval_item.id}: {excinfo.value}"
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        line = self.dataset.item_lines.get(self.eval_item.id, 1)
+        return self.dataset.manifest_path, line - 1, f"{self.eval_item.kind}::{self.eval_item.id}"

@@ -1,0 +1,78 @@
+"""pytest hooks: options, markers, collection of manifests, and the controller's registration.
+
+Hook glue only: fixtures live in ``plugin.fixtures``, collection in
+``plugin.collect``, aggregation and the gate in ``plugin.controller``; the
+evaluation itself is in ``core``. Loading this module imports no pydantic,
+aiohttp or httpx (a test enforces it): a pytest run that uses no dataset pays
+nothing for the plugin.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ..core.kinds import KIND_NAMES
+from . import options as _options
+from .record import settings_key
+from .xdist import is_worker
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    _options.add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for kind in KIND_NAMES:
+        config.addinivalue_line("markers", f"{kind}: groundeval dataset items of kind {kind}")
+    config.addinivalue_line("markers", "groundeval: every groundeval dataset item")
+    settings = _options.resolve_settings(config)
+    config.stash[settings_key] = settings
+    if settings.dataset is not None:
+        if config.args_source != pytest.Config.ArgsSource.ARGS:
+            # `pytest --eval-dataset=D` with no paths runs the dataset's items only.
+            config.args = [str(settings.dataset)]
+        elif config.getoption("eval_dataset") is not None and not _args_cover(config, settings.dataset):
+            # `pytest --eval-dataset=D tests/x.py`: the flag asks for the dataset too. (From ini
+            # or env it is a default, and explicit paths, as an IDE passes them, win.)
+            config.args = [*config.args, str(settings.dataset)]
+    if not is_worker(config):
+        from .controller import GateSession
+
+        config.pluginmanager.register(GateSession(config, settings), "groundeval-gate")
+
+
+def _args_cover(config: pytest.Config, manifest: Path) -> bool:
+    """Whether some path argument is the manifest, or a directory holding it."""
+    for arg in config.args:
+        path = Path(arg.split("::")[0])
+        if not path.is_absolute():
+            path = config.invocation_params.dir / path
+        path = path.resolve()
+        if manifest == path or manifest.is_relative_to(path):
+            return True
+    return False
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.name != "manifest.json":
+        return None
+    settings = parent.config.stash[settings_key]
+    session = parent.session
+    wanted = (
+        (settings.dataset is not None and file_path == settings.dataset)
+        or session.isinitpath(file_path)
+        or session.isinitpath(file_path.parent)
+    )
+    if not wanted:
+        return None
+    from .collect import ManifestFile
+
+    if not file_path.is_relative_to(parent.config.rootpath):
+        # pytest gives a file outside the rootdir an empty node id when it is an initial
+        # path; the dataset's items must keep `<path>/manifest.json::<kind>::<id>` ids.
+        nodeid = os.path.relpath(file_path, parent.config.rootpath).replace(os.sep, "/")
+        return ManifestFile.from_parent(parent, path=file_path, nodeid=nodeid)
+    return ManifestFile.from_parent(parent, path=file_path)

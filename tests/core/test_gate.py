@@ -1,0 +1,457 @@
+"""Tests for pytest_groundeval.gate (SPEC §9): floors, baseline lineage, formatting, the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_groundeval import cli
+from pytest_groundeval.core.gate import (
+    DEFAULT_FLOORS,
+    METRIC_DIRECTIONS,
+    FloorsError,
+    GateCheck,
+    evaluate_gate,
+    load_floors,
+    parse_floors,
+    same_lineage,
+)
+from pytest_groundeval.core.render import format_check
+from pytest_groundeval.core.metrics import Metrics
+from pytest_groundeval.core.report import Report, write_report
+
+MODELS = {"generate": "gen-a", "embed": "emb-a"}
+
+GOOD = dict(
+    retrieval_recall=0.92,
+    claim_support_precision=0.95,
+    claim_support_recall=0.93,
+    falsehood_rejection=1.0,
+    temporal_accuracy=1.0,
+    latency_ms_p50=12.25,
+    latency_ms_p95=40.0,
+    tokens_per_query=180.0,
+    errors=0,
+    items=10,
+)
+
+
+def metrics(**overrides) -> Metrics:
+    return Metrics(**{**GOOD, **overrides})
+
+
+def report(dataset_version: str = "v1", models: dict | None = None, **metric_overrides) -> Report:
+    m = metrics(**metric_overrides)
+    gate = evaluate_gate(m, dataset_version=dataset_version, models=models or MODELS)
+    return Report(
+        dataset_version=dataset_version,
+        models=models or MODELS,
+        started_at_ms=1_700_000_000_000,
+        duration_ms=1234.5,
+        metrics=m,
+        gate=gate,
+        environment={"pluginVersion": "0.1.0", "python": "3.11", "platform": "linux", "gitCommit": None},
+    )
+
+
+def check_for(result, metric: str) -> GateCheck:
+    (check,) = [c for c in result.checks if c.metric == metric]
+    return check
+
+
+# --- directions and defaults -------------------------------------------------------------------
+
+
+def test_directions_cover_every_metric_field_except_counts():
+    wire_names = set(Metrics().to_wire()) - {"items", "itemsByKind", "qaClaims"}
+    assert set(METRIC_DIRECTIONS) == wire_names
+    assert METRIC_DIRECTIONS["claimSupportPrecision"].op == ">="
+    assert METRIC_DIRECTIONS["latencyMsP95"].op == "<=" and not METRIC_DIRECTIONS["latencyMsP95"].rate
+    assert METRIC_DIRECTIONS["errors"].op == "<="
+
+
+def test_default_floors():
+    assert DEFAULT_FLOORS["claimSupportPrecision"] == 0.90
+    assert DEFAULT_FLOORS["claimSupportRecall"] == 0.90
+    assert DEFAULT_FLOORS["falsehoodRejection"] == 0.95
+    assert DEFAULT_FLOORS["temporalAccuracy"] == 1.0
+    assert DEFAULT_FLOORS["errors"] == 0
+
+
+# --- passing and failing each floor --------------------------------------------------------------
+
+
+def test_good_metrics_pass_with_reasons():
+    result = evaluate_gate(metrics(), dataset_version="v1", models=MODELS)
+    assert result.passed
+    assert [c.metric for c in result.checks] == [
+        "retrievalRecall", "claimSupportPrecision", "claimSupportRecall", "falsehoodRejection",
+        "temporalAccuracy", "errors",
+    ]  # fmt: skip
+    assert check_for(result, "claimSupportPrecision").reason == "0.9500 >= 0.9000"
+    assert all(c.reason for c in result.checks)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "metric", "reason"),
+    [
+        ("claim_support_precision", 0.85, "claimSupportPrecision", "0.8500 < 0.9000"),
+        ("claim_support_recall", 0.8999, "claimSupportRecall", "0.8999 < 0.9000"),
+        ("falsehood_rejection", 0.94, "falsehoodRejection", "0.9400 < 0.9500"),
+        ("temporal_accuracy", 0.9, "temporalAccuracy", "0.9000 < 1.0000"),
+        ("errors", 1, "errors", "1 > 0"),
+    ],
+)
+def test_each_default_floor_fails_for_its_metric(field, value, metric, reason):
+    result = evaluate_gate(metrics(**{field: value}), dataset_version="v1", models=MODELS)
+    assert not result.passed
+    failed = [c for c in result.checks if c.outcome == "FAIL"]
+    assert [c.metric for c in failed] == [metric]
+    assert failed[0].reason == reason
+
+
+def test_none_metric_is_skipped_with_note_and_does_not_fail():
+    result = evaluate_gate(metrics(falsehood_rejection=None, temporal_accuracy=None), dataset_version="v1", models=MODELS)
+    assert result.passed
+    check = check_for(result, "falsehoodRejection")
+    assert check.outcome == "SKIP"
+    assert check.reason == "no items measured this metric (n/a)"
+
+
+def test_errors_checked_even_when_floors_omit_it():
+    result = evaluate_gate(metrics(errors=2), floors={}, dataset_version="v1", models=MODELS)
+    assert not result.passed
+    assert check_for(result, "errors").outcome == "FAIL"
+
+
+def test_optional_ceilings_and_floor_apply_when_set():
+    floors = parse_floors({"latencyMsP95": 30, "tokensPerQuery": 200, "evidenceRiskScore": 0.5}, "test")
+    result = evaluate_gate(metrics(evidence_risk_score=0.4), floors=floors, dataset_version="v1", models=MODELS)
+    assert check_for(result, "latencyMsP95").outcome == "FAIL"
+    assert check_for(result, "latencyMsP95").reason == "40.0 ms > 30.0 ms"
+    assert check_for(result, "tokensPerQuery").outcome == "PASS"
+    assert check_for(result, "evidenceRiskScore").outcome == "FAIL"
+    assert not result.passed
+
+
+def test_null_disables_a_default_floor():
+    floors = parse_floors({"temporalAccuracy": None}, "test")
+    assert "temporalAccuracy" not in floors
+    result = evaluate_gate(metrics(temporal_accuracy=0.5), floors=floors, dataset_version="v1", models=MODELS)
+    assert result.passed
+    assert "temporalAccuracy" not in [c.metric for c in result.checks]
+
+
+# --- baseline and lineage -----------------------------------------------------------------------
+
+
+def test_same_lineage_baseline_is_armed_and_passes_within_margin():
+    baseline = report(retrieval_recall=0.93)
+    result = evaluate_gate(metrics(retrieval_recall=0.91), baseline=baseline, dataset_version="v1", models=MODELS)
+    check = [c for c in result.checks if c.metric == "retrievalRecall"][0]
+    assert check.outcome == "PASS"
+    assert check.bound == pytest.approx(0.91)
+    assert "baseline 0.9300 - margin 0.0200" in check.reason
+
+
+def test_equal_recall_at_the_margin_is_not_failed_by_float_noise():
+    assert 0.14 - 0.02 > 0.12  # the float noise this guards against
+    baseline = report(retrieval_recall=0.14)
+    result = evaluate_gate(metrics(retrieval_recall=0.12), baseline=baseline, dataset_version="v1", models=MODELS)
+    assert check_for(result, "retrievalRecall").outcome == "PASS"
+
+
+def test_same_lineage_baseline_fails_when_recall_drops_beyond_margin():
+    baseline = report(retrieval_recall=0.95)
+    result = evaluate_gate(metrics(retrieval_recall=0.92), baseline=baseline, dataset_version="v1", models=MODELS)
+    check = check_for(result, "retrievalRecall")
+    assert check.outcome == "FAIL"
+    assert check.reason.startswith("0.9200 < 0.9300")
+    assert not result.passed
+
+
+def _with_items(baseline: Report) -> Report:
+    from pytest_groundeval.core.outcome import ItemOutcome
+
+    items = [
+        ItemOutcome(id="qa-a", kind="qa", passed=True, evidence_expected=2, evidence_found=2),
+        ItemOutcome(id="qa-b", kind="qa", passed=False, evidence_expected=2, evidence_found=0),
+        ItemOutcome(id="adv-c", kind="adversarial", passed=True, falsehood_supported=False),
+    ]
+    return baseline.model_copy(update={"items": items})
+
+
+def test_a_slice_is_compared_with_the_baselines_figure_for_the_same_items():
+    baseline = _with_items(report(retrieval_recall=0.5))
+    # Only qa-a ran: its baseline recall is 1.0, so 0.5 fails although the overall baseline is 0.5.
+    result = evaluate_gate(
+        metrics(retrieval_recall=0.5), baseline=baseline, dataset_version="v1", models=MODELS, qa_ids={"qa-a"}
+    )
+    check = check_for(result, "retrievalRecall")
+    assert check.outcome == "FAIL" and check.bound == pytest.approx(0.98)
+    assert "baseline over the 1 qa item that ran 1.0000" in check.reason
+    # Both ran: the whole baseline's figure.
+    both = evaluate_gate(
+        metrics(retrieval_recall=0.5), baseline=baseline, dataset_version="v1", models=MODELS, qa_ids={"qa-a", "qa-b"}
+    )
+    assert check_for(both, "retrievalRecall").outcome == "PASS"
+    assert "(baseline 0.5000 - margin" in check_for(both, "retrievalRecall").reason
+
+
+def test_a_baseline_lacking_items_that_ran_is_skipped():
+    baseline = _with_items(report(retrieval_recall=0.5))
+    result = evaluate_gate(
+        metrics(retrieval_recall=0.1), baseline=baseline, dataset_version="v1", models=MODELS, qa_ids={"qa-a", "qa-new"}
+    )
+    check = check_for(result, "retrievalRecall")
+    assert check.outcome == "SKIP" and "lacks 1 of the 2 qa item(s) that ran" in check.reason
+
+
+def test_margin_from_floors():
+    baseline = report(retrieval_recall=0.95)
+    floors = parse_floors({"retrievalRecallMargin": 0.05}, "test")
+    result = evaluate_gate(
+        metrics(retrieval_recall=0.92), floors=floors, baseline=baseline, dataset_version="v1", models=MODELS
+    )
+    assert check_for(result, "retrievalRecall").outcome == "PASS"
+
+
+def test_cross_lineage_baseline_is_skipped_with_reason():
+    baseline = report(retrieval_recall=0.99, models={"generate": "gen-b", "embed": "emb-a"})
+    result = evaluate_gate(metrics(retrieval_recall=0.5), baseline=baseline, dataset_version="v1", models=MODELS)
+    check = check_for(result, "retrievalRecall")
+    assert check.outcome == "SKIP"
+    assert check.reason == "baseline model lineage generate=gen-b/embed=emb-a differs from generate=gen-a/embed=emb-a"
+    assert result.passed
+
+
+def test_different_dataset_version_is_skipped():
+    baseline = report(dataset_version="v0", retrieval_recall=0.99)
+    result = evaluate_gate(metrics(retrieval_recall=0.5), baseline=baseline, dataset_version="v1", models=MODELS)
+    assert check_for(result, "retrievalRecall").reason == "baseline is for dataset v0, this run is v1"
+    assert check_for(result, "retrievalRecall").outcome == "SKIP"
+
+
+def test_unknown_lineage_matches_no_baseline():
+    unknown = {"generate": "unknown", "embed": "emb-a"}
+    baseline = report(retrieval_recall=0.99, models=unknown)
+    result = evaluate_gate(metrics(retrieval_recall=0.5), baseline=baseline, dataset_version="v1", models=unknown)
+    check = check_for(result, "retrievalRecall")
+    assert check.outcome == "SKIP"
+    assert check.reason.startswith("model lineage unknown matches no baseline")
+
+
+def test_no_baseline_is_skipped():
+    result = evaluate_gate(metrics(), dataset_version="v1", models=MODELS)
+    assert check_for(result, "retrievalRecall").reason == "no baseline given"
+
+
+def test_baseline_without_recall_is_skipped():
+    baseline = report(retrieval_recall=None)
+    result = evaluate_gate(metrics(), baseline=baseline, dataset_version="v1", models=MODELS)
+    assert check_for(result, "retrievalRecall").outcome == "SKIP"
+    assert "baseline measured no retrievalRecall" in check_for(result, "retrievalRecall").reason
+
+
+def test_absolute_recall_floor_is_a_separate_check():
+    floors = parse_floors({"retrievalRecall": 0.95}, "test")
+    result = evaluate_gate(metrics(retrieval_recall=0.92), floors=floors, dataset_version="v1", models=MODELS)
+    recall_checks = [c for c in result.checks if c.metric == "retrievalRecall"]
+    assert [c.outcome for c in recall_checks] == ["FAIL", "SKIP"]
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        (MODELS, dict(MODELS), True),
+        (MODELS, {"generate": "gen-a", "embed": "emb-b"}, False),
+        ({"generate": "unknown", "embed": "e"}, {"generate": "unknown", "embed": "e"}, False),
+        ({"generate": "g"}, {"generate": "g"}, False),
+        (None, MODELS, False),
+    ],
+)
+def test_same_lineage(a, b, expected):
+    assert same_lineage(a, b) is expected
+
+
+# --- floors parsing ----------------------------------------------------------------------------------
+
+
+def test_parse_floors_merges_over_defaults():
+    floors = parse_floors({"claimSupportPrecision": 0.8, "latencyMsP95": 250}, "test")
+    assert floors["claimSupportPrecision"] == 0.8
+    assert floors["latencyMsP95"] == 250.0
+    assert floors["falsehoodRejection"] == 0.95
+    assert floors["retrievalRecallMargin"] == 0.02
+
+
+@pytest.mark.parametrize(
+    ("obj", "message"),
+    [
+        ({"claimSupportPrecision": 1.5},
+         "'1.5' is not a valid floor for claimSupportPrecision: expected a number in [0, 1] (from floors.json)"),
+        ({"claimSupportPrecision": -0.1}, "'-0.1' is not a valid floor for claimSupportPrecision"),
+        ({"claimSupportPrecision": "0.9"}, "'\"0.9\"' is not a valid floor for claimSupportPrecision"),
+        ({"claimSupportPrecision": True}, "'true' is not a valid floor for claimSupportPrecision"),
+        ({"claimSupportPrecision": math.nan}, "'NaN' is not a valid floor"),
+        ({"latencyMsP95": math.inf}, "'Infinity' is not a valid ceiling for latencyMsP95: expected a number >= 0"),
+        ({"latencyMsP95": -1}, "'-1' is not a valid ceiling for latencyMsP95: expected a number >= 0"),
+        ({"errors": None}, "errors cannot be disabled with null"),
+        ({"retrievalRecallMargin": 2}, "'2' is not a valid margin for retrievalRecallMargin"),
+        ({"claimPrecision": 0.9}, "'claimPrecision' is not a metric with a floor or ceiling; valid names: "),
+        ([0.9], "floors must be a JSON object"),
+    ],
+)  # fmt: skip
+def test_parse_floors_rejects_bad_values(obj, message):
+    with pytest.raises(FloorsError) as info:
+        parse_floors(obj, "from floors.json")
+    assert message in str(info.value)
+    assert "(from floors.json)" in str(info.value)
+
+
+def test_unknown_metric_message_lists_valid_names():
+    with pytest.raises(FloorsError, match="claimSupportPrecision, claimSupportRecall"):
+        parse_floors({"nope": 1}, "from f.json")
+
+
+def test_load_floors_reads_file_and_names_it(tmp_path):
+    path = tmp_path / "floors.json"
+    path.write_text(json.dumps({"claimSupportRecall": 0.7}))
+    assert load_floors(path)["claimSupportRecall"] == 0.7
+    path.write_text('{"claimSupportRecall": 7}')
+    with pytest.raises(FloorsError, match=r"\(from floors.json\)"):
+        load_floors(path)
+    path.write_text("{not json")
+    with pytest.raises(FloorsError, match="is not valid JSON"):
+        load_floors(path)
+    with pytest.raises(FloorsError, match="cannot read floors file"):
+        load_floors(tmp_path / "missing.json")
+
+
+# --- formatting -----------------------------------------------------------------------------------
+
+
+def test_format_check_one_line_with_units():
+    result = evaluate_gate(
+        metrics(latency_ms_p95=412.3456, claim_support_recall=None),
+        floors=parse_floors({"latencyMsP95": 400}, "t"),
+        dataset_version="v1",
+        models=MODELS,
+    )
+    latency = format_check(check_for(result, "latencyMsP95"))
+    assert "\n" not in latency
+    assert latency.split() == ["latencyMsP95", "412.3", "ms", "<=", "400.0", "ms", "FAIL", "412.3", "ms", ">", "400.0", "ms"]
+    recall = format_check(check_for(result, "claimSupportRecall"))
+    assert recall.split()[:5] == ["claimSupportRecall", "n/a", ">=", "0.9000", "SKIP"]
+    assert recall.endswith("no items measured this metric (n/a)")
+
+
+# --- CLI --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def saved(tmp_path):
+    def save(name: str, rep: Report) -> str:
+        return str(write_report(tmp_path / name, rep))
+
+    return save
+
+
+def test_cli_gate_pass_exits_0(saved, capsys):
+    path = saved("r.json", report())
+    assert cli.main(["gate", "--report", path]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "gate: PASS"
+    assert any(line.startswith("claimSupportPrecision") and "PASS" in line for line in out)
+
+
+def test_cli_gate_fail_exits_1(saved, capsys):
+    path = saved("r.json", report(falsehood_rejection=0.5))
+    assert cli.main(["gate", "--report", path]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "gate: FAIL"
+    assert any(line.startswith("falsehoodRejection") and "FAIL" in line for line in out)
+
+
+def test_cli_gate_reapplies_floors_and_baseline(saved, tmp_path, capsys):
+    path = saved("r.json", report(retrieval_recall=0.80))
+    base = saved("b.json", report(retrieval_recall=0.95))
+    assert cli.main(["gate", "--report", path, "--baseline", base]) == 1
+    assert "retrievalRecall" in capsys.readouterr().out
+    floors = tmp_path / "floors.json"
+    floors.write_text(json.dumps({"retrievalRecallMargin": 0.2}))
+    assert cli.main(["gate", "--report", path, "--baseline", base, "--floors", str(floors)]) == 0
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        ("missing-report", "cannot read report"),
+        ("bad-json-report", "not valid JSON"),
+        ("bad-baseline", "unknown schemaVersion 99"),
+        ("bad-floors", "is not a valid floor for claimSupportPrecision"),
+        ("no-args", "the following arguments are required: --report"),
+    ],
+)
+def test_cli_gate_unusable_input_exits_2(saved, tmp_path, capsys, setup, message):
+    good = saved("r.json", report())
+    bad = tmp_path / "bad.json"
+    argv = ["gate", "--report", good]
+    if setup == "missing-report":
+        argv = ["gate", "--report", str(tmp_path / "nope.json")]
+    elif setup == "bad-json-report":
+        bad.write_text('{"schemaVersion": 1,')
+        argv = ["gate", "--report", str(bad)]
+    elif setup == "bad-baseline":
+        bad.write_text(json.dumps({**report().to_wire(), "schemaVersion": 99}))
+        argv += ["--baseline", str(bad)]
+    elif setup == "bad-floors":
+        bad.write_text(json.dumps({"claimSupportPrecision": 1.5}))
+        argv += ["--floors", str(bad)]
+    else:
+        argv = ["gate"]
+    assert cli.main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    err = captured.err.strip()
+    assert "\n" not in err
+    assert err.startswith("groundeval gate: ")
+    assert message in err
+
+
+def _groundeval_command() -> list[str]:
+    exe = shutil.which("groundeval", path=str(Path(sys.executable).parent)) or shutil.which("groundeval")
+    return [exe] if exe else [sys.executable, "-m", "pytest_groundeval.cli"]
+
+
+def test_installed_entry_point_exit_codes(saved):
+    passing = saved("pass.json", report())
+    failing = saved("fail.json", report(errors=3))
+    codes = []
+    for argv in (["gate", "--report", passing], ["gate", "--report", failing], ["gate", "--report", passing + "x"]):
+        proc = subprocess.run([*_groundeval_command(), *argv], capture_output=True, text=True, timeout=60)
+        codes.append(proc.returncode)
+        if proc.returncode == 1:
+            assert proc.stdout.splitlines()[-1] == "gate: FAIL"
+            assert "errors" in proc.stdout
+    assert codes == [0, 1, 2]
+
+
+def test_a_target_that_returns_no_claims_fails_the_claim_floors():
+    silent = metrics(claim_support_precision=None, claim_support_recall=None, qa_claims=0,
+                     items_by_kind={"qa": 5, "adversarial": 0, "temporal": 0, "citation": 0, "review": 0})
+    result = evaluate_gate(silent, dataset_version="v1", models=MODELS)
+    for metric in ("claimSupportPrecision", "claimSupportRecall"):
+        check = check_for(result, metric)
+        assert check.outcome == "FAIL" and "returned no claims" in check.reason
+    assert not result.passed
+    # With no qa items at all (a -k adversarial slice), the same n/a is a SKIP.
+    sliced = metrics(claim_support_precision=None, claim_support_recall=None, qa_claims=0,
+                     items_by_kind={"qa": 0, "adversarial": 5, "temporal": 0, "citation": 0, "review": 0})
+    assert check_for(evaluate_gate(sliced, dataset_version="v1", models=MODELS), "claimSupportRecall").outcome == "SKIP"

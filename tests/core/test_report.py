@@ -1,0 +1,305 @@
+"""Tests for pytest_groundeval.report (SPEC §9): model, reading, streaming writer, CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from pytest_groundeval import cli
+from pytest_groundeval.core.evidence import EvidenceReview
+from pytest_groundeval.core.gate import evaluate_gate
+from pytest_groundeval.core.metrics import compute_metrics
+from pytest_groundeval.core.outcome import ItemOutcome
+from pytest_groundeval.core.report import (
+    SCHEMA_VERSION,
+    Report,
+    ReportError,
+    ReportWriter,
+    environment_info,
+    read_report,
+    write_report,
+)
+
+MODELS = {"generate": "mock-generate", "embed": "mock-embed"}
+ENV = {"pluginVersion": "0.1.0", "python": "3.11.7", "platform": "Linux", "gitCommit": None}
+
+
+def sample_outcomes() -> list[ItemOutcome]:
+    return [
+        ItemOutcome(id="qa-1", kind="qa", passed=True, trace_id="t-1", detail="ok", latency_ms=12.0,
+                    prompt_tokens=100, completion_tokens=30, evidence_expected=2, evidence_found=2,
+                    claims_supported=2, claims_supported_true=2, claims_true_cited=2,
+                    claims_true_cited_supported=2),
+        ItemOutcome(id="adv-ñ", kind="adversarial", passed=False, detail="supported \"the moon is cheese\"\nline 2",
+                    falsehood_supported=True, latency_ms=8.5),
+        ItemOutcome(id="tmp-1", kind="temporal", passed=False, error="target down: connection refused"),
+        ItemOutcome(id="rev-1", kind="review", passed=True,
+                    evidence_review=EvidenceReview(reviewed=True, risk_score=1 / 3, score=2 / 3)),
+        ItemOutcome(id="cit-1", kind="citation", passed=True, extra={"citationParagraphsJudged": 2,
+                                                                     "citationParagraphsMismatched": 0}),
+    ]  # fmt: skip
+
+
+def finish_kwargs(outcomes: list[ItemOutcome]) -> dict:
+    metrics = compute_metrics(outcomes)
+    return dict(
+        dataset_version="v1",
+        models=MODELS,
+        started_at_ms=1_700_000_000_000,
+        duration_ms=5000.0,
+        metrics=metrics,
+        gate=evaluate_gate(metrics, dataset_version="v1", models=MODELS),
+        environment=ENV,
+    )
+
+
+def whole_report(outcomes: list[ItemOutcome]) -> Report:
+    return Report(**finish_kwargs(outcomes), items=outcomes)
+
+
+# --- model and round trip -----------------------------------------------------------------------------
+
+
+def test_report_wire_keys_are_camel_case():
+    wire = whole_report(sample_outcomes()).to_wire()
+    assert list(wire) == [
+        "schemaVersion", "datasetVersion", "models", "startedAtMs", "durationMs", "metrics", "gate",
+        "environment", "interrupted", "items",
+    ]  # fmt: skip
+    assert wire["schemaVersion"] == SCHEMA_VERSION == 1
+    assert wire["items"][0]["traceId"] == "t-1"
+    assert wire["items"][0]["pass"] is True
+    assert wire["environment"]["gitCommit"] is None
+    assert wire["gate"]["checks"][0].keys() == {"metric", "value", "bound", "op", "outcome", "reason"}
+
+
+def test_write_and_read_round_trip(tmp_path):
+    rep = whole_report(sample_outcomes())
+    path = write_report(tmp_path / "report.json", rep)
+    assert read_report(path) == rep
+    assert os.listdir(tmp_path) == ["report.json"]
+
+
+def test_write_report_replaces_existing_file(tmp_path):
+    path = tmp_path / "report.json"
+    path.write_text("old")
+    write_report(path, whole_report(sample_outcomes()))
+    assert read_report(path).dataset_version == "v1"
+
+
+# --- reading errors ---------------------------------------------------------------------------------------
+
+
+def test_read_missing_file(tmp_path):
+    with pytest.raises(ReportError, match=r"nope\.json: cannot read report"):
+        read_report(tmp_path / "nope.json")
+
+
+def test_read_bad_json_names_file_and_position(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text('{"schemaVersion": 1,\n "datasetVersion": }')
+    with pytest.raises(ReportError, match=r"r\.json: not valid JSON: .*line 2 column"):
+        read_report(path)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda w: w.update(schemaVersion=2), "unknown schemaVersion 2; this plugin reads 1"),
+        (lambda w: w.pop("schemaVersion"), "missing schemaVersion"),
+        (lambda w: w.pop("metrics"), "does not match report schema v1: metrics: Field required"),
+        (lambda w: w["items"][1].update(kind="essay"), "items.1.kind"),
+        (lambda w: w.update(surprise=1), "surprise: Extra inputs are not permitted"),
+    ],
+)
+def test_read_schema_mismatch(tmp_path, mutate, message):
+    wire = whole_report(sample_outcomes()).to_wire()
+    mutate(wire)
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(wire))
+    with pytest.raises(ReportError) as info:
+        read_report(path)
+    assert str(info.value).startswith(str(path))
+    assert message in str(info.value)
+
+
+def test_read_non_object(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text("[1, 2]")
+    with pytest.raises(ReportError, match="a report must be a JSON object, got list"):
+        read_report(path)
+
+
+# --- streaming writer ------------------------------------------------------------------------------------
+
+
+def test_writer_output_reads_back_equal_to_whole_report(tmp_path):
+    outcomes = sample_outcomes()
+    path = tmp_path / "report.json"
+    with ReportWriter(path) as writer:
+        for outcome in outcomes:
+            writer.add_item(outcome)
+        assert writer.finish(**finish_kwargs(outcomes)) == path
+    assert read_report(path) == whole_report(outcomes)
+    assert os.listdir(tmp_path) == ["report.json"]
+
+
+def test_writer_with_no_items(tmp_path):
+    path = tmp_path / "report.json"
+    with ReportWriter(path) as writer:
+        writer.finish(**finish_kwargs([]))
+    rep = read_report(path)
+    assert rep.items == []
+    assert rep.metrics.items == 0
+
+
+def test_writer_10k_items_read_back(tmp_path):
+    n = 10_000
+    path = tmp_path / "big.json"
+    with ReportWriter(path) as writer:
+        for i in range(n):
+            writer.add_item(ItemOutcome(id=f"qa-{i}", kind="qa", passed=i % 7 != 0, latency_ms=float(i % 100),
+                                        evidence_expected=1, evidence_found=i % 2, detail="line\nbreak \u2603"))  # fmt: skip
+        assert writer.count == n
+        metrics = compute_metrics(ItemOutcome(id="x", kind="qa", passed=True, evidence_expected=1,
+                                              evidence_found=i % 2) for i in range(n))  # fmt: skip
+        writer.finish(
+            dataset_version="v1", models=MODELS, started_at_ms=0, duration_ms=1.0, metrics=metrics,
+            gate=evaluate_gate(metrics, dataset_version="v1", models=MODELS), environment=ENV,
+        )  # fmt: skip
+    rep = read_report(path)
+    assert len(rep.items) == n
+    assert [item.id for item in rep.items[:3]] == ["qa-0", "qa-1", "qa-2"]
+    assert rep.items[-1].id == f"qa-{n - 1}"
+    assert rep.items[7].passed is False and rep.items[8].passed is True
+    assert rep.items[5].detail == "line\nbreak \u2603"
+    assert rep.metrics.retrieval_recall == 0.5
+    assert os.listdir(tmp_path) == ["big.json"]
+
+
+def test_unfinished_writer_leaves_no_file_at_target(tmp_path):
+    path = tmp_path / "report.json"
+    writer = ReportWriter(path)
+    try:
+        for outcome in sample_outcomes():
+            writer.add_item(outcome)
+        # Items are spooled to disk already, but the target does not exist until finish.
+        assert not path.exists()
+        spool = list(tmp_path.iterdir())
+        assert len(spool) == 1 and spool[0].name.startswith(".report.json.") and spool[0].stat().st_size > 0
+    finally:
+        writer.abort()
+    assert list(tmp_path.iterdir()) == []
+    writer.abort()  # idempotent
+
+
+def test_exception_inside_with_block_keeps_previous_report(tmp_path):
+    path = tmp_path / "report.json"
+    write_report(path, whole_report(sample_outcomes()))
+    before = path.read_bytes()
+    with pytest.raises(RuntimeError, match="session crashed"):
+        with ReportWriter(path) as writer:
+            writer.add_item(sample_outcomes()[0])
+            raise RuntimeError("session crashed")
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["report.json"]
+
+
+def test_finish_with_invalid_header_writes_nothing(tmp_path):
+    path = tmp_path / "report.json"
+    writer = ReportWriter(path)
+    writer.add_item(sample_outcomes()[0])
+    kwargs = finish_kwargs(sample_outcomes())
+    kwargs["models"] = {"generate": "g"}  # embed missing
+    with pytest.raises(ValueError, match="embed"):
+        writer.finish(**kwargs)
+    assert not path.exists()
+    writer.abort()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_writer_refuses_use_after_finish(tmp_path):
+    writer = ReportWriter(tmp_path / "r.json")
+    writer.finish(**finish_kwargs([]))
+    with pytest.raises(RuntimeError, match="is closed"):
+        writer.add_item(sample_outcomes()[0])
+    with pytest.raises(RuntimeError, match="is closed"):
+        writer.finish(**finish_kwargs([]))
+
+
+def test_writer_accepts_wire_dicts(tmp_path):
+    path = tmp_path / "r.json"
+    outcomes = sample_outcomes()
+    with ReportWriter(path) as writer:
+        for outcome in outcomes:
+            writer.add_item(outcome.to_wire())
+        writer.finish(**finish_kwargs(outcomes))
+    assert read_report(path).items == outcomes
+
+
+def test_writer_default_environment(tmp_path):
+    path = tmp_path / "r.json"
+    kwargs = finish_kwargs([])
+    del kwargs["environment"]
+    with ReportWriter(path) as writer:
+        writer.finish(**kwargs)
+    assert read_report(path).environment.python.count(".") == 2
+
+
+# --- environment ----------------------------------------------------------------------------------------
+
+
+def test_environment_info_outside_git_has_no_commit(tmp_path):
+    env = environment_info(cwd=tmp_path)
+    assert env["gitCommit"] is None
+    assert env["pluginVersion"] == "0.1.0"
+    assert env["python"] and env["platform"]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_environment_info_in_git_checkout_records_head(tmp_path):
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True, text=True).stdout
+
+    git("init", "-q")
+    (tmp_path / "f").write_text("x")
+    git("add", "f")
+    git("-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "init")
+    assert environment_info(cwd=tmp_path)["gitCommit"] == git("rev-parse", "HEAD").strip()
+
+
+def test_environment_info_without_git_binary(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty directory: no git to run
+    assert environment_info()["gitCommit"] is None
+
+
+# --- groundeval report ----------------------------------------------------------------------------------
+
+
+def test_cli_report_prints_metrics_gate_and_failed_items(tmp_path, capsys):
+    path = write_report(tmp_path / "r.json", whole_report(sample_outcomes()))
+    assert cli.main(["report", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "dataset v1  models generate=mock-generate embed=mock-embed"
+    assert "  retrievalRecall            1.0000" in out
+    assert "  evidenceRiskScore          0.6667" in out
+    assert "  latencyMsP95               11.8 ms" in out
+    assert "gate: FAIL" in out  # one item errored
+    failed = [line for line in out if line.startswith(("FAIL", "ERROR"))]
+    assert failed == [
+        'FAIL  adversarial::adv-ñ  supported "the moon is cheese" line 2',
+        "ERROR temporal::tmp-1  target down: connection refused",
+    ]
+
+
+def test_cli_report_unreadable_exits_2(tmp_path, capsys):
+    path = tmp_path / "r.json"
+    path.write_text("{}")
+    assert cli.main(["report", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("groundeval report: ") and "missing schemaVersion" in err
+    assert cli.main(["report"]) == 2
