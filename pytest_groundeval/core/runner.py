@@ -48,11 +48,19 @@ MAX_LISTED = 5
 
 
 class ItemError(Exception):
-    """An item could not be run; ``outcome`` is the errored outcome to record."""
+    """An item could not be run.
 
-    def __init__(self, outcome: ItemOutcome) -> None:
+    Attributes:
+        outcome: The errored outcome to record.
+        cause: The target error behind it.
+        death: How the target's process died (exit status, log tail), when that explains it.
+    """
+
+    def __init__(self, outcome: ItemOutcome, cause: TargetError | None = None, death: str | None = None) -> None:
         super().__init__(outcome.error)
         self.outcome = outcome
+        self.cause = cause
+        self.death = death
 
 
 def listed(lines: list[str]) -> list[str]:
@@ -189,9 +197,20 @@ class ItemRunner:
         Raises:
             ItemError: the item could not be run; carries an errored outcome.
         """
-        outcome = await self._run_target_item(item, dataset)
-        self._unavailable_streak = self._error_streak = 0
-        return outcome
+        return await self._run_target_item(item, dataset)
+
+    def note(self, error: ItemError | None) -> None:
+        """Account for one target item's result, in the order its results are reported.
+
+        The streaks that decide ``stop_reason`` count reported items, not calls as they
+        complete: with items sent ahead, a call in flight may fail before the items
+        ahead of it are reported, and the stop message must agree with the errors the
+        summary counts. ``error`` is None for an item that ran.
+        """
+        if error is None:
+            self._unavailable_streak = self._error_streak = 0
+        elif error.cause is not None:
+            self._note_failure(error.cause, error.death)
 
     def _note_failure(self, exc: TargetError, death: str | None) -> None:
         """Decide whether the target is gone, or broken, for good (``stop_reason``)."""
@@ -214,8 +233,7 @@ class ItemRunner:
         except TargetError as exc:
             reason = self._diagnose(exc) if self._diagnose else None
             message = f"{exc}\n{reason}" if reason else str(exc)
-            self._note_failure(exc, reason)
-            raise ItemError(errored_outcome(item, message)) from exc
+            raise ItemError(errored_outcome(item, message), cause=exc, death=reason) from exc
 
     # -- generate ---------------------------------------------------------------
 

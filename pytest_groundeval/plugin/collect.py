@@ -110,6 +110,8 @@ class EvalItem(pytest.Function):
                 self.outcome = runner.run_offline(self.eval_item, self.dataset)
         except ItemError as exc:
             error = exc
+        if self.uses_target:
+            runner.note(error)
         if error is not None:
             record_outcome(self, error.outcome)
             if runner.stop_reason and not self.session.shouldfail:

@@ -66,13 +66,6 @@ def ran(request):
 
 
 @pytest.fixture
-def smoke(pytester: pytest.Pytester) -> Path:
-    target = pytester.path / "smoke"
-    shutil.copytree(SMOKE, target)
-    return target
-
-
-@pytest.fixture
 def log(pytester: pytest.Pytester) -> Path:
     return pytester.path / "calls.jsonl"
 
@@ -95,13 +88,11 @@ def questions(smoke: Path) -> dict[str, str]:
     }
 
 
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args, timeout=300)
 
 
-def test_k_sends_only_selected_items(pytester, smoke, log):
+def test_k_sends_only_selected_items(run, pytester, smoke, log):
     record(pytester, log)
-    result = run(pytester, f"--eval-dataset={smoke}", "-k", "cited", "--eval-concurrency=16")
+    result = run(f"--eval-dataset={smoke}", "-k", "cited", "--eval-concurrency=16")
     result.assert_outcomes(passed=2)
     sent = {questions(smoke)[e["question"]] for e in events(log) if e["event"] == "sent"}
     assert sent == {
@@ -110,9 +101,9 @@ def test_k_sends_only_selected_items(pytester, smoke, log):
     }
 
 
-def test_xdist_sends_each_item_once_and_only_from_the_worker_that_runs_it(pytester, smoke, log):
+def test_xdist_sends_each_item_once_and_only_from_the_worker_that_runs_it(run, pytester, smoke, log):
     record(pytester, log)
-    result = run(pytester, f"--eval-dataset={smoke}", "-n", "2", "--eval-concurrency=16")
+    result = run(f"--eval-dataset={smoke}", "-n", "2", "--eval-concurrency=16")
     result.assert_outcomes(passed=10)
     by_question = questions(smoke)
     sent = [(e["worker"], by_question[e["question"]]) for e in events(log) if e["event"] == "sent"]
@@ -125,9 +116,9 @@ def test_xdist_sends_each_item_once_and_only_from_the_worker_that_runs_it(pytest
     assert any(order.index(("sent", n)) < order.index(("ran", n)) for _, n in sent)
 
 
-def test_temporal_steps_stay_in_order_under_concurrency(pytester, smoke, log):
+def test_temporal_steps_stay_in_order_under_concurrency(run, pytester, smoke, log):
     record(pytester, log)
-    result = run(pytester, f"--eval-dataset={smoke}", "-m", "temporal", "--eval-concurrency=16")
+    result = run(f"--eval-dataset={smoke}", "-m", "temporal", "--eval-concurrency=16")
     result.assert_outcomes(passed=3)
     manifest = json.loads((smoke / "manifest.json").read_text(encoding="utf-8"))
     expected = sorted([step["op"] for step in item["setup"]] for item in manifest["items"] if item["kind"] == "temporal")
@@ -138,11 +129,11 @@ def test_temporal_steps_stay_in_order_under_concurrency(pytester, smoke, log):
     assert sorted(by_label.values()) == expected
 
 
-def test_exitfirst_reports_nothing_for_items_that_did_not_run(pytester, smoke, log):
+def test_exitfirst_reports_nothing_for_items_that_did_not_run(run, pytester, smoke, log):
     record(pytester, log, fail="How long")  # qa-smoke-index-build loses its evidence and fails
     report = pytester.path / "report.json"
     result = run(
-        pytester, f"--eval-dataset={smoke}", "-k", "qa", "-x", "--eval-concurrency=8", f"--eval-report={report}"
+        f"--eval-dataset={smoke}", "-k", "qa", "-x", "--eval-concurrency=8", f"--eval-report={report}"
     )
     result.assert_outcomes(passed=2, failed=1)
     ran = [e["nodeid"] for e in events(log) if e["event"] == "ran"]
@@ -151,11 +142,11 @@ def test_exitfirst_reports_nothing_for_items_that_did_not_run(pytester, smoke, l
     assert "qa-smoke-draft-with-errors" not in reported
 
 
-def test_same_metrics_at_concurrency_1_and_16(pytester, smoke):
+def test_same_metrics_at_concurrency_1_and_16(run, pytester, smoke):
     figures = {}
     for n in (1, 16):
         report = pytester.path / f"r{n}.json"
-        result = run(pytester, f"--eval-dataset={smoke}", f"--eval-concurrency={n}", f"--eval-report={report}")
+        result = run(f"--eval-dataset={smoke}", f"--eval-concurrency={n}", f"--eval-report={report}")
         result.assert_outcomes(passed=10)
         metrics = json.loads(report.read_text())["metrics"]
         figures[n] = {k: v for k, v in metrics.items() if not k.startswith("latency")}
@@ -163,7 +154,7 @@ def test_same_metrics_at_concurrency_1_and_16(pytester, smoke):
 
 
 @pytest.mark.parametrize("value", ["0", "-2", "many", "1.5"])
-def test_invalid_concurrency_is_a_usage_error(pytester, smoke, value):
-    result = run(pytester, f"--eval-dataset={smoke}", f"--eval-concurrency={value}")
+def test_invalid_concurrency_is_a_usage_error(run, pytester, smoke, value):
+    result = run(f"--eval-dataset={smoke}", f"--eval-concurrency={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{value!r} is not a valid value for --eval-concurrency*whole number >= 1*"])

@@ -33,17 +33,8 @@ DETERMINISTIC = (
 )
 
 
-@pytest.fixture
-def smoke(pytester: pytest.Pytester) -> Path:
-    """A copy of datasets/smoke inside the pytester directory."""
-    target = pytester.path / "smoke"
-    shutil.copytree(SMOKE, target)
-    return target
 
 
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    # A subprocess keeps each run's servers, threads and plugin state out of this process.
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args, timeout=300)
 
 
 def read_report(path: Path) -> dict:
@@ -54,9 +45,9 @@ _plain_metrics: dict[str, dict] = {}
 
 
 @pytest.mark.parametrize("mode", list(MODES))
-def test_smoke_same_metrics_in_every_mode(pytester, smoke, mode):
+def test_smoke_same_metrics_in_every_mode(run, pytester, smoke, mode):
     report = pytester.path / "report.json"
-    result = run(pytester, f"--eval-dataset={smoke}", f"--eval-report={report}", *MODES[mode])
+    result = run(f"--eval-dataset={smoke}", f"--eval-report={report}", *MODES[mode])
     result.assert_outcomes(passed=10)
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*groundeval gate*", "claimSupportPrecision*PASS*", "gate: PASS"])
@@ -65,17 +56,17 @@ def test_smoke_same_metrics_in_every_mode(pytester, smoke, mode):
     assert metrics["latencyMsP95"] is not None and metrics["latencyMsP95"] >= metrics["latencyMsP50"] > 0
     if "plain" not in _plain_metrics:
         plain = pytester.path / "plain.json"
-        run(pytester, f"--eval-dataset={smoke}", f"--eval-report={plain}")
+        run(f"--eval-dataset={smoke}", f"--eval-report={plain}")
         _plain_metrics["plain"] = read_report(plain)["metrics"]
     assert {k: metrics[k] for k in DETERMINISTIC} == {k: _plain_metrics["plain"][k] for k in DETERMINISTIC}
 
 
-def test_report_is_complete_and_valid(pytester, smoke):
+def test_report_is_complete_and_valid(run, pytester, smoke):
     from pytest_groundeval.core.report import read_report as validate
 
     report = pytester.path / "out" / "report.json"
     report.parent.mkdir()
-    result = run(pytester, f"--eval-dataset={smoke}", f"--eval-report={report}")
+    result = run(f"--eval-dataset={smoke}", f"--eval-report={report}")
     assert result.ret == 0
     parsed = validate(report)
     assert parsed.dataset_version == "v1"
@@ -87,9 +78,9 @@ def test_report_is_complete_and_valid(pytester, smoke):
     assert parsed.gate.passed is True
 
 
-def test_k_runs_only_the_slice_and_gate_checks_only_what_ran(pytester, smoke):
+def test_k_runs_only_the_slice_and_gate_checks_only_what_ran(run, pytester, smoke):
     report = pytester.path / "report.json"
-    result = run(pytester, f"--eval-dataset={smoke}", "-k", "adversarial", f"--eval-report={report}", "-v")
+    result = run(f"--eval-dataset={smoke}", "-k", "adversarial", f"--eval-report={report}", "-v")
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(
         [
@@ -103,32 +94,32 @@ def test_k_runs_only_the_slice_and_gate_checks_only_what_ran(pytester, smoke):
     assert {i["kind"] for i in read_report(report)["items"]} == {"adversarial"}
 
 
-def test_m_selects_by_kind_marker_and_tags_are_markers(pytester, smoke):
-    result = run(pytester, f"--eval-dataset={smoke}", "-m", "temporal", "--strict-markers")
+def test_m_selects_by_kind_marker_and_tags_are_markers(run, pytester, smoke):
+    result = run(f"--eval-dataset={smoke}", "-m", "temporal", "--strict-markers")
     result.assert_outcomes(passed=3)
-    result = run(pytester, f"--eval-dataset={smoke}", "-m", "swedish", "--strict-markers")
+    result = run(f"--eval-dataset={smoke}", "-m", "swedish", "--strict-markers")
     result.assert_outcomes(passed=2)
 
 
-def test_single_item_node_id_as_an_ide_runs_it(pytester, smoke):
-    result = run(pytester, "smoke/manifest.json::qa::qa-smoke-index-build", "-v")
+def test_single_item_node_id_as_an_ide_runs_it(run, pytester, smoke):
+    result = run("smoke/manifest.json::qa::qa-smoke-index-build", "-v")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*smoke/manifest.json::qa::qa-smoke-index-build PASSED*", "gate: PASS"])
 
 
-def test_dataset_directory_as_a_path_is_collected(pytester, smoke):
-    result = run(pytester, "smoke", "--collect-only", "-q")
+def test_dataset_directory_as_a_path_is_collected(run, pytester, smoke):
+    result = run("smoke", "--collect-only", "-q")
     result.stdout.fnmatch_lines(["smoke/manifest.json::qa::qa-smoke-alpha-budget", "*10 tests collected*"])
 
 
-def test_eval_dataset_collects_only_the_dataset(pytester, smoke):
+def test_eval_dataset_collects_only_the_dataset(run, pytester, smoke):
     pytester.makepyfile(test_other="def test_other():\n    pass\n")
-    result = run(pytester, f"--eval-dataset={smoke}", "--collect-only", "-q")
+    result = run(f"--eval-dataset={smoke}", "--collect-only", "-q")
     result.stdout.fnmatch_lines(["*10 tests collected*"])
     result.stdout.no_fnmatch_line("*test_other*")
 
 
-def test_reportinfo_points_at_the_item_line(pytester, smoke):
+def test_reportinfo_points_at_the_item_line(run, pytester, smoke):
     items, _ = pytester.inline_genitems(f"--eval-dataset={smoke}")
     manifest_lines = (smoke / "manifest.json").read_text(encoding="utf-8").splitlines()
     assert len(items) == 10
@@ -139,7 +130,7 @@ def test_reportinfo_points_at_the_item_line(pytester, smoke):
         assert label.endswith(f"::{item.name}")
 
 
-def test_items_can_use_fixtures(pytester, smoke):
+def test_items_can_use_fixtures(run, pytester, smoke):
     pytester.makeconftest(
         """
         import pytest
@@ -154,11 +145,11 @@ def test_items_can_use_fixtures(pytester, smoke):
             print("fixture saw", len(SEEN), "items")
         """
     )
-    result = run(pytester, f"--eval-dataset={smoke}", "-s", "-k", "temporal")
+    result = run(f"--eval-dataset={smoke}", "-s", "-k", "temporal")
     result.stdout.fnmatch_lines(["*fixture saw 3 items*"])
 
 
-def test_help_lists_every_option_in_one_group(pytester):
+def test_help_lists_every_option_in_one_group(run, pytester):
     result = pytester.runpytest("--help")
     result.stdout.fnmatch_lines(["groundeval: gate grounded-answer quality:"])
     text = result.stdout.str()
@@ -170,50 +161,50 @@ def test_help_lists_every_option_in_one_group(pytester):
         assert f"--eval-{name}" in group, name
 
 
-def test_spawn_and_url_together_is_a_usage_error(pytester, smoke):
-    result = run(pytester, f"--eval-dataset={smoke}", "--eval-spawn=x", "--eval-url=http://127.0.0.1:1", "--eval-api-key=k")
+def test_spawn_and_url_together_is_a_usage_error(run, pytester, smoke):
+    result = run(f"--eval-dataset={smoke}", "--eval-spawn=x", "--eval-url=http://127.0.0.1:1", "--eval-api-key=k")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--eval-spawn and --eval-url both given*"])
 
 
-def test_missing_dataset_is_a_usage_error(pytester):
-    result = run(pytester, "--eval-dataset=nowhere")
+def test_missing_dataset_is_a_usage_error(run, pytester):
+    result = run("--eval-dataset=nowhere")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*'nowhere' given by --eval-dataset is not a dataset*"])
 
 
-def test_env_and_ini_fallbacks_with_flag_precedence(pytester, smoke, monkeypatch):
+def test_env_and_ini_fallbacks_with_flag_precedence(run, pytester, smoke, monkeypatch):
     monkeypatch.setenv("GROUNDEVAL_DATASET", str(smoke))
-    result = run(pytester, "--collect-only", "-q")
+    result = run("--collect-only", "-q")
     result.stdout.fnmatch_lines(["*10 tests collected*"])
     pytester.makeini(f"[pytest]\neval_dataset = {smoke}\neval_timeout = nope\n")
-    result = run(pytester, "--collect-only", "-q")
+    result = run("--collect-only", "-q")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*'nope' is not a valid value for ini eval_timeout*"])
-    result = run(pytester, "--collect-only", "-q", "--eval-timeout=5")
+    result = run("--collect-only", "-q", "--eval-timeout=5")
     result.stdout.fnmatch_lines(["*10 tests collected*"])
 
 
-def test_invalid_floors_file_is_a_usage_error(pytester, smoke):
+def test_invalid_floors_file_is_a_usage_error(run, pytester, smoke):
     floors = pytester.path / "floors.json"
     floors.write_text(json.dumps({"claimSupportPrecison": 0.9}))
-    result = run(pytester, f"--eval-dataset={smoke}", f"--eval-floors={floors}", "-k", "temporal")
+    result = run(f"--eval-dataset={smoke}", f"--eval-floors={floors}", "-k", "temporal")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*claimSupportPrecison*"])
 
 
-def test_malformed_manifest_is_a_plain_collection_error(pytester, smoke):
+def test_malformed_manifest_is_a_plain_collection_error(run, pytester, smoke):
     manifest = json.loads((smoke / "manifest.json").read_text())
     manifest["items"][0]["expectedEvidence"] = [42]
     (smoke / "manifest.json").write_text(json.dumps(manifest, indent=2))
-    result = run(pytester, f"--eval-dataset={smoke}")
+    result = run(f"--eval-dataset={smoke}")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["*qa-smoke-alpha-budget*expectedEvidence*"])
     result.stdout.no_fnmatch_line("*Traceback*")
     result.stdout.no_fnmatch_line("*pydantic*")
 
 
-def test_review_items_start_no_mock_and_no_target(pytester):
+def test_review_items_start_no_mock_and_no_target(run, pytester):
     dataset = pytester.path / "reviews"
     (dataset / "corpus").mkdir(parents=True)
     (dataset / "corpus" / "q.txt").write_text("Questions.\n")
@@ -250,21 +241,21 @@ def test_review_items_start_no_mock_and_no_target(pytester):
         """
     )
     report = pytester.path / "r.json"
-    result = run(pytester, f"--eval-dataset={dataset}", f"--eval-report={report}")
+    result = run(f"--eval-dataset={dataset}", f"--eval-report={report}")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*rev-flagged*flag_for_human_review*", "evidenceRiskScore*0.3333*INFO*"])
     assert read_report(report)["metrics"]["evidenceRiskScore"] == pytest.approx(1 / 3)
     # The optional evidenceRiskScore floor gates (SPEC §9).
     floors = pytester.path / "floors.json"
     floors.write_text(json.dumps({"evidenceRiskScore": 0.5}))
-    gated = run(pytester, f"--eval-dataset={dataset}", f"--eval-floors={floors}")
+    gated = run(f"--eval-dataset={dataset}", f"--eval-floors={floors}")
     assert gated.ret == pytest.ExitCode.TESTS_FAILED
     gated.stdout.fnmatch_lines(["evidenceRiskScore*0.3333 >= 0.5000*FAIL*", "gate: FAIL"])
 
 
-def test_spawn_target_that_fails_to_start_shows_command_exit_code_and_log(pytester, smoke):
+def test_spawn_target_that_fails_to_start_shows_command_exit_code_and_log(run, pytester, smoke):
     command = f"{sys.executable} -c \"import sys; print('boom: cannot bind'); sys.exit(3)\""
-    result = run(pytester, f"--eval-dataset={smoke}", f"--eval-spawn={command}", "-k", "qa")
+    result = run(f"--eval-dataset={smoke}", f"--eval-spawn={command}", "-k", "qa")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     text = result.stdout.str()
     assert "exit code 3" in text and "boom: cannot bind" in text and "sys.exit(3)" in text
@@ -273,8 +264,8 @@ def test_spawn_target_that_fails_to_start_shows_command_exit_code_and_log(pytest
     result.assert_outcomes(errors=1)
 
 
-def test_url_target_that_is_down_fails_fast_with_one_error(pytester, smoke):
-    result = run(pytester, f"--eval-dataset={smoke}", "--eval-url=http://127.0.0.1:9", "--eval-api-key=k", "-k", "qa")
+def test_url_target_that_is_down_fails_fast_with_one_error(run, pytester, smoke):
+    result = run(f"--eval-dataset={smoke}", "--eval-url=http://127.0.0.1:9", "--eval-api-key=k", "-k", "qa")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*the target at http://127.0.0.1:9 is unavailable*"])
@@ -282,7 +273,7 @@ def test_url_target_that_is_down_fails_fast_with_one_error(pytester, smoke):
     result.stdout.no_fnmatch_line("*httpcore*")
 
 
-def test_a_target_refusing_the_key_fails_once(pytester, smoke):
+def test_a_target_refusing_the_key_fails_once(run, pytester, smoke):
     pytester.makeconftest(
         """
 import pytest
@@ -290,21 +281,22 @@ from pytest_groundeval.targets import HttpTarget
 
 @pytest.fixture(scope="session")
 def groundeval_target(groundeval_target):
-    return HttpTarget(groundeval_target.base_url, "not-the-key")
+    with HttpTarget(groundeval_target.base_url, "not-the-key") as target:
+        yield target
 """
     )
-    result = run(pytester, f"--eval-dataset={smoke}")
+    result = run(f"--eval-dataset={smoke}")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*the target refused the harness's API key*401*"])
 
 
-def test_spawn_placeholders_reach_a_user_server(pytester, smoke):
+def test_spawn_placeholders_reach_a_user_server(run, pytester, smoke):
     """--eval-spawn with the reference server started by a user command and a setup step."""
     marker = pytester.path / "setup-ran"
     spawn = f"{sys.executable} -m pytest_groundeval.reference --port {{port}} --data-dir {{data_dir}}"
     setup = f"{sys.executable} -c \"open(r'{marker}', 'w').write('{{port}}')\""
-    result = run(pytester, f"--eval-dataset={smoke}", f"--eval-spawn={spawn}", f"--eval-setup={setup}", "-k", "qa")
+    result = run(f"--eval-dataset={smoke}", f"--eval-spawn={spawn}", f"--eval-setup={setup}", "-k", "qa")
     result.assert_outcomes(passed=4)
     assert marker.read_text().isdigit()
 
@@ -374,9 +366,9 @@ def broken(pytester: pytest.Pytester, how: str) -> None:
     pytester.makeconftest(BROKEN_CONFTEST.format(how=how))
 
 
-def test_permissive_verifier_fails_falsehood_rejection_and_precision(pytester, smoke):
+def test_permissive_verifier_fails_falsehood_rejection_and_precision(run, pytester, smoke):
     broken(pytester, "permissive")
-    result = run(pytester, f"--eval-dataset={smoke}")
+    result = run(f"--eval-dataset={smoke}")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
@@ -387,40 +379,40 @@ def test_permissive_verifier_fails_falsehood_rejection_and_precision(pytester, s
     )
 
 
-def test_retriever_that_drops_evidence_fails_recall_against_a_same_lineage_baseline(pytester, smoke):
+def test_retriever_that_drops_evidence_fails_recall_against_a_same_lineage_baseline(run, pytester, smoke):
     baseline = pytester.path / "baseline.json"
-    good = run(pytester, f"--eval-dataset={smoke}", f"--eval-report={baseline}", "-k", "qa")
+    good = run(f"--eval-dataset={smoke}", f"--eval-report={baseline}", "-k", "qa")
     assert good.ret == 0
     broken(pytester, "drops-evidence")
-    result = run(pytester, f"--eval-dataset={smoke}", f"--eval-baseline={baseline}", "-k", "qa")
+    result = run(f"--eval-dataset={smoke}", f"--eval-baseline={baseline}", "-k", "qa")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["retrievalRecall*>= 0.9800*FAIL*", "gate: FAIL"])
 
 
-def test_baseline_of_another_lineage_does_not_arm_recall(pytester, smoke):
+def test_baseline_of_another_lineage_does_not_arm_recall(run, pytester, smoke):
     baseline = pytester.path / "baseline.json"
-    assert run(pytester, f"--eval-dataset={smoke}", f"--eval-report={baseline}", "-k", "qa").ret == 0
+    assert run(f"--eval-dataset={smoke}", f"--eval-report={baseline}", "-k", "qa").ret == 0
     data = json.loads(baseline.read_text())
     data["models"]["embed"] = "text-embedding-3-small"
     baseline.write_text(json.dumps(data))
     broken(pytester, "drops-evidence")
-    result = run(pytester, f"--eval-dataset={smoke}", f"--eval-baseline={baseline}", "-k", "qa")
+    result = run(f"--eval-dataset={smoke}", f"--eval-baseline={baseline}", "-k", "qa")
     result.stdout.fnmatch_lines(["retrievalRecall*SKIP*lineage*", "gate: PASS"])
     assert result.ret == 0
 
 
-def test_temporal_bug_fails_temporal_accuracy(pytester, smoke):
+def test_temporal_bug_fails_temporal_accuracy(run, pytester, smoke):
     broken(pytester, "ignores-as-of-tx")
-    result = run(pytester, f"--eval-dataset={smoke}", "-k", "temporal")
+    result = run(f"--eval-dataset={smoke}", "-k", "temporal")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*tmp-smoke-as-of-tx*", "temporalAccuracy*0.6667*FAIL*", "gate: FAIL"])
 
 
-def test_target_that_dies_mid_run_fails_the_errors_budget(pytester, smoke):
+def test_target_that_dies_mid_run_fails_the_errors_budget(run, pytester, smoke):
     broken(pytester, "dies")
     # One item at a time, so "the third generate call" is the same item in every run.
-    result = run(pytester, f"--eval-dataset={smoke}", "-k", "qa or adversarial", "--eval-concurrency=1")
+    result = run(f"--eval-dataset={smoke}", "-k", "qa or adversarial", "--eval-concurrency=1")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     outcomes = result.parseoutcomes()
     # Three refused calls in a row: the target counts as gone and the session stops there,
@@ -430,33 +422,33 @@ def test_target_that_dies_mid_run_fails_the_errors_budget(pytester, smoke):
         ["*could not be run*127.0.0.1:9*", "errors*3 <= 0*FAIL*", "run*interrupted after 5 items*", "gate: FAIL"]
     )
     result.stdout.fnmatch_lines(["*groundeval: the target has refused 3 calls in a row*"])
-    many = run(pytester, f"--eval-dataset={smoke}", "-k", "qa or adversarial", "--eval-concurrency=8")
+    many = run(f"--eval-dataset={smoke}", "-k", "qa or adversarial", "--eval-concurrency=8")
     assert many.ret == pytest.ExitCode.TESTS_FAILED
     # Calls already in flight when the target dies still complete; every later one errors.
     assert many.parseoutcomes()["errors"] >= 1
     many.stdout.fnmatch_lines(["errors*<= 0*FAIL*", "gate: FAIL"])
 
 
-def test_failed_item_with_passing_gate_exits_0_unless_strict(pytester, smoke):
+def test_failed_item_with_passing_gate_exits_0_unless_strict(run, pytester, smoke):
     broken(pytester, "one-item")
-    result = run(pytester, f"--eval-dataset={smoke}", "-k", "qa")
+    result = run(f"--eval-dataset={smoke}", "-k", "qa")
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(["*qa-smoke-index-build*expected evidence*not retrieved*", "gate: PASS"])
     assert result.ret == 0
-    strict = run(pytester, f"--eval-dataset={smoke}", "-k", "qa", "--eval-strict")
+    strict = run(f"--eval-dataset={smoke}", "-k", "qa", "--eval-strict")
     assert strict.ret == pytest.ExitCode.TESTS_FAILED
 
 
-def test_lf_reruns_only_the_failed_item(pytester, smoke):
+def test_lf_reruns_only_the_failed_item(run, pytester, smoke):
     broken(pytester, "one-item")
-    first = pytester.runpytest_subprocess(f"--eval-dataset={smoke}", "-k", "qa", timeout=300)
+    first = run(f"--eval-dataset={smoke}", "-k", "qa", cache=True)
     first.assert_outcomes(passed=3, failed=1)
-    again = pytester.runpytest_subprocess(f"--eval-dataset={smoke}", "--lf", "-v", timeout=300)
+    again = run(f"--eval-dataset={smoke}", "--lf", "-v", cache=True)
     again.assert_outcomes(failed=1)
     again.stdout.fnmatch_lines(["*qa::qa-smoke-index-build FAILED*"])
 
 
-def test_crashed_worker_item_counts_as_error(pytester, smoke):
+def test_crashed_worker_item_counts_as_error(run, pytester, smoke):
     pytester.makeconftest(
         '''
 import os
@@ -469,7 +461,7 @@ def crash_on_one(request):
 '''
     )
     report = pytester.path / "r.json"
-    result = run(pytester, f"--eval-dataset={smoke}", "-n", "2", "-k", "adversarial", f"--eval-report={report}")
+    result = run(f"--eval-dataset={smoke}", "-n", "2", "-k", "adversarial", f"--eval-report={report}")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["errors*1 <= 0*FAIL*", "gate: FAIL"])
     items = {i["id"]: i for i in read_report(report)["items"]}
@@ -478,17 +470,17 @@ def crash_on_one(request):
     assert read_report(report)["metrics"]["falsehoodRejection"] == pytest.approx(2 / 3)
 
 
-def test_a_dataset_baseline_arms_recall_without_a_flag(pytester, smoke):
-    assert run(pytester, f"--eval-dataset={smoke}", f"--eval-report={smoke / 'baseline.json'}", "-k", "qa").ret == 0
+def test_a_dataset_baseline_arms_recall_without_a_flag(run, pytester, smoke):
+    assert run(f"--eval-dataset={smoke}", f"--eval-report={smoke / 'baseline.json'}", "-k", "qa").ret == 0
     broken(pytester, "drops-evidence")
-    result = run(pytester, f"--eval-dataset={smoke}", "-k", "qa")
+    result = run(f"--eval-dataset={smoke}", "-k", "qa")
     result.stdout.fnmatch_lines(["retrievalRecall*>= 0.9800*FAIL*", "baseline: smoke/baseline.json", "gate: FAIL"])
     # The same from an IDE-style node id run, with no --eval-dataset.
-    result = run(pytester, "smoke/manifest.json::qa::qa-smoke-index-build")
+    result = run("smoke/manifest.json::qa::qa-smoke-index-build")
     result.stdout.fnmatch_lines(["retrievalRecall*FAIL*", "gate: FAIL"])
 
 
-def test_evidence_reviews_make_no_provider_call(pytester, smoke):
+def test_evidence_reviews_make_no_provider_call(run, pytester, smoke):
     """Review items, and the review of a qa answer's evidence block, leave the mock's log unchanged (SPEC §8)."""
     manifest = json.loads((smoke / "manifest.json").read_text(encoding="utf-8"))
     block = {
@@ -519,7 +511,7 @@ def count_provider_calls(request, groundeval_mock):
 '''
     )
     args = (f"--eval-dataset={smoke}", "-k", "goteborg or rev", "--eval-concurrency=1")
-    result = run(pytester, *args)
+    result = run(*args, spawn=True)
     result.assert_outcomes(passed=2)
     with_block = dict(json.loads(line) for line in calls.read_text().splitlines())
     assert with_block["rev-office"] == 0
@@ -528,7 +520,7 @@ def count_provider_calls(request, groundeval_mock):
         item.pop("evidence", None) if item["kind"] == "qa" else None
     (smoke / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False), encoding="utf-8")
     calls.unlink()
-    run(pytester, *args).assert_outcomes(passed=2)
+    run(*args, spawn=True).assert_outcomes(passed=2)
     without_block = dict(json.loads(line) for line in calls.read_text().splitlines())
     assert with_block["qa-smoke-goteborg-office"] == without_block["qa-smoke-goteborg-office"] > 0
 
@@ -537,38 +529,38 @@ def count_provider_calls(request, groundeval_mock):
     ("value", "message"),
     [("nowhere/r.json", "is in a directory that does not exist"), (".", "is a directory")],
 )
-def test_unwritable_report_path_is_a_usage_error_before_the_run(pytester, smoke, value, message):
-    result = run(pytester, f"--eval-dataset={smoke}", f"--eval-report={value}")
+def test_unwritable_report_path_is_a_usage_error_before_the_run(run, pytester, smoke, value, message):
+    result = run(f"--eval-dataset={smoke}", f"--eval-report={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{value!r} given by --eval-report {message}*"])
     result.stdout.no_fnmatch_line("*passed*")
 
 
 @pytest.mark.parametrize("content", ['{"claimSupportPrecision": 1.5}', "{not json", '{"bogus": 1}'])
-def test_invalid_floors_content_is_refused_before_any_item_runs(pytester, smoke, content):
+def test_invalid_floors_content_is_refused_before_any_item_runs(run, pytester, smoke, content):
     floors = pytester.path / "floors.json"
     floors.write_text(content)
-    result = run(pytester, f"--eval-dataset={smoke}", f"--eval-floors={floors}")
+    result = run(f"--eval-dataset={smoke}", f"--eval-floors={floors}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*floors*"])
     result.stdout.no_fnmatch_line("*passed*")
 
 
-def test_invalid_baseline_is_refused_before_any_item_runs(pytester, smoke):
+def test_invalid_baseline_is_refused_before_any_item_runs(run, pytester, smoke):
     baseline = pytester.path / "baseline.json"
     baseline.write_text('{"metrics": {}}')
-    result = run(pytester, f"--eval-dataset={smoke}", f"--eval-baseline={baseline}")
+    result = run(f"--eval-dataset={smoke}", f"--eval-baseline={baseline}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*baseline.json*"])
     result.stdout.no_fnmatch_line("*passed*")
 
 
-def test_interrupted_run_is_marked_and_its_report_fails_the_gate_cli(pytester, smoke):
+def test_interrupted_run_is_marked_and_its_report_fails_the_gate_cli(run, pytester, smoke):
     from pytest_groundeval import cli
 
     broken(pytester, "one-item")
     report = pytester.path / "r.json"
-    result = run(pytester, f"--eval-dataset={smoke}", "-k", "qa", "-x", f"--eval-report={report}")
+    result = run(f"--eval-dataset={smoke}", "-k", "qa", "-x", f"--eval-report={report}")
     result.stdout.fnmatch_lines(["run*FAIL*interrupted after 3 items*", "gate: FAIL"])
     saved = read_report(report)
     assert saved["interrupted"] is True and saved["gate"]["passed"] is False
@@ -577,26 +569,26 @@ def test_interrupted_run_is_marked_and_its_report_fails_the_gate_cli(pytester, s
     assert report.stat().st_mode & 0o044 == 0o044
 
 
-def test_eval_dataset_flag_with_other_paths_runs_both(pytester, smoke):
+def test_eval_dataset_flag_with_other_paths_runs_both(run, pytester, smoke):
     pytester.makepyfile(test_other="def test_other():\n    pass\n")
-    result = run(pytester, f"--eval-dataset={smoke}", "test_other.py", "--collect-only", "-q")
+    result = run(f"--eval-dataset={smoke}", "test_other.py", "--collect-only", "-q")
     result.stdout.fnmatch_lines(["*11 tests collected*"])
     # A node id of the dataset itself is not doubled.
-    result = run(pytester, f"--eval-dataset={smoke}", "smoke/manifest.json::qa", "--collect-only", "-q")
+    result = run(f"--eval-dataset={smoke}", "smoke/manifest.json::qa", "--collect-only", "-q")
     result.stdout.fnmatch_lines(["*4 tests collected*"])
 
 
-def test_dataset_outside_the_rootdir_keeps_its_node_ids_and_its_gate(pytester, smoke, tmp_path_factory):
+def test_dataset_outside_the_rootdir_keeps_its_node_ids_and_its_gate(run, pytester, smoke, tmp_path_factory):
     outside = tmp_path_factory.mktemp("elsewhere") / "ds"
     shutil.copytree(smoke, outside)
     floors = pytester.path / "floors.json"
     floors.write_text(json.dumps({"tokensPerQuery": 1}))
-    result = run(pytester, f"--eval-dataset={outside}", f"--eval-floors={floors}", "-k", "cited", "-v")
+    result = run(f"--eval-dataset={outside}", f"--eval-floors={floors}", "-k", "cited", "-v")
     result.stdout.fnmatch_lines(["*ds/manifest.json::adversarial::adv-smoke-cited-budget PASSED*", "tokensPerQuery*FAIL*", "gate: FAIL"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
-def test_spawned_target_that_dies_mid_run_stops_the_session_with_its_exit_and_log(pytester, smoke):
+def test_spawned_target_that_dies_mid_run_stops_the_session_with_its_exit_and_log(run, pytester, smoke):
     pytester.makeconftest(
         """
 import os, signal
@@ -623,7 +615,7 @@ def groundeval_target(request, groundeval_target):
     return KilledAfterTwo()
 """
     )
-    result = run(pytester, f"--eval-dataset={smoke}", "-k", "qa or adversarial", "--eval-concurrency=1")
+    result = run(f"--eval-dataset={smoke}", "-k", "qa or adversarial", "--eval-concurrency=1", spawn=True)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     outcomes = result.parseoutcomes()
     assert outcomes["passed"] == 2 and outcomes["errors"] == 1
@@ -639,16 +631,16 @@ def groundeval_target(request, groundeval_target):
         ("ghost-marker", "*markers names [[]'S99'[]], which no evidence entry has*"),
     ],
 )
-def test_contract_violations_in_generate_are_errors_naming_the_field(pytester, smoke, how, message):
+def test_contract_violations_in_generate_are_errors_naming_the_field(run, pytester, smoke, how, message):
     broken(pytester, how)
-    result = run(pytester, f"--eval-dataset={smoke}", "-k", "qa-smoke-index-build")
+    result = run(f"--eval-dataset={smoke}", "-k", "qa-smoke-index-build")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines([message, "gate: FAIL"])
 
 
-def test_a_target_that_answers_nothing_fails_the_gate(pytester, smoke):
+def test_a_target_that_answers_nothing_fails_the_gate(run, pytester, smoke):
     broken(pytester, "silent")
-    result = run(pytester, f"--eval-dataset={smoke}", "-k", "qa")
+    result = run(f"--eval-dataset={smoke}", "-k", "qa")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
@@ -659,14 +651,14 @@ def test_a_target_that_answers_nothing_fails_the_gate(pytester, smoke):
     )
 
 
-def test_a_file_that_is_not_a_manifest_is_a_usage_error(pytester, smoke):
+def test_a_file_that_is_not_a_manifest_is_a_usage_error(run, pytester, smoke):
     (pytester.path / "notes.md").write_text("# notes\n")
-    result = run(pytester, "--eval-dataset=notes.md")
+    result = run("--eval-dataset=notes.md")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*'notes.md' given by --eval-dataset is a file but not a dataset manifest*"])
 
 
-def test_a_target_failing_every_call_stops_after_a_streak(pytester, smoke):
+def test_a_target_failing_every_call_stops_after_a_streak(run, pytester, smoke):
     pytester.makeconftest(
         """
 import pytest
@@ -688,7 +680,7 @@ def groundeval_target(groundeval_target):
     qa = next(i for i in manifest["items"] if i["id"] == "qa-smoke-index-build")
     manifest["items"] += [dict(qa, id=f"qa-copy-{n:02d}") for n in range(12)]
     (smoke / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False), encoding="utf-8")
-    result = run(pytester, f"--eval-dataset={smoke}", "-k", "qa", "--eval-concurrency=1")
+    result = run(f"--eval-dataset={smoke}", "-k", "qa", "--eval-concurrency=1")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     # Stopped long before the 16 selected items all repeated the same error (the item sent
     # ahead while pytest reports the current one may finish the streak one item early).
@@ -696,17 +688,17 @@ def groundeval_target(groundeval_target):
     result.stdout.fnmatch_lines(["*groundeval: 10 items in a row could not be run*HTTP 500*"])
 
 
-def test_groundeval_gate_applies_the_slice_rule_like_the_plugin(pytester, smoke, capsys):
+def test_groundeval_gate_applies_the_slice_rule_like_the_plugin(run, pytester, smoke, capsys):
     from pytest_groundeval import cli
 
     # A baseline in which qa-smoke-index-build misses its evidence: overall recall 0.75.
     broken(pytester, "one-item")
     baseline = pytester.path / "baseline.json"
-    run(pytester, f"--eval-dataset={smoke}", f"--eval-report={baseline}", "-k", "qa")
+    run(f"--eval-dataset={smoke}", f"--eval-report={baseline}", "-k", "qa")
     assert read_report(baseline)["metrics"]["retrievalRecall"] == pytest.approx(0.75)
     # The slice holding only that item is compared with its own baseline figure (0.0), not 0.75.
     sliced = pytester.path / "slice.json"
-    result = run(pytester, f"--eval-dataset={smoke}", "-k", "index", f"--eval-baseline={baseline}",
+    result = run(f"--eval-dataset={smoke}", "-k", "index", f"--eval-baseline={baseline}",
                  f"--eval-report={sliced}")
     result.stdout.fnmatch_lines(["retrievalRecall*PASS*baseline over the 1 qa item that ran 0.0000*"])
     capsys.readouterr()

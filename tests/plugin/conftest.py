@@ -1,0 +1,73 @@
+"""Fixtures for the plugin's tests: one shared reference target, and ``run`` for pytester runs.
+
+Most plugin tests are about the harness (collection, aggregation, the gate, exit
+codes), not about starting a server. They run pytest in process
+(``pytester.runpytest``) against one reference server that this module spawns
+once, against one mock, and hands to every run as an ``--eval-url`` target. A
+test that is about spawning passes ``spawn=True`` (the run starts its own
+mock and reference server, still in process), and a test that is about the
+process itself (a crash, a signal, a real CLI) passes ``subprocess=True``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SMOKE = ROOT / "datasets" / "smoke"
+
+
+@pytest.fixture(scope="session")
+def shared_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A reference server spawned once for the whole test session, with its own mock."""
+    from pytest_groundeval.mock import ThreadedMockProvider
+    from pytest_groundeval.targets import SpawnConfig, SpawnedTarget, reference_command
+
+    with ThreadedMockProvider() as mock:
+        config = SpawnConfig(
+            command=reference_command(),
+            llm_url=mock.base_url,
+            embed_url=mock.base_url,
+            base_dir=tmp_path_factory.mktemp("shared-target"),
+        )
+        with SpawnedTarget(config) as spawned:
+            yield spawned
+
+
+@pytest.fixture
+def smoke(pytester: pytest.Pytester) -> Path:
+    """A copy of datasets/smoke inside the pytester directory."""
+    target = pytester.path / "smoke"
+    shutil.copytree(SMOKE, target)
+    return target
+
+
+_TARGET_FLAGS = ("--eval-spawn", "--eval-url")
+
+
+@pytest.fixture
+def run(pytester: pytest.Pytester, request: pytest.FixtureRequest) -> Callable[..., pytest.RunResult]:
+    """``run(*args, spawn=False, subprocess=False, cache=False)``: one pytest run in the pytester directory.
+
+    By default in process, against ``shared_target`` (unless ``args`` name their own
+    target, or the selection needs none). ``spawn=True`` lets the run start its own
+    mock and reference server; ``subprocess=True`` runs pytest in a child process;
+    ``cache=True`` keeps pytest's cache provider (for ``--lf``).
+    """
+
+    def run(*args: str, spawn: bool = False, subprocess: bool = False, cache: bool = False) -> pytest.RunResult:
+        # pytest-benchmark, when a developer has it installed, warns under xdist: not ours to test.
+        cache_args = ("-p", "no:benchmark") + (() if cache else ("-p", "no:cacheprovider"))
+        if subprocess:
+            return pytester.runpytest_subprocess(*cache_args, *args, timeout=300)
+        extra: list[str] = []
+        if not spawn and not any(a.startswith(_TARGET_FLAGS) for a in args):
+            target = request.getfixturevalue("shared_target")
+            extra = [f"--eval-url={target.base_url}", f"--eval-api-key={target.api_key}"]
+        return pytester.runpytest(*cache_args, *extra, *args)
+
+    return run
