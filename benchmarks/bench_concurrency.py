@@ -4,7 +4,7 @@ Run: ``python benchmarks/bench_concurrency.py [--items 1000] [--slow-items 250] 
 (about 3 minutes; ``--items 2000 --slow-items 2000`` for the issue's full 2,000 items
 everywhere, about 10 minutes per round).
 
-The target is the reference server (SPEC §7) spawned by the plugin's own spawn
+The target is the reference server (docs/target-contract.md) spawned by the plugin's own spawn
 path, its chat model the mock's with 20 ms of added latency per call:
 
     --eval-spawn "python -m pytest_groundeval.reference --port {port} --data-dir {data_dir}

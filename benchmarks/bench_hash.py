@@ -7,7 +7,7 @@ to warm the page cache, then, interleaved round by round:
 
 - *cat*: ``cat FILE > /dev/null`` as a subprocess (what reading the bytes costs);
 - *hash_file*: ``pytest_groundeval.dataset.hash_file(FILE)`` in this process
-  (xxh3_64 over the file, SPEC §2; what ``groundeval hash-corpus`` does);
+  (xxh3_64 over the file, docs/dataset.md; what ``groundeval hash-corpus`` does);
 - *read_hashed*: the corpus loader's read-and-hash of a document it keeps in
   memory (``dataset._read_hashed``);
 - with ``--variants``: the same streaming loop with other buffer sizes and an

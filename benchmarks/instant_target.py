@@ -1,4 +1,4 @@
-"""A target that answers instantly: the SPEC §3 REST contract with canned, valid answers.
+"""A target that answers instantly: the docs/target-contract.md REST contract with canned, valid answers.
 
 Run: ``python benchmarks/instant_target.py --port 0 --api-key k`` prints
 ``listening on http://127.0.0.1:PORT`` once it accepts connections. Use it as
@@ -12,7 +12,7 @@ answers overlap): a target that is slow but not busy, for concurrency runs.
 It exists to measure the harness, not a target: every answer is prepared when
 a document is ingested, so ``POST /v1/generate`` costs one JSON parse, one
 regex search and one dict lookup. On ingest each line of the document's
-canonical text (SPEC §2: a text file's LF-normalised text, or a json file's
+canonical text (docs/dataset.md: a text file's LF-normalised text, or a json file's
 records serialised with sorted keys and compact separators) that carries a key
 such as ``K00042`` becomes a prepared answer: the line itself, cited ``[S1]``,
 with an evidence span of the line's exact UTF-8 byte offsets and one claim
@@ -44,7 +44,7 @@ _JSON = "application/json"
 
 
 def canonical_text(document: dict) -> str:
-    """Canonical text of an ingested document (SPEC §2), from its ``format`` and ``content``."""
+    """Canonical text of an ingested document (docs/dataset.md), from its ``format`` and ``content``."""
     content = document["content"]
     if document.get("format", "json") == "text":
         return content.replace("\r\n", "\n").replace("\r", "\n")
@@ -114,7 +114,7 @@ class InstantTarget:
         return self.by_label.get(find) or self.by_label.get(None)
 
     def app(self) -> web.Application:
-        """The aiohttp application serving the REST contract (SPEC §3)."""
+        """The aiohttp application serving the REST contract (docs/target-contract.md)."""
         app = web.Application(client_max_size=256 * 1024 * 1024)
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/v1/info", self._info)
@@ -189,7 +189,7 @@ async def serve(host: str, port: int, api_key: str, delay_ms: float = 0.0) -> No
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Serve the SPEC §3 REST contract with instant, canned answers")
+    parser = argparse.ArgumentParser(description="Serve the docs/target-contract.md REST contract with instant, canned answers")
     parser.add_argument("--host", default="127.0.0.1", help="Interface to bind (loopback)")
     parser.add_argument("--port", type=int, default=0, help="Port to bind (0: any free port)")
     parser.add_argument(

@@ -1,4 +1,4 @@
-"""Synthetic datasets for the benchmarks: N qa items over a small corpus (SPEC §2).
+"""Synthetic datasets for the benchmarks: N qa items over a small corpus (docs/dataset.md).
 
 Run: ``python benchmarks/synthetic.py OUT_DIR --items 2000 [--records 500]``
 writes ``OUT_DIR/manifest.json`` and ``OUT_DIR/corpus/facts.txt`` and prints the
@@ -49,7 +49,7 @@ def corpus_text(records: int) -> str:
     """The whole text document: ``records`` lines, one paragraph each (already canonical).
 
     Blank lines between records make each record its own paragraph, so the
-    reference server (SPEC §7) chunks the document record by record, as a real
+    reference server (docs/target-contract.md) chunks the document record by record, as a real
     corpus of short notes would be, instead of as one 50 KB chunk.
     """
     return "\n\n".join(record_line(i) for i in range(records))

@@ -3,7 +3,7 @@
 Source: chaitanyamalaviya/ExpertQA, ``data/lfqa/rand_test.jsonl`` (first 180 rows),
 MIT licence. Each row is one expert question with one system's answer; the answer's
 claims carry the evidence URLs the system cited and the annotators' ``support`` and
-``reliability`` labels. Each row becomes one ``review`` item (SPEC §2, §8): the
+``reliability`` labels. Each row becomes one ``review`` item (docs/dataset.md, docs/evidence-risk.md): the
 answer as the recorded response, its claims and cited sources as the evidence
 block. Tiers and assertiveness are *derived* (rules below, documented in
 ``datasets/expertqa/README.md``); nobody labelled them as such.
@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_SRC = Path("/work/shared/data/expertqa/rand_test.first180.jsonl")
 DEFAULT_OUT = REPO / "datasets" / "expertqa"
 VERSION = "v1"
-"""Manifest format version (SPEC §2); the only one the loader accepts."""
+"""Manifest format version (docs/dataset.md); the only one the loader accepts."""
 
 QUESTIONS_FILE = "questions.txt"
 """The corpus document: the expert questions, one per line, in row order (line ``row + 1``
@@ -143,7 +143,7 @@ def cited_urls(claim: dict) -> list[str]:
 
 
 def evidence_block(answer: dict, profile: str) -> dict:
-    """The SPEC §8 evidence block (camelCase JSON) for one system answer."""
+    """The docs/evidence-risk.md evidence block (camelCase JSON) for one system answer."""
     source_ids: dict[str, str] = {}
     source_tiers: dict[str, Tier] = {}
     claims = []
@@ -193,7 +193,7 @@ def iter_answers(rows: Sequence[dict]) -> Iterator[tuple[int, str, dict, dict]]:
 
 
 def build_manifest(rows: Sequence[dict], questions: bytes) -> dict:
-    """The v1 manifest (SPEC §2) for the given source rows."""
+    """The v1 manifest (docs/dataset.md) for the given source rows."""
     items = []
     for row, system, record, answer in iter_answers(rows):
         items.append(

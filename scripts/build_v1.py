@@ -24,7 +24,7 @@ Sources and what each becomes (the design is explained in ``datasets/v1/README.m
   transaction time before and after a synthetic correction, and by comparing
   the two transaction times.
 
-A planted falsehood is kept only when a verifier following SPEC §7 can reject
+A planted falsehood is kept only when a verifier following docs/target-contract.md can reject
 it against *every* chunk under its label (any of them may end up as the cited
 ``[S1]``): it must bring a content word, a number or a negation that the chunk
 lacks. A "falsehood" that the evidence itself states (HaluEval sometimes
@@ -151,7 +151,7 @@ def dumps(value: Any) -> bytes:
 
 
 def canonical_record(record: dict[str, Any]) -> str:
-    """A JSON record as the target chunks it (SPEC §2): sorted keys, compact separators."""
+    """A JSON record as the target chunks it (docs/dataset.md): sorted keys, compact separators."""
     return json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
@@ -161,12 +161,12 @@ def halueval_paragraph(knowledge: str) -> str:
 
 
 def sentences(paragraph: str) -> list[str]:
-    """Split at a full stop followed by whitespace, as the mock's decomposition does (SPEC §4)."""
+    """Split at a full stop followed by whitespace, as the mock's decomposition does (docs/mock.md)."""
     return [s for s in _SENTENCE_END.split(paragraph) if s]
 
 
 def claim_sentences(text: str) -> list[str]:
-    """The claims the mock's decomposition makes of ``text`` (SPEC §4): it also ends a sentence at ``!``/``?``.
+    """The claims the mock's decomposition makes of ``text`` (docs/mock.md): it also ends a sentence at ``!``/``?``.
 
     A planted draft or falsehood is checked with this, not ``sentences``, so
     that the single ``[S1]`` of ``ECHO-CITED`` lands where the build expects.
@@ -181,7 +181,7 @@ def as_sentence(answer: str) -> str:
 
 
 def slug(text: str) -> str:
-    """ASCII letters, digits and single hyphens, lower-case: usable in an item id (SPEC §2)."""
+    """ASCII letters, digits and single hyphens, lower-case: usable in an item id (docs/dataset.md)."""
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
     return re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")
 
@@ -210,7 +210,7 @@ def _shares_stem(token: str, others: Iterable[str]) -> bool:
 
 
 def rejectable(falsehood: str, span: str) -> bool:
-    """Whether a verifier following SPEC §5/§7 can refuse ``falsehood`` when it cites ``span``.
+    """Whether a verifier following docs/scoring.md, docs/target-contract.md can refuse ``falsehood`` when it cites ``span``.
 
     True when the span covers less than ``COVERAGE_THRESHOLD`` of the claim's
     tokens, lacks one of its numbers or negations, or lacks one of its content
@@ -315,7 +315,7 @@ class DatasetBuilder:
         self.corpus.append({"name": name, "label": label, "file": file, "format": fmt})
 
     def manifest(self) -> dict[str, Any]:
-        """The manifest v1 (SPEC §2) with xxh3_64 hashes of the raw corpus bytes."""
+        """The manifest v1 (docs/dataset.md) with xxh3_64 hashes of the raw corpus bytes."""
         ids = [item["id"] for item in self.items]
         duplicates = sorted({i for i in ids if ids.count(i) > 1})
         if duplicates:
@@ -339,7 +339,7 @@ def restated(row: HaluRow) -> str | None:
     Deleting a parenthetical ("Arthur's Magazine (1844–1846) was …" → "Arthur's
     Magazine was …") keeps what the sentence asserts, so the result is a
     faithful restatement of the passage that a verifier must keep ``supported``
-    (SPEC §7). Kept only when it still states the right answer, is one sentence
+    (docs/target-contract.md). Kept only when it still states the right answer, is one sentence
     with at least ``MIN_CONTENT_WORDS`` content words, and loses no negation.
     """
     sentence = answer_sentence(row)
@@ -368,7 +368,7 @@ def false_draft(row: HaluRow, paragraphs: Sequence[str]) -> str | None:
     The mock attaches ``[S1]`` to the last sentence only, so the cited claim is
     the hallucination. Kept only when the hallucination is a fair falsehood
     (rejectable against every passage of the label) **and** not true by the
-    SPEC §5 rule against any of them: a claim the harness counts as true would
+    docs/scoring.md rule against any of them: a claim the harness counts as true would
     not lower claim-support precision when supported, so it would measure nothing.
     """
     sentence = answer_sentence(row)
@@ -479,14 +479,14 @@ def correct_answers(question: dict[str, Any]) -> list[str]:
 
 
 def near_miss(falsehood: str, correct: Sequence[str]) -> bool:
-    """Whether an incorrect answer shares most of its words with a correct one (coverage ≥ 0.6, SPEC §5)."""
+    """Whether an incorrect answer shares most of its words with a correct one (coverage ≥ 0.6, docs/scoring.md)."""
     return any(claim_coverage(falsehood, c) >= COVERAGE_THRESHOLD for c in correct)
 
 
 def restates(answer: str, other: str) -> bool:
     """Whether ``answer`` restates ``other`` in its words: a lexical paraphrase a verifier can ground.
 
-    ``other`` must make ``answer`` true by the SPEC §5 rule (coverage ≥ 0.6,
+    ``other`` must make ``answer`` true by the docs/scoring.md rule (coverage ≥ 0.6,
     numbers and negations kept), carry the same negations (so "nothing will
     happen" is not restated by "the umbrella will open"), and account, up to
     inflection (``_shares_stem``), for every content word of what ``answer``
@@ -538,7 +538,7 @@ def drops_negation(falsehood: str, correct: Sequence[str]) -> bool:
 
     Some correct answer covers ≥ 0.6 of its tokens and carries a negation it
     lacks ("You digest the watermelon seeds" against "You will not digest the
-    watermelon seeds"). SPEC §5's guard looks for the claim's negations in the
+    watermelon seeds"). docs/scoring.md's guard looks for the claim's negations in the
     truth, not the truth's in the claim, so these count as *true* by the
     scoring rule and only an adversarial item can measure them.
     """
@@ -581,7 +581,7 @@ def add_truthfulqa(
     qa drafts (``ECHO-CITED:``, truths: all the question's correct answers):
     the held-out correct answer (``paraphrase``; to v1 when it restates a
     corpus answer of its question, else to ``hard`` with ``new_words``), and the
-    next fair incorrect answer that is not true by SPEC §5 against any chunk of
+    next fair incorrect answer that is not true by docs/scoring.md against any chunk of
     the label or correct answer (``false_cited``, v1).
 
     Adversarial (hard): the question's first incorrect answer that is a
@@ -788,7 +788,7 @@ def temporal_items(
     ``wrong`` → ``fix``: exactly one record changed.
 
     Expected counts and records are computed from the same facts with the
-    visibility rule of SPEC §6/§7 (half-open ``[start, end)`` intervals), and
+    visibility rule of docs/dataset.md, docs/target-contract.md (half-open ``[start, end)`` intervals), and
     every probe instant is noon UTC, never on an interval boundary.
     """
     name = entity["paras"][0].strip() if entity.get("paras") else entity["link"].rsplit("/", 1)[-1]

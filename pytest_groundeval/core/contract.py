@@ -1,4 +1,4 @@
-"""Constants of the contract shared by the mock provider and any target (SPEC §3, §4).
+"""Constants of the contract shared by the mock provider and any target (docs/target-contract.md, docs/mock.md).
 
 A target that wants the mock to decompose a draft into claims sends a chat
 completion whose *system* message starts with ``DECOMPOSITION_PROMPT`` (or whose
@@ -33,10 +33,10 @@ FAULT_MODEL_SEPARATOR = "+fault="
 """Model-name suffix alternative to the header: ``mock-generate+fault=500``."""
 
 TEMPORAL_LABEL_SEPARATOR = "__ge_"
-"""Per-run, per-item suffix separator the harness appends to temporal labels (SPEC §6)."""
+"""Per-run, per-item suffix separator the harness appends to temporal labels (docs/dataset.md)."""
 
 VERDICTS = ("supported", "unsupported", "contradicted", "unverifiable")
-"""Claim verdicts a target may return (SPEC §3)."""
+"""Claim verdicts a target may return (docs/target-contract.md)."""
 
 MARKER_IN_TEXT_PATTERN = r"\[(S?\d+)\]"
 """A citation marker as it appears in an answer: ``[S1]`` (evidence block) or ``[1]`` (numbered
@@ -49,7 +49,7 @@ def strip_markers(text: str) -> str:
     """Remove citation markers (and the space before each) from claim text.
 
     Markers are citation syntax, not content: a claim is judged on its words
-    (SPEC §5), so ``"Det har fyrtio anställda. [S1]"`` is judged as
+    (docs/scoring.md), so ``"Det har fyrtio anställda. [S1]"`` is judged as
     ``"Det har fyrtio anställda."``.
     """
     return _MARKER_RUN_RE.sub("", text).strip()

@@ -1,4 +1,4 @@
-"""Evidence risk (SPEC §8): models of the ``evidence`` block and its deterministic review.
+"""Evidence risk (docs/evidence-risk.md): models of the ``evidence`` block and its deterministic review.
 
 A dataset item may declare the claims its answer is likely to make, the sources
 each claim rests on and how strong those sources are. ``review_answer`` checks
@@ -24,16 +24,16 @@ from pydantic import Field, field_validator, model_validator
 from .wire import WireModel
 
 Tier = Literal["guideline", "official", "peer_reviewed", "reputable", "community", "unverified"]
-"""Source tiers, strongest first (SPEC §8)."""
+"""Source tiers, strongest first (docs/evidence-risk.md)."""
 
 Assertiveness = Literal["definitive", "likely", "tentative"]
-"""How strongly a claim is asserted (SPEC §8)."""
+"""How strongly a claim is asserted (docs/evidence-risk.md)."""
 
 Verdict = Literal["pass", "soften", "flag_for_human_review", "remove"]
-"""Finding verdicts, least to most severe (SPEC §8)."""
+"""Finding verdicts, least to most severe (docs/evidence-risk.md)."""
 
 Check = Literal["evidence_strength", "unsourced_claim"]
-"""The checks a claim goes through (SPEC §8)."""
+"""The checks a claim goes through (docs/evidence-risk.md)."""
 
 TIERS: tuple[Tier, ...] = (
     "guideline",
@@ -48,7 +48,7 @@ TIERS: tuple[Tier, ...] = (
 VERDICT_RISK: Mapping[Verdict, float] = MappingProxyType(
     {"pass": 0.0, "soften": 1 / 3, "flag_for_human_review": 2 / 3, "remove": 1.0}
 )
-"""Risk weight of each verdict (SPEC §8); the review's ``riskScore`` is the worst one."""
+"""Risk weight of each verdict (docs/evidence-risk.md); the review's ``riskScore`` is the worst one."""
 
 EVIDENCE_STRENGTH: Mapping[tuple[Assertiveness, Tier], Verdict] = MappingProxyType(
     {
@@ -153,7 +153,7 @@ class EvidenceClaim(WireModel):
 
 
 class EvidenceBlock(WireModel):
-    """The optional ``evidence`` block of an item (SPEC §8).
+    """The optional ``evidence`` block of an item (docs/evidence-risk.md).
 
     Raises:
         pydantic.ValidationError: on validation, for a ``minScore`` outside [0, 1],
@@ -249,7 +249,7 @@ class EvidenceReview(WireModel):
 
 
 def review_answer(block: EvidenceBlock | None, answer: str) -> EvidenceReview:
-    """Review the claims an answer asserted against its item's evidence block (SPEC §8).
+    """Review the claims an answer asserted against its item's evidence block (docs/evidence-risk.md).
 
     Only declared claims the answer asserts are reviewed: the answer must contain
     the claim's ``text`` or one of its ``match`` phrases, compared case-folded,

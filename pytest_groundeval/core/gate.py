@@ -1,4 +1,4 @@
-"""The quality gate (SPEC §9): floors and ceilings on metrics, and the baseline recall check.
+"""The quality gate (docs/gate.md): floors and ceilings on metrics, and the baseline recall check.
 
 The gate turns ``Metrics`` into ``GateCheck``s, each PASS, FAIL or SKIP with a
 plain-language reason; it passes iff no check FAILs. Bounds come from a JSON
@@ -35,7 +35,7 @@ RECALL_MARGIN_KEY = "retrievalRecallMargin"
 """Floors-file key for the baseline tolerance: recall must be >= baseline - margin."""
 
 DEFAULT_RECALL_MARGIN = 0.02
-"""Default baseline tolerance for ``retrievalRecall`` (SPEC §9)."""
+"""Default baseline tolerance for ``retrievalRecall`` (docs/gate.md)."""
 
 DEFAULT_FLOORS: Mapping[str, float] = MappingProxyType(
     {
@@ -76,7 +76,7 @@ class GateResult(WireModel):
     """Every check of a run and the verdict."""
 
     passed: bool
-    """True iff no check FAILed (SPEC §9)."""
+    """True iff no check FAILed (docs/gate.md)."""
     checks: list[GateCheck]
     """The checks, in ``METRIC_DIRECTIONS`` order."""
 
@@ -201,7 +201,7 @@ def describe_lineage(models: Mapping[str, Any] | ModelLineage | None) -> str:
 def same_lineage(
     a_models: Mapping[str, Any] | ModelLineage | None, b_models: Mapping[str, Any] | ModelLineage | None
 ) -> bool:
-    """Whether two runs used the same generate and embed models, both known (SPEC §9).
+    """Whether two runs used the same generate and embed models, both known (docs/gate.md).
 
     An ``unknown`` (or missing) model name matches nothing, not even another
     ``unknown``: a baseline is only comparable when we know it is.
@@ -305,7 +305,7 @@ def evaluate_gate(
     models: Mapping[str, Any] | ModelLineage,
     qa_ids: Collection[str] | None = None,
 ) -> GateResult:
-    """Apply floors, ceilings and the baseline recall check to a run's metrics (SPEC §9).
+    """Apply floors, ceilings and the baseline recall check to a run's metrics (docs/gate.md).
 
     Args:
         metrics: The run's metrics.

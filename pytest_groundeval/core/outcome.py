@@ -21,7 +21,7 @@ ItemKind = Literal[KIND_NAMES]  # type: ignore[valid-type]
 
 
 class ItemOutcome(WireModel):
-    """One item's result. Counts are per item; metrics sum them over items (SPEC §9)."""
+    """One item's result. Counts are per item; metrics sum them over items (docs/gate.md)."""
 
     id: str
     """The dataset item id."""
@@ -52,7 +52,7 @@ class ItemOutcome(WireModel):
     claims_supported: int = 0
     """qa: claims the target marked ``supported``."""
     claims_supported_true: int = 0
-    """qa: of those, claims that are true (SPEC §5)."""
+    """qa: of those, claims that are true (docs/scoring.md)."""
     claims_true_cited: int = 0
     """qa: claims that are true and cite at least one evidence marker."""
     claims_true_cited_supported: int = 0
@@ -62,7 +62,7 @@ class ItemOutcome(WireModel):
     """adversarial: whether a claim overlapping the planted falsehood was marked supported."""
 
     evidence_review: EvidenceReview | None = None
-    """The evidence-risk review (SPEC §8), when the item carries an evidence block."""
+    """The evidence-risk review (docs/evidence-risk.md), when the item carries an evidence block."""
 
     extra: dict[str, Any] = Field(default_factory=dict)
     """Kind-specific figures for the report (e.g. citation paragraphs), JSON built-ins only."""

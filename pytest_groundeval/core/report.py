@@ -1,4 +1,4 @@
-"""The run report (SPEC §9): a versioned JSON file, written atomically and streamed.
+"""The run report (docs/gate.md): a versioned JSON file, written atomically and streamed.
 
 ``ReportWriter`` keeps memory flat for any number of items: each item's JSON
 goes to a temporary file beside the target as soon as it is added, and
@@ -43,7 +43,7 @@ class ReportError(ValueError):
 
 
 class ModelLineage(WireModel):
-    """The models a run used; ``"unknown"`` when the target did not say (SPEC §9)."""
+    """The models a run used; ``"unknown"`` when the target did not say (docs/gate.md)."""
 
     generate: str
     """Generation model name."""
@@ -65,7 +65,7 @@ class Environment(WireModel):
 
 
 class Report(WireModel):
-    """A saved run (SPEC §9), versioned by ``schema_version``."""
+    """A saved run (docs/gate.md), versioned by ``schema_version``."""
 
     schema_version: int = SCHEMA_VERSION
     """Report schema version; this plugin reads and writes 1."""

@@ -1,4 +1,4 @@
-"""Running one dataset item against a target and judging it (SPEC §2, §5, §6, §8).
+"""Running one dataset item against a target and judging it (docs/dataset.md, docs/scoring.md, docs/evidence-risk.md).
 
 This module is the per-item logic of the plugin, usable without pytest:
 ``await ItemRunner.run_async(item, dataset)`` (or the blocking ``run``) drives
@@ -75,10 +75,10 @@ class ItemRunner:
 
     Args:
         target: the system under test (``pytest_groundeval.targets.Target``).
-        run_id: identifies this run; temporal labels are namespaced with it (SPEC §6).
+        run_id: identifies this run; temporal labels are namespaced with it (docs/dataset.md).
         mock_tokens: optional callable returning the mock provider's running total of
             prompt + completion tokens; used for ``tokensPerQuery`` when the target
-            reports no ``usage`` (SPEC §9).
+            reports no ``usage`` (docs/gate.md).
         diagnose: optional callable explaining a failed call (for a spawned target:
             its exit code and log tail when it has died), or None when it has nothing to add.
         executor: where a sync target's methods run (default: the loop's default executor).
@@ -101,7 +101,7 @@ class ItemRunner:
         self._executor = executor
         self._ingested: dict[str, asyncio.Future] = {}
         self.models: dict = {"generate": "unknown", "embed": "unknown"}
-        """The model lineage of the target, set by whoever knows it (SPEC §3)."""
+        """The model lineage of the target, set by whoever knows it (docs/target-contract.md)."""
         self.dispatcher: Any = None
         """The ``dispatch.ItemDispatcher`` feeding this runner, when the plugin runs it."""
         self.stop_reason: str | None = None

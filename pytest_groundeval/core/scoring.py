@@ -1,4 +1,4 @@
-"""Claim scoring (SPEC §5): tokens, coverage, truth with guards, and the recall leg.
+"""Claim scoring (docs/scoring.md): tokens, coverage, truth with guards, and the recall leg.
 
 Everything here is pure and deterministic; the plugin and the reference
 server's verifier share it so "true" means the same thing on both sides.
@@ -36,7 +36,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 
 COVERAGE_THRESHOLD = 0.6
-"""Minimum share of a claim's distinct tokens a truth must contain (SPEC §5)."""
+"""Minimum share of a claim's distinct tokens a truth must contain (docs/scoring.md)."""
 
 
 def _combining_marks_class() -> str:
@@ -103,7 +103,7 @@ NEGATIONS: frozenset[str] = frozenset(
         "inte", "ej", "aldrig", "ingen", "inget", "inga", "icke", "varken",
     }
 )  # fmt: skip
-"""Negation words, case-folded, for English, Spanish and Swedish (SPEC §5).
+"""Negation words, case-folded, for English, Spanish and Swedish (docs/scoring.md).
 
 A claim that carries one of these is true only if the truth that covers it
 carries the same negation. English ``n't`` contractions are not listed: any
@@ -148,14 +148,14 @@ def normalize_text(s: str) -> str:
         s: Any text.
 
     Returns:
-        The normalised text; runs of whitespace become one ASCII space (SPEC §5).
+        The normalised text; runs of whitespace become one ASCII space (docs/scoring.md).
     """
     folded = unicodedata.normalize("NFC", unicodedata.normalize("NFC", s).casefold())
     return _SPACE_RE.sub(" ", folded).strip()
 
 
 def tokenize(text: str) -> list[str]:
-    """Split text into scoring tokens, in order, duplicates kept (SPEC §5).
+    """Split text into scoring tokens, in order, duplicates kept (docs/scoring.md).
 
     The rules (numbers, hyphenated and apostrophe-joined words, CJK and Thai)
     are in the module docstring. NFC and NFD spellings of the same text give
@@ -205,7 +205,7 @@ def content_tokens(text: str) -> list[str]:
 
     Numbers and negations are kept: they are what a near-miss falsehood changes.
     The reference server's verifier uses these as the "content words" a cited
-    span must account for (SPEC §7).
+    span must account for (docs/target-contract.md).
     """
     return [tok for tok in tokenize(text) if tok not in STOP_WORDS]
 
@@ -217,7 +217,7 @@ def _coverage(claim_tokens: set[str], truth_tokens: set[str]) -> float:
 
 
 def claim_coverage(claim: str, truth: str) -> float:
-    """Share of the claim's distinct tokens that also occur in the truth (SPEC §5).
+    """Share of the claim's distinct tokens that also occur in the truth (docs/scoring.md).
 
     Args:
         claim: The claim text.
@@ -255,7 +255,7 @@ def _judge(claim: str, truths: Iterable[str]) -> tuple[str | None, float, bool]:
 
 
 def claim_is_true(claim: str, truths: Iterable[str]) -> bool:
-    """Whether some truth supports the claim (SPEC §5, with our near-miss guards).
+    """Whether some truth supports the claim (docs/scoring.md, with our near-miss guards).
 
     A claim is true when one truth covers at least ``COVERAGE_THRESHOLD`` of the
     claim's distinct tokens **and** that same truth contains every number token of
@@ -286,7 +286,7 @@ def best_truth(claim: str, truths: Iterable[str]) -> tuple[str | None, float]:
 
 
 def evidence_found(expected: str, spans: Sequence[str]) -> bool:
-    """Recall leg (SPEC §5): whether an expected evidence string occurs in a retrieved span.
+    """Recall leg (docs/scoring.md): whether an expected evidence string occurs in a retrieved span.
 
     Both sides are compared as ``normalize_text`` (NFC, case-folded, whitespace
     collapsed), so line breaks and capitals in the corpus do not matter.

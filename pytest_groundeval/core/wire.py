@@ -10,7 +10,7 @@ class WireModel(BaseModel):
     """A pydantic model whose JSON keys are camelCase and whose unknown keys are errors.
 
     Both spellings are accepted on input (``populate_by_name``); output uses the
-    camelCase aliases when dumped with ``by_alias=True`` (SPEC §2).
+    camelCase aliases when dumped with ``by_alias=True`` (docs/dataset.md).
     """
 
     model_config = ConfigDict(

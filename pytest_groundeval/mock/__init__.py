@@ -1,4 +1,4 @@
-"""The deterministic OpenAI-compatible mock provider (SPEC §4).
+"""The deterministic OpenAI-compatible mock provider (docs/mock.md).
 
 Start it from async code with :class:`MockProvider`, from sync code (fixtures)
 with :class:`ThreadedMockProvider`, or from a shell with

@@ -1,4 +1,4 @@
-"""The mock provider's answers as pure functions of a request (SPEC §4).
+"""The mock provider's answers as pure functions of a request (docs/mock.md).
 
 Nothing here touches the network: the server in :mod:`.server` parses a request,
 calls one of these functions and frames the result. Keeping the behaviour pure
@@ -34,7 +34,7 @@ NO_EVIDENCE_ANSWER = "I could not find evidence to answer."
 """Answer of the generation behaviour when the prompt carries no evidence block."""
 
 ECHO_PREFIX = "ECHO:"
-"""Question prefix: the remainder is returned verbatim, uncited (SPEC §2 adversarial items)."""
+"""Question prefix: the remainder is returned verbatim, uncited (docs/dataset.md adversarial items)."""
 
 ECHO_CITED_PREFIX = "ECHO-CITED:"
 """Question prefix: the remainder is returned followed by `` [S1]``."""
@@ -82,7 +82,7 @@ def count_tokens(text: str) -> int:
     """Count the mock's tokens in ``text``: ``\\w+`` runs plus single punctuation characters.
 
     The same rule serves every call (chat prompt and completion, embeddings,
-    score), so ``usage`` figures are comparable across calls (SPEC §4).
+    score), so ``usage`` figures are comparable across calls (docs/mock.md).
     The result always equals ``len(re.findall(r"\\w+|[^\\w\\s]", text))``.
     When every non-ASCII character of the text is a word character (ASCII
     text, Swedish letters; for non-ASCII characters ``\\w`` is ``isalnum``),
@@ -139,7 +139,7 @@ def prompt_tokens(messages: list[Any]) -> int:
 
 
 def is_decomposition(body: dict[str, Any]) -> bool:
-    """Whether a chat request asks for claim decomposition (SPEC §4).
+    """Whether a chat request asks for claim decomposition (docs/mock.md).
 
     True when a system message starts with :data:`contract.DECOMPOSITION_PROMPT`
     or ``response_format.json_schema.name`` is :data:`contract.DECOMPOSITION_SCHEMA_NAME`.
@@ -175,7 +175,7 @@ class Sentence:
 
 
 def split_sentences(text: str) -> list[Sentence]:
-    """Split ``text`` into sentences with character offsets (SPEC §4 decomposition rule).
+    """Split ``text`` into sentences with character offsets (docs/mock.md decomposition rule).
 
     A sentence ends at ``.``, ``!`` or ``?`` (plus closing quotes or brackets)
     followed by whitespace, a marker (``[S1]``, ``[1]``) or the end of text —
@@ -212,7 +212,7 @@ def split_sentences(text: str) -> list[Sentence]:
 
 
 def decompose(draft: str) -> list[dict[str, Any]]:
-    """Decompose a draft into claims with exact UTF-8 byte spans (SPEC §4).
+    """Decompose a draft into claims with exact UTF-8 byte spans (docs/mock.md).
 
     Args:
         draft: The draft answer.
@@ -292,7 +292,7 @@ def cite_block(marker: str, text: str) -> str:
 
 
 def generate_answer(messages: list[Any]) -> str:
-    """The generation behaviour: a perfectly grounded answer from the prompt (SPEC §4).
+    """The generation behaviour: a perfectly grounded answer from the prompt (docs/mock.md).
 
     - Question starting ``ECHO-CITED:``: the remainder (stripped) followed by `` [S1]``.
     - Question starting ``ECHO:``: the remainder (stripped), uncited.
@@ -318,7 +318,7 @@ def words(text: str) -> list[str]:
 
 
 def embed_text(text: str) -> list[float]:
-    """The mock embedding of ``text``: 32-dim signed feature hashing, L2-normalised (SPEC §4).
+    """The mock embedding of ``text``: 32-dim signed feature hashing, L2-normalised (docs/mock.md).
 
     Each case-folded alphanumeric word is hashed with ``xxh3_64`` of its UTF-8
     bytes; bucket ``h % 32`` receives +1, or -1 when bit 63 of ``h`` is set.
@@ -360,7 +360,7 @@ def embedding_bytes(vector: list[float]) -> bytes:
 
 
 def score_logit(query: str, document: str) -> float:
-    """Relevance logit of ``document`` for ``query``: ``8 * overlap - 4`` (SPEC §4, vLLM score shape).
+    """Relevance logit of ``document`` for ``query``: ``8 * overlap - 4`` (docs/mock.md, vLLM score shape).
 
     ``overlap`` is the fraction of ``query``'s distinct words (:func:`words`)
     that occur in ``document``; 0 when ``query`` has no word. The logit lies in

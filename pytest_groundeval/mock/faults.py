@@ -1,4 +1,4 @@
-"""Fault injection for resilience tests (SPEC §4).
+"""Fault injection for resilience tests (docs/mock.md).
 
 A request asks for faults with the header ``X-Groundeval-Fault``
 (:data:`contract.FAULT_HEADER`) or a model-name suffix ``+fault=``

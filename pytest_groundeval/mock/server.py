@@ -1,4 +1,4 @@
-"""The aiohttp server of the mock provider and its start-up API (SPEC §4).
+"""The aiohttp server of the mock provider and its start-up API (docs/mock.md).
 
 :class:`MockProvider` runs the server on the caller's event loop;
 :class:`ThreadedMockProvider` runs the same server in its own thread and loop,
@@ -49,7 +49,7 @@ _ERROR_TYPES = {400: "invalid_request_error", 429: "rate_limit_error", 500: "ser
 
 @dataclass(frozen=True, slots=True)
 class RequestRecord:
-    """One request the mock answered, as kept in the request log (SPEC §4)."""
+    """One request the mock answered, as kept in the request log (docs/mock.md)."""
 
     path: str
     """Request path, e.g. ``/v1/chat/completions``."""
@@ -250,7 +250,7 @@ class MockProvider:
 
     @property
     def base_url(self) -> str:
-        """OpenAI-style base URL ``http://HOST:PORT/v1`` (SPEC §3 ``{llm_url}``)."""
+        """OpenAI-style base URL ``http://HOST:PORT/v1`` (docs/target-contract.md ``{llm_url}``)."""
         return self.root_url + "/v1"
 
     @property

@@ -1,4 +1,4 @@
-"""Server-Sent Events framing of chat completion chunks (SPEC §4).
+"""Server-Sent Events framing of chat completion chunks (docs/mock.md).
 
 Every event is ``data: <json>\\n\\n`` where ``<json>`` is one line: ``json.dumps``
 escapes newlines and control characters, and :func:`dumps` also escapes

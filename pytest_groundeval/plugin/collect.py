@@ -24,7 +24,7 @@ class EvalFailure(Exception):
 
 
 class ManifestFile(pytest.File):
-    """A dataset manifest (SPEC §2) collected as tests."""
+    """A dataset manifest (docs/dataset.md) collected as tests."""
 
     def collect(self):
         dataset = load_dataset(self.path)
@@ -65,16 +65,16 @@ class KindGroup(pytest.Collector):
 
 
 def _recorded(groundeval_offline_runner):
-    """A recorded answer judged with no target call (SPEC §8, §11)."""
+    """A recorded answer judged with no target call (docs/evidence-risk.md, docs/citation.md)."""
 
 
 def _against_target(groundeval_runner):
-    """A dataset item run against the target (SPEC §2)."""
+    """A dataset item run against the target (docs/dataset.md)."""
 
 
 def _test_function(item: Any):
     # The fixture a test requests decides what starts: recorded answers need no target
-    # (SPEC §8: no provider call), so they must not pull in the mock or the server.
+    # (docs/evidence-risk.md: no provider call), so they must not pull in the mock or the server.
     return _against_target if kind_of(item).needs_target(item) else _recorded
 
 

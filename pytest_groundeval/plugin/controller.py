@@ -41,7 +41,7 @@ def _shown(path: Path) -> str:
 
 
 class GateSession:
-    """Aggregates outcomes as reports arrive and decides the session's exit status (SPEC §9)."""
+    """Aggregates outcomes as reports arrive and decides the session's exit status (docs/gate.md)."""
 
     def __init__(self, config: pytest.Config, settings: Any) -> None:
         self.config = config
@@ -161,7 +161,7 @@ class GateSession:
         """``baseline.json`` beside the dataset's manifest, when the dataset ships one.
 
         A dataset that commits the report of a known-good run arms the recall floor
-        for everyone who runs it (SPEC §9); ``--eval-baseline`` overrides it.
+        for everyone who runs it (docs/gate.md); ``--eval-baseline`` overrides it.
         """
         manifest = self.settings.dataset or self.manifest
         if manifest is None:
@@ -238,7 +238,7 @@ class GateSession:
             or self.other_failures > 0
             or (self.settings.strict and self.failed_items > 0)
         )
-        # SPEC §9: the gate decides; items below their own check do not fail the session.
+        # docs/gate.md: the gate decides; items below their own check do not fail the session.
         session.exitstatus = pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK
 
     @pytest.hookimpl

@@ -31,7 +31,7 @@ __all__ = [
 
 @pytest.fixture(scope="session")
 def groundeval_mock(request: pytest.FixtureRequest) -> Iterator[Any]:
-    """The deterministic OpenAI-compatible mock provider (SPEC §4), one per xdist worker.
+    """The deterministic OpenAI-compatible mock provider (docs/mock.md), one per xdist worker.
 
     Exists so that the target's model calls cost nothing and are reproducible.
     Yields a started ``pytest_groundeval.mock.ThreadedMockProvider`` whose
@@ -48,7 +48,7 @@ def groundeval_mock(request: pytest.FixtureRequest) -> Iterator[Any]:
 def groundeval_target(request: pytest.FixtureRequest) -> Iterator[Any]:
     """The system under test, one per xdist worker, torn down at the end of the session.
 
-    Resolved from the options (SPEC §3): ``--eval-url`` (a running target, no mock),
+    Resolved from the options (docs/target-contract.md): ``--eval-url`` (a running target, no mock),
     ``--eval-spawn`` (a command started per worker against the mock), or, by default,
     the embedded reference server started through the same spawn path. Override this
     fixture in a ``conftest.py`` to return any object implementing
@@ -186,7 +186,7 @@ def upcoming_items(session: pytest.Session, current: pytest.Item) -> Iterator[py
 
 @pytest.fixture(scope="session")
 def groundeval_offline_runner(request: pytest.FixtureRequest) -> Any:
-    """Runs items that need no target (``review`` items, SPEC §2): no mock, no server."""
+    """Runs items that need no target (``review`` items, docs/dataset.md): no mock, no server."""
     from ..core.runner import ItemRunner
 
     settings = request.config.stash[settings_key]

@@ -1,4 +1,4 @@
-"""Command-line, ini and environment options of the plugin, resolved in one place (SPEC §10).
+"""Command-line, ini and environment options of the plugin, resolved in one place (docs/options.md).
 
 Every option has a flag ``--eval-x`` (default ``None``), an ini key ``eval_x``
 and an environment variable ``GROUNDEVAL_X``; precedence is flag > ini > env.
@@ -179,7 +179,7 @@ def _manifest_path(value: str, source: str) -> Path:
 
 
 def resolve_settings(config: pytest.Config) -> Settings:
-    """Resolve every option with precedence flag > ini > env (SPEC §10).
+    """Resolve every option with precedence flag > ini > env (docs/options.md).
 
     Raises:
         pytest.UsageError: a value is invalid, or spawn and url are both given.

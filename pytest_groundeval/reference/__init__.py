@@ -1,4 +1,4 @@
-"""The reference grounded-answer target server (SPEC §7).
+"""The reference grounded-answer target server (docs/target-contract.md).
 
 A small, real RAG server over aiohttp and SQLite: documents are chunked and
 embedded through an OpenAI-compatible provider, answers are generated (streamed)

@@ -1,7 +1,7 @@
 """The reference target's aiohttp application: routes, auth, errors, the answer pipeline.
 
-Routes (SPEC §3; ``docs/target-contract.md`` is the full contract):
-``GET /readyz`` (no auth), and with ``Authorization: Bearer <key>`` (SPEC §3:
+Routes (docs/target-contract.md; ``docs/target-contract.md`` is the full contract):
+``GET /readyz`` (no auth), and with ``Authorization: Bearer <key>`` (docs/target-contract.md:
 a wrong or missing key is 401): ``GET /v1/info``, ``POST /v1/documents``,
 ``/v1/generate``, ``/v1/records``, ``/v1/query``, ``/v1/compare``.
 
@@ -53,7 +53,7 @@ class ReferenceConfig:
     provider_api_key: str | None = None
     """Key sent to the provider."""
     bootstrap_api_key: str | None = None
-    """Key accepted at start-up for the bootstrap tenant (``GROUNDEVAL_API_KEY``, SPEC §7)."""
+    """Key accepted at start-up for the bootstrap tenant (``GROUNDEVAL_API_KEY``, docs/target-contract.md)."""
     provider_timeout_s: float = 30.0
     """Overall budget of one provider call, retries included."""
     provider_attempts: int = 3
@@ -192,7 +192,7 @@ async def readyz(request: web.Request) -> web.Response:
 async def info(request: web.Request) -> web.Response:
     """``GET /v1/info``: the model lineage ``{"models": {"generate", "embed"}}``.
 
-    Needs a valid key like every ``/v1`` call (SPEC §3); 401 otherwise.
+    Needs a valid key like every ``/v1`` call (docs/target-contract.md); 401 otherwise.
     """
     await authenticate(request)
     config = _state(request).config

@@ -4,7 +4,7 @@ Each write makes a *version* row. A version has a record id, a label, properties
 a valid interval ``[validStart, validEnd)`` (RFC 3339 on the wire, epoch ms in
 storage, a null end is open, a null start is open towards the past) and a
 transaction interval ``[txStart, txEnd)`` (integer ms since the epoch, a null
-end means still current). Rules (SPEC §3, §6, §7):
+end means still current). Rules (docs/target-contract.md, docs/dataset.md):
 
 - ``create`` starts a new history under a fresh id.
 - ``update`` closes the current version (its ``txEnd`` becomes the update's tx

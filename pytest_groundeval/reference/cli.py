@@ -65,7 +65,7 @@ class _UsageError(Exception):
 def _serve_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="groundeval reference",
-        description="Serve the reference grounded-answer target (SPEC §7)",
+        description="Serve the reference grounded-answer target (docs/target-contract.md)",
         epilog="Also: 'groundeval reference create-key --data-dir D' creates a tenant and prints its API key.",
     )
     parser.add_argument("--host", default=env.get("GROUNDEVAL_HOST", "127.0.0.1"), help="Interface to bind")

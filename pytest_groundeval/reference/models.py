@@ -1,4 +1,4 @@
-"""Request bodies of the reference target's REST calls (SPEC §3), validated with pydantic.
+"""Request bodies of the reference target's REST calls (docs/target-contract.md), validated with pydantic.
 
 Unknown keys are refused (``WireModel``: ``extra="forbid"``), both camelCase and
 snake_case keys are accepted, and a validation failure becomes HTTP 422 naming
@@ -23,7 +23,7 @@ class DocumentRequest(WireModel):
     label: str | None = None
     """Corpus label that ``find`` filters on; None matches only ``find: null``."""
     format: Literal["json", "text"] = "json"
-    """How ``content`` is to be read (SPEC §2)."""
+    """How ``content`` is to be read (docs/dataset.md)."""
     content_hash: str = Field(min_length=1)
     """The client's hash of the raw file (opaque here): the idempotency key with ``name``."""
     content: Any

@@ -5,7 +5,7 @@ Everything a production RAG server needs from a provider and nothing more:
 :class:`SSEDecoder`, our own Server-Sent Events reader) and non-streamed (claim
 decomposition).
 
-Failure policy (SPEC §7, issue 4): every failure ends in :class:`ProviderError`
+Failure policy (docs/target-contract.md, issue 4): every failure ends in :class:`ProviderError`
 whose message names the cause, e.g. ``provider returned HTTP 500 for
 /chat/completions`` or ``stream ended before [DONE]``; the server turns it into
 HTTP 502. HTTP 429, HTTP 5xx and connection failures are retried with

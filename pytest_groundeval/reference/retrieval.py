@@ -1,6 +1,6 @@
 """Documents to chunks, and chunks to evidence: canonical text, hybrid ranking, prompt.
 
-Canonical text (SPEC §2), against which every evidence offset is measured in
+Canonical text (docs/dataset.md), against which every evidence offset is measured in
 UTF-8 bytes:
 
 - ``json``: each record ``json.dumps(r, sort_keys=True, separators=(",", ":"),
@@ -9,7 +9,7 @@ UTF-8 bytes:
   per paragraph (paragraphs are separated by blank lines; a chunk's span
   excludes the surrounding whitespace).
 
-Ranking (SPEC §7): among the chunks of the tenant's current documents with the
+Ranking (docs/target-contract.md): among the chunks of the tenant's current documents with the
 requested label, ``score = LEXICAL_WEIGHT * bm25 / max_bm25 + SEMANTIC_WEIGHT *
 max(0, cosine)``, where ``bm25`` scores the question's content tokens
 (``scoring.content_tokens``) against the chunk's tokens (``scoring.tokenize``)
@@ -57,12 +57,12 @@ class Span:
 
 
 def canonical_record(record: Any) -> str:
-    """One JSON record in canonical form: sorted keys, compact separators, UTF-8 kept (SPEC §2)."""
+    """One JSON record in canonical form: sorted keys, compact separators, UTF-8 kept (docs/dataset.md)."""
     return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def canonical_document(format: str, content: Any) -> tuple[str, list[Span]]:
-    """Canonical text of a document and its chunks (SPEC §2).
+    """Canonical text of a document and its chunks (docs/dataset.md).
 
     Args:
         format: ``json`` or ``text``.
@@ -180,7 +180,7 @@ class Evidence:
     """The hybrid score that ranked it."""
 
     def to_wire(self) -> dict[str, Any]:
-        """``{marker, document, start, end}`` as ``/v1/generate`` returns it (SPEC §3)."""
+        """``{marker, document, start, end}`` as ``/v1/generate`` returns it (docs/target-contract.md)."""
         return {"marker": self.marker, "document": self.chunk.document_name, "start": self.chunk.start, "end": self.chunk.end}
 
 

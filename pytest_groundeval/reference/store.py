@@ -30,7 +30,7 @@ DB_FILE_NAME = "reference.sqlite3"
 """The database file inside the data dir."""
 
 BOOTSTRAP_TENANT = "bootstrap"
-"""Tenant id that owns the key handed over in ``GROUNDEVAL_API_KEY`` (SPEC §7)."""
+"""Tenant id that owns the key handed over in ``GROUNDEVAL_API_KEY`` (docs/target-contract.md)."""
 
 KEY_PREFIX = "ge_"
 """Prefix of keys made by ``create-key`` (any string is accepted as a bootstrap key)."""

@@ -1,4 +1,4 @@
-"""Claim decomposition and verification against the cited evidence (SPEC §5, §7).
+"""Claim decomposition and verification against the cited evidence (docs/scoring.md, docs/target-contract.md).
 
 Verdict rule for one claim (the claim text with its ``[S#]`` markers removed):
 
@@ -10,7 +10,7 @@ Verdict rule for one claim (the claim text with its ``[S#]`` markers removed):
    - ``scoring.claim_is_true(claim, truths)`` with the cited span texts as the
      truths (plus their concatenation when several are cited, so a claim that
      joins two cited facts can be covered): ≥ 0.6 token coverage, and every
-     number and negation of the claim present in that span (SPEC §5 guard);
+     number and negation of the claim present in that span (docs/scoring.md guard);
    - the claim brings in **no content word** the cited spans lack. Content
      words are ``scoring.content_tokens`` (function words are stop words and
      allowed). A claim word is accounted for by a span word when they are
@@ -69,7 +69,7 @@ MARKER_RE = re.compile(contract.MARKER_IN_TEXT_PATTERN)
 
 
 def same_word(claim_word: str, span_word: str) -> bool:
-    """Whether a span word accounts for a claim word (SPEC §7: inflection drift allowed).
+    """Whether a span word accounts for a claim word (docs/target-contract.md: inflection drift allowed).
 
     Equal words match. Numbers match only themselves; negations match by
     ``scoring.negation_key``. Otherwise, when both words have at least
@@ -163,7 +163,7 @@ class ClaimCheck:
     """The verdict on one claim and the reason, for logs and tests."""
 
     verdict: str
-    """``supported``, ``unsupported`` or ``contradicted`` (SPEC §3)."""
+    """``supported``, ``unsupported`` or ``contradicted`` (docs/target-contract.md)."""
     reason: str
     """Plain-language why."""
 
@@ -208,7 +208,7 @@ DECOMPOSITION_INSTRUCTIONS = (
     + " Each claim is one sentence of the draft copied exactly, including its trailing citation markers;"
     " markers lists the marker names without brackets, e.g. [\"S1\"]."
 )
-"""System message of the decomposition call; starts with the contract's prompt (SPEC §4)."""
+"""System message of the decomposition call; starts with the contract's prompt (docs/mock.md)."""
 
 DECOMPOSITION_RESPONSE_FORMAT: dict[str, Any] = {
     "type": "json_schema",

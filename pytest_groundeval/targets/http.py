@@ -74,7 +74,7 @@ def _decode_body(call: str, url: str, status: int, text: str, check: Any) -> dic
 
 
 class HttpTarget:
-    """A ``Target`` reached over HTTP (SPEC §3 REST contract).
+    """A ``Target`` reached over HTTP (docs/target-contract.md REST contract).
 
     One keep-alive ``httpx.Client`` per target; every request carries
     ``Authorization: Bearer <api_key>``. Responses are checked for the fields
@@ -298,7 +298,7 @@ class HttpTarget:
         poll_interval_s: float = 0.1,
         process: subprocess.Popen | None = None,
     ) -> None:
-        """Poll ``GET /readyz`` until it answers 200 (SPEC §3).
+        """Poll ``GET /readyz`` until it answers 200 (docs/target-contract.md).
 
         Args:
             timeout_s: Give up after this many seconds.
@@ -341,7 +341,7 @@ class HttpTarget:
 
 
 def connect_url(url: str, api_key: str, timeout_s: float = 60.0) -> HttpTarget:
-    """Return an ``HttpTarget`` for an already running server, checked once (SPEC §3 option 3).
+    """Return an ``HttpTarget`` for an already running server, checked once (docs/target-contract.md option 3).
 
     Sends one ``GET /readyz`` with a 5 s timeout; no polling, since a remote
     target that is down should fail the session with one clear message.

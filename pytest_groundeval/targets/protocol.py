@@ -58,7 +58,7 @@ class TargetUnavailable(TargetError):
     """The target cannot be reached: connection refused, DNS failure or connect timeout.
 
     Every later call would fail the same way, so callers should stop calling
-    the target after the first one (SPEC §3).
+    the target after the first one (docs/target-contract.md).
     """
 
 
@@ -89,12 +89,12 @@ class SpawnError(TargetUnavailable):
 
 @runtime_checkable
 class Target(Protocol):
-    """The system under test: the REST contract of SPEC §3 as Python methods.
+    """The system under test: the REST contract of docs/target-contract.md as Python methods.
 
     Every argument and return value is a plain dict in wire shape (camelCase
     keys, JSON built-ins). ``HttpTarget`` implements it over HTTP; a user with an
     in-process pipeline implements it directly and returns it from an override
-    of the ``groundeval_target`` fixture (SPEC §3 option 4). Methods raise
+    of the ``groundeval_target`` fixture (docs/target-contract.md option 4). Methods raise
     ``TargetError`` (or ``TargetUnavailable``) when an operation cannot be
     completed.
     """
@@ -135,13 +135,13 @@ class Target(Protocol):
             "start": int, "end": int, "markers": ["S1"], "verdict": str}],
             "usage": {"promptTokens": int, "completionTokens": int}}``. Claim
             offsets are UTF-8 byte offsets into ``answer``; evidence offsets into
-            the document's canonical text (SPEC §2); ``verdict`` is one of
+            the document's canonical text (docs/dataset.md); ``verdict`` is one of
             ``contract.VERDICTS``.
         """
         ...
 
     def records(self, step: dict) -> dict:
-        """Write one bitemporal record change (``POST /v1/records``, SPEC §6).
+        """Write one bitemporal record change (``POST /v1/records``, docs/dataset.md).
 
         Args:
             step: ``{"op": "create" | "update" | "delete", "target": id | None,

@@ -45,7 +45,7 @@ PLACEHOLDERS = ("port", "data_dir", "llm_url", "embed_url", "api_key")
 
 
 def reference_command() -> str:
-    """Return the spawn command of the embedded reference server (SPEC §3 option 1, §7).
+    """Return the spawn command of the embedded reference server (docs/target-contract.md option 1, §7).
 
     The command carries ``{port}`` and ``{data_dir}`` placeholders; the server
     reads the provider URLs and the bootstrap key from the ``GROUNDEVAL_*``
@@ -56,7 +56,7 @@ def reference_command() -> str:
 
 @dataclass
 class SpawnConfig:
-    """How to spawn a target (SPEC §3 option 2).
+    """How to spawn a target (docs/target-contract.md option 2).
 
     ``command`` and every ``setup`` command (and every ``env`` value) may use the
     placeholders ``{port}``, ``{data_dir}``, ``{llm_url}``, ``{embed_url}`` and
@@ -218,7 +218,7 @@ def _new_group_kwargs() -> dict[str, Any]:
 
 
 class SpawnedTarget:
-    """A target server run as a child process for one session (SPEC §3 options 1 and 2).
+    """A target server run as a child process for one session (docs/target-contract.md options 1 and 2).
 
     On ``start`` (or entering the ``with`` block): makes a fresh data dir named
     after the worker id, picks a free loopback port, makes a fresh random API

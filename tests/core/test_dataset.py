@@ -1,4 +1,4 @@
-"""Tests of pytest_groundeval.dataset: manifest v1 models, corpus loading, hash-corpus (SPEC §2, §6, §8, §11)."""
+"""Tests of pytest_groundeval.dataset: manifest v1 models, corpus loading, hash-corpus (docs/dataset.md, docs/evidence-risk.md, docs/citation.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Evidence risk (SPEC §8): the tier table, the checks, rewrites, the asserted-claims
+"""Evidence risk (docs/evidence-risk.md): the tier table, the checks, rewrites, the asserted-claims
 filter, aggregation, validation, and the ExpertQA converter's committed output."""
 
 from __future__ import annotations

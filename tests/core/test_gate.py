@@ -1,4 +1,4 @@
-"""Tests for pytest_groundeval.gate (SPEC §9): floors, baseline lineage, formatting, the CLI."""
+"""Tests for pytest_groundeval.gate (docs/gate.md): floors, baseline lineage, formatting, the CLI."""
 
 from __future__ import annotations
 

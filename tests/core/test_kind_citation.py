@@ -1,4 +1,4 @@
-"""Citation accuracy, deterministic checks (SPEC §11): paragraphs, markers, mention metadata,
+"""Citation accuracy, deterministic checks (docs/citation.md): paragraphs, markers, mention metadata,
 source maps, the evidence block, the outcome's wire form, the runner entry point and the
 citation-smoke dataset."""
 
@@ -382,7 +382,7 @@ def test_source_map_of_target_evidence():
 
 
 class ScriptedTarget:
-    """An in-process target (SPEC §3 option 4) that answers every question with one scripted response."""
+    """An in-process target (docs/target-contract.md option 4) that answers every question with one scripted response."""
 
     def __init__(self, response: dict) -> None:
         self.response = response

@@ -1,4 +1,4 @@
-"""Tests for pytest_groundeval.metrics (SPEC §9, §11)."""
+"""Tests for pytest_groundeval.metrics (docs/gate.md, docs/citation.md)."""
 
 from __future__ import annotations
 
@@ -172,7 +172,7 @@ def test_bad_latency_is_refused_naming_the_item():
         compute_metrics([outcome("q7", latency_ms=math.nan)])
 
 
-# --- citation (SPEC §11) ---------------------------------------------------------------------
+# --- citation (docs/citation.md) ---------------------------------------------------------------------
 
 
 def test_citation_metrics_from_extra():

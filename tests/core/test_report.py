@@ -1,4 +1,4 @@
-"""Tests for pytest_groundeval.report (SPEC §9): model, reading, streaming writer, CLI."""
+"""Tests for pytest_groundeval.report (docs/gate.md): model, reading, streaming writer, CLI."""
 
 from __future__ import annotations
 

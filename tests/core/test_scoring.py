@@ -1,4 +1,4 @@
-"""Unit and property tests for pytest_groundeval.scoring (SPEC §5)."""
+"""Unit and property tests for pytest_groundeval.scoring (docs/scoring.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The mock provider through the official openai SDK and raw HTTP (SPEC §4)."""
+"""The mock provider through the official openai SDK and raw HTTP (docs/mock.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sentence decomposition with exact UTF-8 byte spans (SPEC §4)."""
+"""Sentence decomposition with exact UTF-8 byte spans (docs/mock.md)."""
 
 from __future__ import annotations
 

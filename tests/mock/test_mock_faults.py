@@ -1,4 +1,4 @@
-"""Fault injection as clients observe it (SPEC §4): delay, 429, 500, cut, malformed, x<N>."""
+"""Fault injection as clients observe it (docs/mock.md): delay, 429, 500, cut, malformed, x<N>."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Raw SSE framing of streamed completions, and clients that hang up mid-stream (SPEC §4)."""
+"""Raw SSE framing of streamed completions, and clients that hang up mid-stream (docs/mock.md)."""
 
 from __future__ import annotations
 

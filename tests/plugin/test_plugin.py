@@ -20,7 +20,7 @@ MODES = {
     "no-xdist": ["-p", "no:xdist"],
 }
 
-# Metrics that do not depend on timing: they must be identical in every mode (SPEC §9).
+# Metrics that do not depend on timing: they must be identical in every mode (docs/gate.md).
 DETERMINISTIC = (
     "retrievalRecall",
     "claimSupportPrecision",
@@ -245,7 +245,7 @@ def test_review_items_start_no_mock_and_no_target(run, pytester):
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*rev-flagged*flag_for_human_review*", "evidenceRiskScore*0.3333*INFO*"])
     assert read_report(report)["metrics"]["evidenceRiskScore"] == pytest.approx(1 / 3)
-    # The optional evidenceRiskScore floor gates (SPEC §9).
+    # The optional evidenceRiskScore floor gates (docs/gate.md).
     floors = pytester.path / "floors.json"
     floors.write_text(json.dumps({"evidenceRiskScore": 0.5}))
     gated = run(f"--eval-dataset={dataset}", f"--eval-floors={floors}")
@@ -481,7 +481,7 @@ def test_a_dataset_baseline_arms_recall_without_a_flag(run, pytester, smoke):
 
 
 def test_evidence_reviews_make_no_provider_call(run, pytester, smoke):
-    """Review items, and the review of a qa answer's evidence block, leave the mock's log unchanged (SPEC §8)."""
+    """Review items, and the review of a qa answer's evidence block, leave the mock's log unchanged (docs/evidence-risk.md)."""
     manifest = json.loads((smoke / "manifest.json").read_text(encoding="utf-8"))
     block = {
         "claims": [{"id": "c1", "text": "Kontoret i Göteborg öppnade i mars 2021", "assertiveness": "definitive",

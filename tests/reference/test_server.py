@@ -1,4 +1,4 @@
-"""Contract tests of the reference target (SPEC §3, §7): a real subprocess over real HTTP.
+"""Contract tests of the reference target (docs/target-contract.md): a real subprocess over real HTTP.
 
 The server runs as ``python -m pytest_groundeval.reference --port 0``; the test
 learns the port from ``<data-dir>/reference.port`` and waits for ``/readyz``.
@@ -180,7 +180,7 @@ def test_missing_or_invalid_key_is_401(ref: Reference, route: str, header: str |
 
 @pytest.mark.parametrize("header", [None, "Bearer wrong-key", "Basic abc", "Bearer"])
 def test_info_needs_a_valid_key_too(ref: Reference, header: str | None) -> None:
-    # SPEC §3: every call of the REST contract takes the bearer key; only /readyz is open.
+    # docs/target-contract.md: every call of the REST contract takes the bearer key; only /readyz is open.
     headers = {} if header is None else {"Authorization": header}
     error = _error(httpx.get(ref.url + "/v1/info", headers=headers), 401)
     assert error["code"] == "unauthorized"

@@ -62,7 +62,7 @@ def inside_corpus(file: str) -> bool:
 
 
 class Manifest(WireModel):
-    """``manifest.json`` version v1 (SPEC §2, §11).
+    """``manifest.json`` version v1 (docs/dataset.md, docs/citation.md).
 
     Cross-field rules checked here: unique item ids and corpus names, every corpus
     file has a hash and every hash a file, ``find`` labels and
@@ -76,7 +76,7 @@ class Manifest(WireModel):
     corpus_hashes: dict[str, Digest] = Field(default_factory=dict)
     """Corpus file name → xxh3_64 hex digest of its raw bytes."""
     mention_pattern: str | None = None
-    """Regex whose named groups are metadata fields, e.g. ``(?P<speaker>[A-Z]\\w+ \\w+)`` (SPEC §11)."""
+    """Regex whose named groups are metadata fields, e.g. ``(?P<speaker>[A-Z]\\w+ \\w+)`` (docs/citation.md)."""
     items: list[Item]
     """The items, in order; each becomes one pytest test."""
 

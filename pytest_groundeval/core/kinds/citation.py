@@ -15,7 +15,7 @@ transitions without a marker are dropped. Each judged paragraph is checked for
 recorded answer and no target call when the item has a ``response``, else with
 the generate response.
 
-The optional coverage scorer and judge verdict of SPEC §11 are not here.
+The optional coverage scorer and judge verdict of docs/citation.md are not here.
 This module does not import pytest.
 """
 
@@ -69,7 +69,7 @@ class RecordedSource(WireModel):
     document: str | None = None
     """Document name the source came from."""
     text: str | None = None
-    """The source's text (scored for coverage, SPEC §11)."""
+    """The source's text (scored for coverage, docs/citation.md)."""
     start: Annotated[int, Field(ge=0)] | None = None
     """UTF-8 byte offset of the span in the document's canonical text."""
     end: Annotated[int, Field(ge=0)] | None = None
@@ -79,14 +79,14 @@ class RecordedSource(WireModel):
 
 
 class RecordedResponse(RecordedAnswer):
-    """A recorded production answer with its sources (SPEC §11)."""
+    """A recorded production answer with its sources (docs/citation.md)."""
 
     sources: list[RecordedSource] = Field(default_factory=list)
     """The sources the answer's markers cite."""
 
 
 class SourceMetadata(WireModel):
-    """Metadata of a source a citation may cite, checked against ``mentionPattern`` (SPEC §11)."""
+    """Metadata of a source a citation may cite, checked against ``mentionPattern`` (docs/citation.md)."""
 
     marker: MarkerName
     """The marker inside the brackets: ``S1`` or ``1``."""
@@ -97,7 +97,7 @@ class SourceMetadata(WireModel):
 
 
 class CitationItem(ItemBase):
-    """Paragraph-level citation accuracy (SPEC §11)."""
+    """Paragraph-level citation accuracy (docs/citation.md)."""
 
     kind: Literal["citation"]
     """Always ``citation``."""
@@ -110,7 +110,7 @@ class CitationItem(ItemBase):
     sources: list[SourceMetadata] = Field(default_factory=list)
     """Metadata of the sources the answer may cite."""
     evidence: EvidenceBlock | None = None
-    """Optional evidence-risk block (SPEC §8)."""
+    """Optional evidence-risk block (docs/evidence-risk.md)."""
 
     @model_validator(mode="after")
     def _question_or_response(self) -> "CitationItem":
@@ -141,7 +141,7 @@ MAX_DETAIL_PARAGRAPHS = 10
 
 NO_CITATION_DETAIL = (
     "no paragraph carried a citation marker ([N] or [S#]), so nothing could be judged; "
-    "an answer without citations does not pass a citation item (SPEC §11)"
+    "an answer without citations does not pass a citation item (docs/citation.md)"
 )
 """``detail`` of an answer with no judged paragraph."""
 
@@ -167,7 +167,7 @@ def source_map(item: CitationItem, evidence: Sequence[Mapping[str, Any]] | None 
       item's ``sources`` wins (it is the dataset author's curated metadata, the
       recorded one is what production said).
     * **Target answer** (``evidence`` is the generate response's ``evidence`` list,
-      SPEC §3): the markers that exist are exactly the evidence markers, because
+      docs/target-contract.md): the markers that exist are exactly the evidence markers, because
       an answer can only cite what the target retrieved. Each evidence entry takes
       its metadata from the item's ``sources``: first from an entry whose
       ``document`` equals the evidence's ``document``, else from the entry with the
@@ -239,7 +239,7 @@ def cited_markers(paragraph: str) -> list[str]:
 
 
 def normalise_field(value: str) -> str:
-    """A metadata value in the form mentions and sources are compared in (SPEC §11).
+    """A metadata value in the form mentions and sources are compared in (docs/citation.md).
 
     NFC-normalised, case-folded, runs of whitespace collapsed to one space, trimmed,
     so ``"anna  BERG"`` equals ``"Anna Berg"`` and a decomposed ``"Å"`` equals a
@@ -254,7 +254,7 @@ def normalise_field(value: str) -> str:
 
 @dataclass
 class ParagraphVerdict:
-    """The deterministic verdict on one judged paragraph (SPEC §11)."""
+    """The deterministic verdict on one judged paragraph (docs/citation.md)."""
 
     index: int
     """Position of the paragraph among all non-empty paragraphs of the answer (0-based)."""
@@ -372,11 +372,11 @@ def judge_citation(
     sources: Mapping[str, Mapping[str, str]],
     mention_regex: re.Pattern[str] | None,
 ) -> ItemOutcome:
-    """Judge an answer to a citation item with the deterministic checks of SPEC §11.
+    """Judge an answer to a citation item with the deterministic checks of docs/citation.md.
 
     The item passes when at least one paragraph was judged, every judged paragraph
     passes (no unknown marker, no metadata mismatch) and, when the item has an
-    evidence block (SPEC §8), its review passes. An answer with no cited paragraph
+    evidence block (docs/evidence-risk.md), its review passes. An answer with no cited paragraph
     fails with ``NO_CITATION_DETAIL``: an answer without citations must not pass
     silently.
 

@@ -88,7 +88,7 @@ _RFC3339_RE = re.compile(
 def parse_rfc3339(value: str) -> datetime:
     """Parse an RFC 3339 timestamp with a UTC offset into an aware ``datetime``.
 
-    Valid times are compared as instants, never as strings (SPEC §3).
+    Valid times are compared as instants, never as strings (docs/target-contract.md).
 
     Raises:
         ValueError: Not RFC 3339, no offset, or not a real date/time.
@@ -178,7 +178,7 @@ def namespace_label(label: str, run_id: str, item_id: str) -> str:
 
 
 class ValidTime(WireModel):
-    """A valid-time interval of RFC 3339 timestamps with offsets (SPEC §6)."""
+    """A valid-time interval of RFC 3339 timestamps with offsets (docs/dataset.md)."""
 
     start: str
     """Start instant, inclusive."""
@@ -200,7 +200,7 @@ class ValidTime(WireModel):
 
 
 class TemporalStep(WireModel):
-    """One ``POST /v1/records`` call of a temporal item's setup (SPEC §6)."""
+    """One ``POST /v1/records`` call of a temporal item's setup (docs/dataset.md)."""
 
     op: Literal["create", "update", "delete"]
     """What the call does."""
@@ -238,7 +238,7 @@ TxValue = Annotated[Union[int, str, None], BeforeValidator(_reject_bool_or_other
 
 
 class QueryProbe(WireModel):
-    """``POST /v1/query`` with placeholders (SPEC §3, §6)."""
+    """``POST /v1/query`` with placeholders (docs/target-contract.md, docs/dataset.md)."""
 
     call: Literal["query"]
     """Always ``query``."""
@@ -260,7 +260,7 @@ class QueryProbe(WireModel):
 
 
 class CompareProbe(WireModel):
-    """``POST /v1/compare`` with placeholders (SPEC §3, §6)."""
+    """``POST /v1/compare`` with placeholders (docs/target-contract.md, docs/dataset.md)."""
 
     call: Literal["compare"]
     """Always ``compare``."""
@@ -285,7 +285,7 @@ class ExpectedRecord(WireModel):
 
 
 class QueryExpect(WireModel):
-    """What a query probe must return (SPEC §6)."""
+    """What a query probe must return (docs/dataset.md)."""
 
     count: Annotated[int, Field(ge=0)] | None = None
     """Number of records returned, or null to not check."""
@@ -294,7 +294,7 @@ class QueryExpect(WireModel):
 
 
 class CompareExpect(WireModel):
-    """What a compare probe must return (SPEC §6); each count is optional."""
+    """What a compare probe must return (docs/dataset.md); each count is optional."""
 
     added: Annotated[int, Field(ge=0)] | None = None
     """Number of added records."""
@@ -326,7 +326,7 @@ Expect = Annotated[
 
 
 class TemporalItem(ItemBase):
-    """Bitemporal records set up, then probed (SPEC §6)."""
+    """Bitemporal records set up, then probed (docs/dataset.md)."""
 
     kind: Literal["temporal"]
     """Always ``temporal``."""
@@ -397,7 +397,7 @@ def _check_query(expect: Any, result: dict) -> list[str]:
     problems = []
     if expect.count is not None and len(records) != expect.count:
         problems.append(f"expected {expect.count} record(s), target returned {len(records)}")
-    # Each expected record must match a distinct returned record (SPEC §6): greedy is
+    # Each expected record must match a distinct returned record (docs/dataset.md): greedy is
     # not enough for overlapping subsets, so use a small bipartite matching.
     wanted = [e.properties for e in expect.records]
     have = [r.get("properties") or {} for r in records if isinstance(r, dict)]

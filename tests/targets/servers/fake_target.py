@@ -1,6 +1,6 @@
 """A small stdlib HTTP target for tests/targets/test_targets.py, spawned as a real child process.
 
-It speaks just enough of the SPEC §3 REST contract to exercise the spawn
+It speaks just enough of the docs/target-contract.md REST contract to exercise the spawn
 machinery and ``HttpTarget``:
 
 - ``GET /readyz`` (no key needed); ``GET /echo`` → what the process
