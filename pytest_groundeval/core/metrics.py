@@ -30,7 +30,7 @@ from typing import Any, Optional
 from pydantic import Field, create_model
 
 from .kinds import KIND_NAMES, all_kinds
-from .kinds.base import MetricDirection, MetricSpec
+from .kinds.base import MetricDirection, MetricSpec, ratio
 from .outcome import ItemOutcome
 from .wire import WireModel
 
@@ -146,11 +146,6 @@ def percentile(sorted_values: Sequence[float], q: float) -> float | None:
     upper = min(lower + 1, n - 1)
     fraction = rank - lower
     return sorted_values[lower] + fraction * (sorted_values[upper] - sorted_values[lower])
-
-
-def ratio(numerator: int | Fraction, denominator: int) -> float | None:
-    """``numerator / denominator`` as a float computed exactly, or None when the denominator is 0."""
-    return float(Fraction(numerator, denominator)) if denominator else None
 
 
 @dataclass

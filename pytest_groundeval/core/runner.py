@@ -32,7 +32,7 @@ from ..targets.responses import check_response
 from .evidence import describe_review, review_answer
 from .kinds import kind_of
 from .outcome import ItemOutcome
-from .text import shorten
+from .text import listed, shorten  # noqa: F401  (listed: re-exported)
 
 if TYPE_CHECKING:
     from .dataset import Dataset
@@ -42,10 +42,6 @@ UNAVAILABLE_STREAK = 3
 
 ERROR_STREAK = 10
 """Items in a row that could not be run (any cause) before the target counts as broken."""
-
-MAX_LISTED = 5
-"""How many claims or strings a failure message lists before summarising the rest."""
-
 
 class ItemError(Exception):
     """An item could not be run.
@@ -61,13 +57,6 @@ class ItemError(Exception):
         self.outcome = outcome
         self.cause = cause
         self.death = death
-
-
-def listed(lines: list[str]) -> list[str]:
-    """At most ``MAX_LISTED`` lines, then one saying how many more there are."""
-    if len(lines) <= MAX_LISTED:
-        return lines
-    return lines[:MAX_LISTED] + [f"… and {len(lines) - MAX_LISTED} more"]
 
 
 class ItemRunner:

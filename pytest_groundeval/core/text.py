@@ -18,3 +18,14 @@ def shorten(text: str, limit: int, *, collapse: bool = True) -> str:
     if collapse:
         text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
+
+
+MAX_LISTED = 5
+"""How many claims or strings a failure message lists before summarising the rest."""
+
+
+def listed(lines: list[str]) -> list[str]:
+    """At most ``MAX_LISTED`` lines, then one saying how many more there are."""
+    if len(lines) <= MAX_LISTED:
+        return lines
+    return lines[:MAX_LISTED] + [f"… and {len(lines) - MAX_LISTED} more"]

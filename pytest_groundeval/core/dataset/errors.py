@@ -57,15 +57,13 @@ class DatasetError(Exception):
         return self.message
 
 
-def _all_aliases() -> dict[str, str]:
-    """Every field name and alias of the manifest models -> its camelCase alias."""
+def _all_aliases(root: type) -> dict[str, str]:
+    """Every field name and alias of ``root`` and the models nested in it -> its camelCase alias."""
     from pydantic import BaseModel
-
-    from .manifest import CorpusEntry, Manifest
 
     aliases: dict[str, str] = {}
     seen: set[type] = set()
-    pending: list[type[BaseModel]] = [Manifest, CorpusEntry, *(kind.model for kind in all_kinds())]
+    pending: list[type[BaseModel]] = [root, *(kind.model for kind in all_kinds())]
     while pending:
         model = pending.pop()
         if model in seen:
@@ -105,9 +103,18 @@ _UNION_TAGS = frozenset(KIND_NAMES) | {
 
 
 def _aliases() -> dict[str, str]:
-    if not _ALIASES:
-        _ALIASES.update(_all_aliases())
     return _ALIASES
+
+
+def describe_validation_error(exc: Any, raw: dict[str, Any], manifest_path: Path, root: type) -> DatasetError:
+    """One plain ``DatasetError`` for a pydantic ``ValidationError`` of the manifest model ``root``.
+
+    The message names the manifest, the item (by id, else ``items[i]``) and the JSON
+    path of the first bad field with camelCase names, then up to four more problems.
+    """
+    if not _ALIASES:
+        _ALIASES.update(_all_aliases(root))
+    return _describe_errors(exc, raw, manifest_path)
 
 
 def _describe_errors(exc: ValidationError, raw: dict[str, Any], manifest_path: Path) -> DatasetError:

@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .corpus import CorpusDocument, _decode_utf8, _hash_mismatch, _json_error, _load_document, _read_hashed
-from .errors import DatasetError, _describe_errors
+from .errors import DatasetError, describe_validation_error
 from .manifest import ITEM_ADAPTER, VERSION_PATTERN, AnyItem, Manifest
 
 
@@ -257,7 +257,7 @@ def _validate_manifest(raw: dict[str, Any], manifest_path: Path, root: Path) -> 
     try:
         return Manifest.model_validate(raw, context={"dataset": root})
     except ValidationError as exc:
-        raise _describe_errors(exc, raw, manifest_path) from None
+        raise describe_validation_error(exc, raw, manifest_path, Manifest) from None
 
 
 def _validate_items_in_place(raw: dict[str, Any], root: Path) -> None:

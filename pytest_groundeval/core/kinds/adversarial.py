@@ -17,8 +17,8 @@ from ..contract import strip_markers
 from ..evidence import EvidenceBlock
 from ..outcome import ItemOutcome
 from ..scoring import claim_coverage
-from ..text import shorten
-from .base import ItemBase, Kind, MetricSpec, Tally
+from ..text import listed, shorten
+from .base import ItemBase, Kind, MetricSpec, Tally, ratio
 
 if TYPE_CHECKING:
     from ..dataset import Dataset
@@ -90,8 +90,6 @@ class AdversarialKind(Kind):
     )
 
     async def run(self, runner: ItemRunner, item: AdversarialItem, dataset: Dataset) -> ItemOutcome:
-        from ..runner import listed
-
         await runner.ensure_ingested(dataset)
         response, figures = await runner.generate(item)
         falsehood = item.falsehood
@@ -127,8 +125,6 @@ class AdversarialKind(Kind):
         tally.falsehoods_rejected += not outcome.errored and outcome.falsehood_supported is False
 
     def results(self, tally: AdversarialTally) -> dict[str, Any]:
-        from ..metrics import ratio
-
         return {"falsehood_rejection": ratio(tally.falsehoods_rejected, tally.items)}
 
 

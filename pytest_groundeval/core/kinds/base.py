@@ -10,15 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
+from fractions import Fraction
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, StringConstraints, field_validator
 
+from ..outcome import ItemOutcome
 from ..wire import WireModel
 
 if TYPE_CHECKING:
     from ..dataset import Dataset
-    from ..outcome import ItemOutcome
     from ..runner import ItemRunner
 
 ID_PATTERN = r"^[A-Za-z0-9_-]+$"
@@ -39,6 +40,14 @@ MarkerName = Annotated[str, StringConstraints(pattern=MARKER_NAME_PATTERN)]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 
 Op = Literal[">=", "<="]
+
+
+def ratio(numerator: int | Fraction, denominator: int) -> float | None:
+    """``numerator / denominator`` as a float computed exactly, or None when the denominator is 0.
+
+    A metric with nothing to measure is None (n/a), never NaN, 0 or 1 (docs/gate.md).
+    """
+    return float(Fraction(numerator, denominator)) if denominator else None
 
 
 class RuleError(ValueError):
@@ -219,8 +228,6 @@ class Kind:
 
     def errored(self, item: Any, error: str) -> ItemOutcome:
         """The outcome of ``item`` when it could not be run (never dropped from a denominator)."""
-        from ..outcome import ItemOutcome
-
         return ItemOutcome(id=item.id, kind=item.kind, passed=False, error=error, detail=error)
 
     # -- metrics

@@ -35,7 +35,18 @@ from ..evidence import EvidenceBlock, describe_review, review_answer
 from ..outcome import ItemOutcome
 from ..text import shorten
 from ..wire import WireModel
-from .base import CEILING_RATE, ItemBase, Kind, ManifestIndex, MarkerName, MetricSpec, RecordedAnswer, RuleError, Tally
+from .base import (
+    CEILING_RATE,
+    ItemBase,
+    Kind,
+    ManifestIndex,
+    MarkerName,
+    MetricSpec,
+    RecordedAnswer,
+    RuleError,
+    Tally,
+    ratio,
+)
 
 if TYPE_CHECKING:
     from ..dataset import Dataset
@@ -594,8 +605,6 @@ class CitationKind(Kind):
         tally.coverage_score_sum += sum(map(Fraction, scores), Fraction(0))
 
     def results(self, tally: CitationTally) -> dict[str, Any]:
-        from ..metrics import ratio
-
         return {
             "citation_metadata_accuracy": ratio(tally.judged - tally.mismatched, tally.judged),
             "citation_supported_rate": ratio(tally.judge_supported, tally.judge_judged),

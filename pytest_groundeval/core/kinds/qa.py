@@ -18,9 +18,9 @@ from ..contract import strip_markers
 from ..evidence import EvidenceBlock
 from ..outcome import ItemOutcome
 from ..scoring import best_truth, claim_is_true, evidence_found
-from ..text import shorten
+from ..text import listed, shorten
 from ..wire import WireModel
-from .base import ItemBase, Kind, MetricSpec, NonEmpty, RuleError, Tally, ManifestIndex
+from .base import ItemBase, Kind, ManifestIndex, MetricSpec, NonEmpty, RuleError, Tally, ratio
 
 if TYPE_CHECKING:
     from ..dataset import Dataset
@@ -143,8 +143,6 @@ class QaKind(Kind):
                 )
 
     async def run(self, runner: ItemRunner, item: QaItem, dataset: Dataset) -> ItemOutcome:
-        from ..runner import listed
-
         await runner.ensure_ingested(dataset)
         response, figures = await runner.generate(item)
         spans = runner.spans(response, dataset)
@@ -243,8 +241,6 @@ class QaKind(Kind):
         tally.claims_true_cited_supported += outcome.claims_true_cited_supported
 
     def results(self, tally: QaTally) -> dict[str, Any]:
-        from ..metrics import ratio
-
         return {
             "retrieval_recall": ratio(tally.evidence_found, tally.evidence_expected),
             "claim_support_precision": ratio(tally.claims_supported_true, tally.claims_supported),

@@ -26,7 +26,7 @@ from ..contract import TEMPORAL_LABEL_SEPARATOR
 from ..outcome import ItemOutcome
 from ..text import shorten
 from ..wire import WireModel
-from .base import ItemBase, Kind, MetricSpec, RuleError, Tally
+from .base import ItemBase, Kind, MetricSpec, RuleError, Tally, ratio
 
 if TYPE_CHECKING:
     from ..dataset import Dataset
@@ -483,8 +483,6 @@ class TemporalKind(Kind):
         tally.passed += not outcome.errored and outcome.passed
 
     def results(self, tally: TemporalTally) -> dict[str, Any]:
-        from ..metrics import ratio
-
         return {"temporal_accuracy": ratio(tally.passed, tally.items)}
 
 
