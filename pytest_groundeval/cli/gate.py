@@ -6,11 +6,11 @@ import sys
 
 from ..core.gate import FloorsError, evaluate_gate, load_floors
 from ..core.render import format_check
-from ..core.report import ReportError, read_report
+from ..core.report import Report, ReportError, read_report, read_reports
 from ._args import Parser, ParserExit, UsageError
 
 
-def _gate_parser() -> _Parser:
+def _gate_parser() -> Parser:
     parser = Parser(prog="groundeval gate", description="Re-apply gate floors to a saved report")
     parser.add_argument("--report", required=True, help="Report JSON written by --eval-report")
     parser.add_argument("--baseline", help="Earlier report to compare retrieval recall with")
@@ -36,19 +36,32 @@ def gate_main(argv: list[str]) -> int:
         print(f"groundeval gate: {exc}", file=sys.stderr)
         return 2
     try:
-        report = read_report(args.report)
+        reports = read_reports(args.report)
         baseline = read_report(args.baseline) if args.baseline else None
         floors = load_floors(args.floors) if args.floors else None
     except (ReportError, FloorsError) as exc:
         print(f"groundeval gate: {exc}", file=sys.stderr)
         return 2
+    verdicts = []
+    for report in reports:
+        if len(reports) > 1:
+            print(f"== dataset {report.dataset_version}")
+        verdicts.append(_gate_one(report, baseline, floors))
+    if len(reports) > 1:
+        failing = [r.dataset_version for r, ok in zip(reports, verdicts) if not ok]
+        print(f"gate: {'PASS' if all(verdicts) else 'FAIL (' + ', '.join(failing) + ')'}")
+    return 0 if all(verdicts) else 1
+
+
+def _gate_one(report: Report, baseline: Report | None, floors: dict | None) -> bool:
+    """Print one dataset's checks and its verdict; True when its gate passes."""
     if report.interrupted:
         print(
             f"run                        interrupted          FAIL  the run stopped before every selected "
             f"item ran ({len(report.items)} items in the report): its gate verdict is not final"
         )
         print("gate: FAIL")
-        return 1
+        return False
     result = evaluate_gate(
         report.metrics,
         floors=floors,
@@ -61,4 +74,4 @@ def gate_main(argv: list[str]) -> int:
     for check in result.checks:
         print(format_check(check))
     print(f"gate: {'PASS' if result.passed else 'FAIL'}")
-    return 0 if result.passed else 1
+    return result.passed

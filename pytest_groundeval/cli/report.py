@@ -1,23 +1,31 @@
-"""``groundeval report``: print a saved report (docs/plugin.md: reports)."""
+"""``groundeval report``: print a saved report, or recover the report of a killed run (docs/gate.md)."""
 
 from __future__ import annotations
 
 import sys
 
 from ..core.render import format_report
-from ..core.report import ReportError, read_report
+from ..core.report import ReportError, read_reports, recover_report
 from ._args import Parser, ParserExit, UsageError
 
 
 def report_main(argv: list[str]) -> int:
-    """``groundeval report R``: print a saved report's metrics, gate and failed/errored items.
+    """``groundeval report R`` or ``groundeval report --recover R``.
+
+    ``R``: print a saved report's metrics, gate and failed/errored items (each dataset's,
+    for a session report of several). ``--recover R``: a run killed before it finished
+    (SIGKILL) left its items spooled beside ``R``; write them to ``R`` as a report marked
+    interrupted (docs/gate.md: what the gate guarantees), then print it.
 
     Returns:
-        0 when the report was printed; 2 when it cannot be read or is invalid
-        (one line on stderr) or the arguments are wrong.
+        0 when the report was printed; 2 when it cannot be read, is invalid, there is
+        nothing to recover (one line on stderr) or the arguments are wrong.
     """
     parser = Parser(prog="groundeval report", description="Print a saved report's metrics and items")
     parser.add_argument("report", help="Report JSON written by --eval-report")
+    parser.add_argument(
+        "--recover", action="store_true", help="Rebuild the report of a killed run from the items it spooled beside R"
+    )
     try:
         args = parser.parse_args(argv)
     except ParserExit as exc:  # --help
@@ -26,10 +34,16 @@ def report_main(argv: list[str]) -> int:
         print(f"groundeval report: {exc}", file=sys.stderr)
         return 2
     try:
-        report = read_report(args.report)
+        if args.recover:
+            path, count = recover_report(args.report)
+            print(f"recovered {count} item{'s' if count != 1 else ''} of an interrupted run into {path}")
+        reports = read_reports(args.report)
     except ReportError as exc:
         print(f"groundeval report: {exc}", file=sys.stderr)
         return 2
-    for line in format_report(report):
-        print(line)
+    for i, report in enumerate(reports):
+        if i:
+            print()
+        for line in format_report(report):
+            print(line)
     return 0

@@ -165,6 +165,18 @@ def load_floors(path: str | Path) -> dict[str, float]:
     return parse_floors(obj, source)
 
 
+def not_run_check(not_run: int, items: int) -> GateCheck:
+    """The check that fails a run in which collected items never ran (they count as errors)."""
+    return GateCheck(
+        metric="notRun",
+        value=float(not_run),
+        bound=0.0,
+        op="<=",
+        outcome="FAIL",
+        reason=f"{not_run} of {items} collected item{'s' if items != 1 else ''} never ran (counted as errors)",
+    )
+
+
 def interrupted_check(items_ran: int) -> GateCheck:
     """The check that fails a run which stopped before every selected item ran."""
     return GateCheck(

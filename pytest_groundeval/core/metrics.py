@@ -113,7 +113,7 @@ def format_value(metric: str, value: float | None) -> str:
     if value is None:
         return "n/a"
     direction = METRIC_DIRECTIONS.get(metric)
-    if metric in ("errors", "items"):
+    if metric in ("errors", "items", "notRun"):
         return str(int(value))
     if direction is None or direction.rate:
         return f"{value:.4f}"

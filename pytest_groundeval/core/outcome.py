@@ -31,6 +31,9 @@ class ItemOutcome(WireModel):
     """Whether the item met its own check (errors are never passed)."""
     error: str | None = None
     """Why the item could not be run (target down, timeout, malformed response); None when it ran."""
+    not_run: bool = False
+    """True for an item that was collected but never ran (the run stopped first); its
+    ``error`` says why. It counts as an error, never dropped (docs/gate.md)."""
     trace_id: str | None = None
     """The target's ``traceId`` for the generate call, if any."""
     detail: str = ""

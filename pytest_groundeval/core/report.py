@@ -29,6 +29,11 @@ from .gate import GateResult
 from .metrics import Metrics
 from .outcome import ItemOutcome
 
+CONTEXT_KEY = "groundevalContext"
+"""Key of a spool line that carries the run's context rather than an item."""
+
+_CONTEXT_PREFIX = '{"' + CONTEXT_KEY + '"'
+
 SCHEMA_VERSION = 1
 """The report schema this plugin writes and reads."""
 
@@ -252,6 +257,18 @@ class ReportWriter:
         self.count = 0
         self._items: IO[str] | None = _temp_file(self.path, ".items.tmp")
 
+    def set_context(self, context: dict[str, Any]) -> None:
+        """Record what a recovery needs (dataset, version, lineage, start, floors) in the spool.
+
+        Written as one ``{"groundevalContext": ...}`` line; the last one wins. If the run is
+        killed (SIGKILL) before ``finish``, ``recover_report`` rebuilds a report from the
+        spool's context and items.
+        """
+        if self._items is None:
+            raise RuntimeError(f"report writer for {self.path} is closed")
+        self._items.write(_dumps({CONTEXT_KEY: context}) + "\n")
+        self._items.flush()
+
     def add_item(self, outcome: ItemOutcome | dict[str, Any]) -> None:
         """Append one item's outcome (a model or its wire dict) to the spool file.
 
@@ -314,6 +331,7 @@ class ReportWriter:
         out = _temp_file(self.path, ".tmp")
         try:
             self._write(out, header)
+            out.write("\n")
             _commit(out, self.path)
         except BaseException:
             _remove(out)
@@ -327,9 +345,24 @@ class ReportWriter:
         head = _dumps(header)
         out.write(head[:-1] + ', "items": [')
         with open(self._items.name, encoding="utf-8") as spool:
-            for i, line in enumerate(spool):
-                out.write(("\n" if i == 0 else ",\n") + line.rstrip("\n"))
-        out.write("\n]}\n")
+            first = True
+            for line in spool:
+                if line.startswith(_CONTEXT_PREFIX):
+                    continue
+                out.write(("\n" if first else ",\n") + line.rstrip("\n"))
+                first = False
+        out.write("\n]}")
+
+    def header(self, **fields: Any) -> dict[str, Any]:
+        """The report's header as wire JSON (``finish``'s arguments), without ``items``.
+
+        Raises:
+            pydantic.ValidationError: A field is invalid.
+        """
+        fields.setdefault("environment", environment_info())
+        header = Report(**fields).to_wire()
+        del header["items"]
+        return header
 
     def abort(self) -> None:
         """Remove the spool file; the target path is left as it was. Safe to call twice."""
@@ -343,3 +376,159 @@ class ReportWriter:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.abort()
+
+
+def write_session(path: str | Path, parts: list[tuple[ReportWriter, dict[str, Any]]]) -> Path:
+    """Write the report of a session: one dataset's report, or several in one file.
+
+    With one dataset the file is that dataset's report, exactly as ``ReportWriter.finish``
+    writes it. With several (docs/gate.md: several datasets in one session) the file is
+    ``{"schemaVersion": 1, "datasets": [report, ...]}``, one complete report per dataset,
+    in the order the datasets first reported; ``read_reports`` reads either form.
+
+    Args:
+        path: The report path.
+        parts: Per dataset, its writer (holding the items) and the keyword arguments of
+            ``ReportWriter.finish``.
+
+    Returns:
+        The path. Every writer is closed (its spool removed) afterwards.
+    """
+    target = Path(path)
+    if len(parts) == 1:
+        writer, fields = parts[0]
+        return writer.finish(**fields)
+    out = _temp_file(target, ".tmp")
+    try:
+        out.write('{"schemaVersion": %d, "datasets": [' % SCHEMA_VERSION)
+        for i, (writer, fields) in enumerate(parts):
+            out.write("\n" if i == 0 else ",\n")
+            writer._write(out, writer.header(**fields))
+        out.write("\n]}\n")
+        _commit(out, target)
+    except BaseException:
+        _remove(out)
+        raise
+    finally:
+        for writer, _ in parts:
+            writer.abort()
+    return target
+
+
+def read_reports(path: str | Path) -> list[Report]:
+    """Every dataset's report in a report file: one for a single-dataset file, else each of ``datasets``.
+
+    Raises:
+        ReportError: as ``read_report``, naming the file (and the dataset's index).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+        obj = json.loads(text)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReportError(f"cannot read report {path}: {exc}") from exc
+    except ValueError as exc:
+        raise ReportError(f"{path} is not valid JSON: {exc}") from exc
+    if isinstance(obj, dict) and "datasets" in obj and "datasetVersion" not in obj:
+        datasets = obj.get("datasets")
+        if obj.get("schemaVersion") != SCHEMA_VERSION or not isinstance(datasets, list) or not datasets:
+            raise ReportError(f"{path}: a session report needs schemaVersion {SCHEMA_VERSION} and a list of datasets")
+        return [parse_report(d, f"{path} datasets[{i}]") for i, d in enumerate(datasets)]
+    return [parse_report(obj, str(path))]
+
+
+# --- recovery after a killed run ---------------------------------------------------------------
+
+
+def spools_beside(path: str | Path) -> list[Path]:
+    """The item spools a killed run left beside report ``path`` (``.<name>.*.items.tmp``), oldest first."""
+    target = Path(path)
+    found = list(target.parent.glob(f".{target.name}.*.items.tmp"))
+    return sorted(found, key=lambda p: p.stat().st_mtime)
+
+
+def recover_report(path: str | Path) -> tuple[Path, int]:
+    """Rebuild the report of a run killed before it finished (SIGKILL) from its spools.
+
+    Reads every spool of the latest session beside ``path`` (complete lines only: a
+    line cut by the kill is dropped), recomputes metrics and the gate with the floors
+    the run used, and writes the report at ``path`` marked ``interrupted`` (its gate
+    fails: the run did not finish). The spools are removed once the report is written.
+
+    Returns:
+        ``(path, items recovered)``.
+
+    Raises:
+        ReportError: no spool beside ``path``, or a spool has no context.
+    """
+    from .gate import evaluate_gate, interrupted_check
+    from .metrics import MetricsAccumulator
+
+    target = Path(path)
+    spools = spools_beside(target)
+    if not spools:
+        raise ReportError(f"nothing to recover: no spool (.{target.name}.*.items.tmp) beside {target}")
+    by_session: dict[str, list[tuple[Path, dict, list[ItemOutcome]]]] = {}
+    for spool in spools:
+        context, items = _read_spool(spool)
+        by_session.setdefault(str(context.get("session")), []).append((spool, context, items))
+    latest = max(by_session.values(), key=lambda parts: max(p.stat().st_mtime for p, _, _ in parts))
+    parts = []
+    recovered = 0
+    environment = environment_info()
+    for spool, context, items in latest:
+        accumulator = MetricsAccumulator()
+        writer = ReportWriter(target)
+        for outcome in items:
+            accumulator.add(outcome)
+            writer.add_item(outcome)
+        recovered += len(items)
+        metrics = accumulator.result()
+        models = context.get("models") or {"generate": "unknown", "embed": "unknown"}
+        gate = evaluate_gate(
+            metrics, floors=context.get("floors"), dataset_version=context.get("datasetVersion") or "unknown",
+            models=models,
+        )
+        gate = gate.model_copy(update={"passed": False, "checks": [*gate.checks, interrupted_check(len(items))]})
+        parts.append(
+            (
+                writer,
+                dict(
+                    dataset_version=context.get("datasetVersion") or "unknown",
+                    models=models,
+                    started_at_ms=int(context.get("startedAtMs") or 0),
+                    duration_ms=0,
+                    metrics=metrics,
+                    gate=gate,
+                    environment=environment,
+                    interrupted=True,
+                ),
+            )
+        )
+    write_session(target, parts)
+    for spool, _, _ in latest:
+        spool.unlink(missing_ok=True)
+    return target, recovered
+
+
+def _read_spool(spool: Path) -> tuple[dict, list[ItemOutcome]]:
+    context: dict | None = None
+    items: list[ItemOutcome] = []
+    with open(spool, encoding="utf-8") as handle:
+        for line in handle:
+            if not line.endswith("\n"):
+                break  # the last line was cut by the kill
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                break
+            if isinstance(obj, dict) and CONTEXT_KEY in obj:
+                context = obj[CONTEXT_KEY]
+            else:
+                try:
+                    items.append(ItemOutcome.model_validate(obj))
+                except ValidationError as exc:
+                    raise ReportError(f"{spool}: an item does not match the outcome schema: {exc}") from exc
+    if context is None:
+        raise ReportError(f"{spool}: no run context in the spool; it cannot be recovered")
+    return context, items

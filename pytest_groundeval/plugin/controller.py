@@ -1,14 +1,30 @@
 """The controller's side of a run: collect per-item outcomes, compute metrics, apply the gate.
 
 Registered only on the controller (or a plain run), never on an xdist worker,
-as pytest's junitxml does (STYLE: aggregating under xdist). Outcomes arrive in
-``report.user_properties``; an eval item whose report carries no outcome (a
-crashed worker's synthetic report) is counted as an error, never dropped.
+as pytest's junitxml does. Outcomes arrive in ``report.user_properties``.
+
+Every collected item is accounted for (docs/gate.md: what the gate guarantees):
+
+- an eval item whose report carries no outcome (a crashed worker's synthetic
+  report, a fixture that failed before the item ran) is an error, counted in
+  the denominators as its kind counts an error;
+- an item that was collected but never reported (the run was interrupted, xdist
+  ran out of worker restarts) is an error too (``notRun``), the run is marked
+  interrupted and the gate fails;
+- each dataset of the session (each manifest) is aggregated and gated on its
+  own, with its own version, lineage and baseline; the session fails when any
+  dataset's gate fails.
+
+SIGTERM (what CI cancellation sends) is handled like Ctrl-C: the session stops,
+the report is written and marked interrupted, the exit status is not 0.
 """
 
 from __future__ import annotations
 
+import json
+import signal
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +38,8 @@ if TYPE_CHECKING:
 
 BASELINE_NAME = "baseline.json"
 """A dataset's own baseline report, used when ``--eval-baseline`` is not given."""
+
+UNKNOWN = "unknown"
 
 
 def eval_node_kind(nodeid: str) -> tuple[str, str] | None:
@@ -40,58 +58,168 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+@dataclass
+class DatasetRun:
+    """Everything the controller keeps for one dataset (one manifest) of the session."""
+
+    key: str
+    """The manifest's part of the node ids, e.g. ``datasets/v1/manifest.json``."""
+    manifest: Path
+    """The manifest's path."""
+    accumulator: Any = None
+    writer: Any = None
+    version: str | None = None
+    models: dict | None = None
+    lineage_conflict: str | None = None
+    seen: set[str] = field(default_factory=set)
+    qa_ids: set[str] = field(default_factory=set)
+    failed: int = 0
+    errored: int = 0
+    not_run: int = 0
+    expected: dict[str, str] = field(default_factory=dict)
+    """Item id -> kind of every item collected for this run (after deselection)."""
+    baseline_path: Path | None = None
+    baseline: Any = None
+    metrics: Any = None
+    gate: Any = None
+    _dataset: Any = None
+
+    def dataset(self) -> Any:
+        """The loaded dataset (for items that never produced an outcome); loaded once, on demand."""
+        if self._dataset is None:
+            from ..core.dataset import load_dataset
+
+            self._dataset = load_dataset(self.manifest)
+        return self._dataset
+
+    def manifest_version(self) -> str:
+        """The dataset version, from the items' reports, else from the manifest itself."""
+        if self.version:
+            return self.version
+        try:
+            return str(json.loads(self.manifest.read_bytes()).get("version") or UNKNOWN)
+        except (OSError, ValueError, AttributeError):
+            return UNKNOWN
+
+
 class GateSession:
     """Aggregates outcomes as reports arrive and decides the session's exit status (docs/gate.md)."""
 
     def __init__(self, config: pytest.Config, settings: Any) -> None:
         self.config = config
         self.settings = settings
-        self.accumulator = None
-        self.writer = None
         self.started_at_ms = int(time.time() * 1000)
         self.started = time.perf_counter()
-        self.dataset_version: str | None = None
-        self.models: dict | None = None
-        self.lineage_conflict: str | None = None
-        self.seen: set[str] = set()
-        self.qa_ids: set[str] = set()
-        self.failed_items = 0
-        self.errored_items = 0
+        self.runs: dict[str, DatasetRun] = {}
         self.other_failures = 0
-        self.gate = None
-        self.metrics = None
-        self.floors_error: str | None = None
-        self.manifest: Path | None = None
-        self.baseline_path: Path | None = settings.baseline or self._dataset_baseline()
-        # Read and validate the floors and the baseline before any item runs: against a
+        self.usage_error: str | None = None
+        self.interrupted_by: str | None = None
+        self.report_path: Path | None = None
+        # Read and validate the floors and the baselines before any item runs: against a
         # paid target, a typo found after the run wastes the whole run.
         self.floors = self._load_floors()
-        self.baseline = self._load_baseline()
+        self.explicit_baseline = self._load_baseline(settings.baseline) if settings.baseline else None
+        if settings.dataset is not None and settings.baseline is None:
+            self._load_baseline(self._dataset_baseline(settings.dataset))
+        self._previous_sigterm: Any = None
+        self._install_sigterm()
+
+    # -- SIGTERM ------------------------------------------------------------------
+
+    def _install_sigterm(self) -> None:
+        """Turn SIGTERM into KeyboardInterrupt, as pytest does SIGINT, unless someone else handles it."""
+        try:
+            if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+                return
+            self._previous_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
+        except ValueError:  # not the main thread (pytest run from a thread): leave signals alone
+            self._previous_sigterm = None
+
+    def _on_sigterm(self, signum: int, frame: Any) -> None:
+        self.interrupted_by = "SIGTERM"
+        # Once: a second SIGTERM ends the process the default way.
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        raise KeyboardInterrupt("SIGTERM")
+
+    @pytest.hookimpl
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self._previous_sigterm is not None:
+            try:
+                if signal.getsignal(signal.SIGTERM) == self._on_sigterm:
+                    signal.signal(signal.SIGTERM, self._previous_sigterm)
+            except ValueError:
+                pass
+
+    # -- collection -----------------------------------------------------------------
+
+    def _run_for(self, key: str) -> DatasetRun:
+        run = self.runs.get(key)
+        if run is None:
+            manifest = (self.config.rootpath / key).resolve()
+            run = self.runs[key] = DatasetRun(key=key, manifest=manifest)
+        return run
+
+    def _expect(self, nodeids: Any) -> None:
+        for nodeid in nodeids:
+            node = eval_node_kind(nodeid)
+            if node is not None:
+                self._run_for(nodeid.split("::")[0]).expected.setdefault(node[1], node[0])
+
+    @pytest.hookimpl
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        # A plain run: session.items is the selection (after -k/-m deselection). Under
+        # xdist the controller collects nothing; workers tell it what they collected.
+        self._expect(item.nodeid for item in session.items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self._expect(ids)
 
     # -- per report ---------------------------------------------------------------
 
-    def _add(self, outcome: "ItemOutcome") -> None:
-        if outcome.id in self.seen:
+    def _add(self, run: DatasetRun, outcome: ItemOutcome) -> None:
+        if outcome.id in run.seen:
             return
-        self.seen.add(outcome.id)
+        run.seen.add(outcome.id)
         if outcome.kind == "qa":
-            self.qa_ids.add(outcome.id)
-        if self.accumulator is None:
+            run.qa_ids.add(outcome.id)
+        if run.accumulator is None:
             # Imported on the first eval outcome, so runs without datasets pay nothing.
             from ..core.metrics import MetricsAccumulator
 
-            self.accumulator = MetricsAccumulator()
-            if self.settings.report is not None:
-                from ..core.report import ReportWriter
-
-                self.writer = ReportWriter(self.settings.report)
-        self.accumulator.add(outcome)
-        if self.writer is not None:
-            self.writer.add_item(outcome)
+            run.accumulator = MetricsAccumulator()
+        self._writer(run)
+        run.accumulator.add(outcome)
+        if run.writer is not None:
+            run.writer.add_item(outcome)
         if outcome.error is not None:
-            self.errored_items += 1
+            run.errored += 1
+            run.not_run += outcome.not_run
         elif not outcome.passed:
-            self.failed_items += 1
+            run.failed += 1
+
+    def _writer(self, run: DatasetRun) -> Any:
+        if run.writer is None and self.settings.report is not None:
+            from ..core.report import ReportWriter
+
+            run.writer = ReportWriter(self.settings.report)
+            run.writer.set_context(self._context(run))
+        return run.writer
+
+    def _context(self, run: DatasetRun) -> dict:
+        """What ``groundeval report --recover`` needs to rebuild a report from the spool."""
+        return {
+            "session": f"{self.started_at_ms}",
+            "dataset": run.key,
+            "datasetVersion": run.version,
+            "models": run.models,
+            "startedAtMs": self.started_at_ms,
+            "floors": self.floors,
+        }
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -100,32 +228,44 @@ class GateSession:
             if report.failed:
                 self.other_failures += 1
             return
-        if self.manifest is None:
-            self.manifest = self.config.rootpath / report.nodeid.split("::")[0]
+        run = self._run_for(report.nodeid.split("::")[0])
         props = dict(report.user_properties)
-        run = props.get(RUN_PROPERTY)
-        if run is not None:
-            self._note_run(run)
+        info = props.get(RUN_PROPERTY)
+        if info is not None:
+            self._note_run(run, info)
         from ..core.outcome import ItemOutcome  # only once eval items report: runs without them stay light
 
         wire = props.get(USER_PROPERTY)
         if wire is not None and (report.when == "call" or report.failed):
-            self._add(ItemOutcome.model_validate(wire))
+            self._add(run, ItemOutcome.model_validate(wire))
         elif report.failed and report.when != "teardown":
             # No outcome: a crashed worker's synthetic report, or a fixture that failed
             # before the item could run. It is an error, counted, never dropped.
             kind, item_id = node
             message = str(report.longrepr).strip().splitlines()
-            self._add(
-                ItemOutcome(
-                    id=item_id,
-                    kind=kind,
-                    passed=False,
-                    error=(message[-1] if message else "item could not be run")[:500],
-                )
-            )
+            self._add(run, self._errored(run, kind, item_id, (message[-1] if message else "item could not be run")[:500]))
         elif report.failed:
             self.other_failures += 1
+
+    def _errored(self, run: DatasetRun, kind: str, item_id: str, error: str, *, not_run: bool = False) -> ItemOutcome:
+        """The errored outcome of an item that produced none, as its kind counts an error.
+
+        A qa item keeps its expected evidence in the recall denominator: the dataset is
+        loaded to learn it (once, and only when some item produced no outcome).
+        """
+        from ..core.kinds import get
+        from ..core.outcome import ItemOutcome
+
+        item = None
+        try:
+            item = run.dataset().by_id.get(item_id)
+        except Exception:  # the dataset no longer loads: the error still counts, with what is known
+            item = None
+        if item is not None and item.kind == kind:
+            outcome = get(kind).errored(item, error)
+        else:
+            outcome = ItemOutcome(id=item_id, kind=kind, passed=False, error=error, detail=error)
+        return outcome.model_copy(update={"not_run": True}) if not_run else outcome
 
     def _load_floors(self) -> Any:
         """The floors file, validated; None without one.
@@ -142,140 +282,222 @@ class GateSession:
         except FloorsError as exc:
             raise pytest.UsageError(str(exc)) from None
 
-    def _load_baseline(self) -> Any:
-        """The baseline report at ``baseline_path``, validated; None without one.
+    @staticmethod
+    def _load_baseline(path: Path | None) -> Any:
+        """The baseline report at ``path``, validated; None without one.
 
         Raises:
             pytest.UsageError: the file is not a valid report (the message names it).
         """
-        if self.baseline_path is None:
+        if path is None:
             return None
         from ..core.report import ReportError, read_report
 
         try:
-            return read_report(self.baseline_path)
+            return read_report(path)
         except ReportError as exc:
             raise pytest.UsageError(str(exc)) from None
 
-    def _dataset_baseline(self) -> Path | None:
+    @staticmethod
+    def _dataset_baseline(manifest: Path) -> Path | None:
         """``baseline.json`` beside the dataset's manifest, when the dataset ships one.
 
         A dataset that commits the report of a known-good run arms the recall floor
         for everyone who runs it (docs/gate.md); ``--eval-baseline`` overrides it.
         """
-        manifest = self.settings.dataset or self.manifest
-        if manifest is None:
-            return None
         candidate = manifest.parent / BASELINE_NAME
         return candidate if candidate.is_file() else None
 
-    def _note_run(self, run: dict) -> None:
-        if self.dataset_version is None:
-            self.dataset_version = run.get("datasetVersion")
-            self.models = run.get("models")
-        elif run.get("models") != self.models or run.get("datasetVersion") != self.dataset_version:
-            self.lineage_conflict = (
-                f"items report different datasets or lineages: {self.dataset_version} {self.models} "
-                f"vs {run.get('datasetVersion')} {run.get('models')}"
+    def _note_run(self, run: DatasetRun, info: dict) -> None:
+        if run.version is None:
+            run.version = info.get("datasetVersion")
+            run.models = info.get("models")
+            if run.writer is not None:
+                run.writer.set_context(self._context(run))
+        elif info.get("models") != run.models or info.get("datasetVersion") != run.version:
+            run.lineage_conflict = (
+                f"items report different datasets or lineages: {run.version} {run.models} "
+                f"vs {info.get('datasetVersion')} {info.get('models')}"
             )
 
     # -- end of session -----------------------------------------------------------
 
+    def _account_for_unreported(self, run: DatasetRun, reason: str) -> None:
+        """Count every collected item of ``run`` that never reported as a ``notRun`` error."""
+        missing = [(item_id, kind) for item_id, kind in run.expected.items() if item_id not in run.seen]
+        for item_id, kind in missing:
+            self._add(run, self._errored(run, kind, item_id, f"not run: {reason}", not_run=True))
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if not self.seen:
+        if self.config.option.collectonly or getattr(self.config.option, "setupplan", False):
             return
-        from ..core.gate import evaluate_gate
+        if not self.runs and self.settings.dataset is not None and self.settings.report is not None:
+            # Interrupted before collection finished: still write a (empty, interrupted) report.
+            key = self._dataset_key(self.settings.dataset)
+            if key is not None:
+                self._run_for(key)
+        if not self.runs:
+            return
+        from ..core.gate import evaluate_gate, interrupted_check, not_run_check
 
-        self.metrics = self.accumulator.result()
-        models = self.models or {"generate": "unknown", "embed": "unknown"}
-        if self.baseline_path is None:
-            # An IDE-style run (a manifest path, no --eval-dataset): the dataset is known only now.
-            self.baseline_path = self._dataset_baseline()
-            try:
-                self.baseline = self._load_baseline()
-            except pytest.UsageError as exc:
-                self.floors_error = str(exc)
-                session.exitstatus = pytest.ExitCode.USAGE_ERROR
-                if self.writer is not None:
-                    self.writer.abort()
-                return
-        self.gate = evaluate_gate(
-            self.metrics,
-            floors=self.floors,
-            baseline=self.baseline,
-            dataset_version=self.dataset_version or "unknown",
-            models=models,
-            qa_ids=self.qa_ids,
-        )
         interrupted = bool(
-            exitstatus == pytest.ExitCode.INTERRUPTED or session.shouldstop or session.shouldfail
+            exitstatus == pytest.ExitCode.INTERRUPTED
+            or session.shouldstop
+            or session.shouldfail
+            or self.interrupted_by
         )
-        if interrupted:
-            from ..core.gate import interrupted_check
+        reason = (
+            str(session.shouldfail or session.shouldstop or "")
+            or (f"the run was stopped by {self.interrupted_by}" if self.interrupted_by else "")
+            or ("the run was interrupted" if interrupted else "the session ended before it ran")
+        )
+        for run in self.runs.values():
+            self._account_for_unreported(run, reason)
+            if run.not_run:
+                interrupted = True
+        for run in self.runs.values():
+            if run.accumulator is None:
+                from ..core.metrics import MetricsAccumulator
 
-            self.gate = self.gate.model_copy(
-                update={"passed": False, "checks": [*self.gate.checks, interrupted_check(len(self.seen))]}
+                run.accumulator = MetricsAccumulator()
+            run.metrics = run.accumulator.result()
+            if self.settings.baseline is not None:
+                run.baseline_path, run.baseline = self.settings.baseline, self.explicit_baseline
+            else:
+                run.baseline_path = self._dataset_baseline(run.manifest)
+                try:
+                    run.baseline = self._load_baseline(run.baseline_path)
+                except pytest.UsageError as exc:
+                    self.usage_error = str(exc)
+                    session.exitstatus = pytest.ExitCode.USAGE_ERROR
+                    self._abort_writers()
+                    return
+            run.gate = evaluate_gate(
+                run.metrics,
+                floors=self.floors,
+                baseline=run.baseline,
+                dataset_version=run.manifest_version(),
+                models=run.models or {"generate": UNKNOWN, "embed": UNKNOWN},
+                qa_ids=run.qa_ids,
             )
-        if self.writer is not None:
-            from ..core.report import environment_info
-
-            self.writer.finish(
-                dataset_version=self.dataset_version or "unknown",
-                models=models,
-                started_at_ms=self.started_at_ms,
-                duration_ms=int((time.perf_counter() - self.started) * 1000),
-                metrics=self.metrics,
-                gate=self.gate,
-                environment=environment_info(),
-                interrupted=interrupted,
-            )
-        if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
+            extra = []
+            if run.not_run:
+                extra.append(not_run_check(run.not_run, len(run.seen)))
+            if interrupted:
+                extra.append(interrupted_check(len(run.seen) - run.not_run))
+            if extra:
+                run.gate = run.gate.model_copy(update={"passed": False, "checks": [*run.gate.checks, *extra]})
+        self._write_report(interrupted)
+        if exitstatus in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
+            return
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
             return
         failed = (
-            not self.gate.passed
-            or self.errored_items > 0
+            any(not run.gate.passed or run.errored for run in self.runs.values())
             or self.other_failures > 0
-            or (self.settings.strict and self.failed_items > 0)
+            or (self.settings.strict and any(run.failed for run in self.runs.values()))
         )
         # docs/gate.md: the gate decides; items below their own check do not fail the session.
         session.exitstatus = pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK
 
+    def _dataset_key(self, manifest: Path) -> str | None:
+        import os
+
+        try:
+            return os.path.relpath(manifest, self.config.rootpath).replace(os.sep, "/")
+        except ValueError:
+            return None
+
+    def _abort_writers(self) -> None:
+        for run in self.runs.values():
+            if run.writer is not None:
+                run.writer.abort()
+
+    def _write_report(self, interrupted: bool) -> None:
+        if self.settings.report is None:
+            return
+        from ..core.report import environment_info, write_session
+
+        environment = environment_info()
+        duration_ms = int((time.perf_counter() - self.started) * 1000)
+        parts = []
+        for run in self.runs.values():
+            writer = self._writer(run)
+            writer.set_context(self._context(run))
+            parts.append(
+                (
+                    writer,
+                    dict(
+                        dataset_version=run.manifest_version(),
+                        models=run.models or {"generate": UNKNOWN, "embed": UNKNOWN},
+                        started_at_ms=self.started_at_ms,
+                        duration_ms=duration_ms,
+                        metrics=run.metrics,
+                        gate=run.gate,
+                        environment=environment,
+                        interrupted=interrupted,
+                    ),
+                )
+            )
+        self.report_path = write_session(self.settings.report, parts)
+
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.floors_error:
-            terminalreporter.write_sep("=", "groundeval gate", red=True)
-            terminalreporter.write_line(f"groundeval: {self.floors_error}")
+        tr = terminalreporter
+        if self.usage_error:
+            tr.write_sep("=", "groundeval gate", red=True)
+            tr.write_line(f"groundeval: {self.usage_error}")
             return
-        if self.gate is None:
+        runs = [run for run in self.runs.values() if run.gate is not None]
+        if not runs:
             return
         from ..core.render import format_check, unbounded_lines
 
-        tr = terminalreporter
-        m = self.models or {}
-        tr.write_sep("=", "groundeval gate", bold=True)
-        tr.write_line(
-            f"dataset {self.dataset_version or 'unknown'}  "
-            f"lineage generate={m.get('generate', 'unknown')} embed={m.get('embed', 'unknown')}  "
-            f"items {len(self.seen)} (failed {self.failed_items}, errors {self.errored_items})"
-        )
-        if self.lineage_conflict:
-            tr.write_line(f"warning: {self.lineage_conflict}", yellow=True)
-        for check in self.gate.checks:
-            tr.write_line(format_check(check), red=check.outcome == "FAIL", green=check.outcome == "PASS")
-        for line in unbounded_lines(self.metrics, self.gate):
-            tr.write_line(line)
-        if self.errored_items:
-            tr.write_line(
-                f"note: {self.errored_items} item(s) could not be run; they stay in the metrics' denominators "
-                "as misses (recall, falsehoodRejection, temporalAccuracy), never dropped",
-                yellow=True,
-            )
-        if self.baseline_path is not None:
-            tr.write_line(f"baseline: {_shown(self.baseline_path)}")
+        for run in runs:
+            self._summarise(tr, run, format_check, unbounded_lines, titled=len(runs) > 1)
         if self.settings.report is not None:
             tr.write_line(f"report: {_shown(self.settings.report)}")
-        if self.gate.passed:
+        passed = all(run.gate.passed for run in runs)
+        if len(runs) > 1:
+            failing = [run.manifest_version() for run in runs if not run.gate.passed]
+            verdict = "PASS" if passed else f"FAIL ({', '.join(failing)})"
+            tr.write_line(f"gate: {verdict}", green=passed, red=not passed, bold=True)
+        elif passed:
             tr.write_line("gate: PASS", green=True, bold=True)
         else:
             tr.write_line("gate: FAIL", red=True, bold=True)
+
+    def _summarise(self, tr: Any, run: DatasetRun, format_check: Any, unbounded_lines: Any, *, titled: bool) -> None:
+        m = run.models or {}
+        title = f"groundeval gate: {run.manifest_version()}" if titled else "groundeval gate"
+        tr.write_sep("=", title, bold=True)
+        items = len(run.seen)
+        tr.write_line(
+            f"dataset {run.manifest_version()}  "
+            f"lineage generate={m.get('generate', UNKNOWN)} embed={m.get('embed', UNKNOWN)}  "
+            f"items {items} (failed {run.failed}, errors {run.errored})"
+        )
+        if run.lineage_conflict:
+            tr.write_line(f"warning: {run.lineage_conflict}", yellow=True)
+        for check in run.gate.checks:
+            tr.write_line(format_check(check), red=check.outcome == "FAIL", green=check.outcome == "PASS")
+        for line in unbounded_lines(run.metrics, run.gate):
+            tr.write_line(line)
+        if run.not_run:
+            tr.write_line(
+                f"note: {_plural(run.not_run, 'item')} of {items} never ran; "
+                "they count as errors (notRun), never dropped",
+                yellow=True,
+            )
+        if run.errored - run.not_run:
+            tr.write_line(
+                f"note: {_plural(run.errored - run.not_run, 'item')} could not be run; they stay in the metrics' "
+                "denominators as misses (recall, falsehoodRejection, temporalAccuracy), never dropped",
+                yellow=True,
+            )
+        if run.baseline_path is not None:
+            tr.write_line(f"baseline: {_shown(run.baseline_path)}")
+        if titled:
+            tr.write_line(f"gate {run.manifest_version()}: {'PASS' if run.gate.passed else 'FAIL'}",
+                          green=run.gate.passed, red=not run.gate.passed)

@@ -30,6 +30,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "groundeval: every groundeval dataset item")
     settings = _options.resolve_settings(config)
     config.stash[settings_key] = settings
+    if settings.dataset is None and not is_worker(config):
+        _refuse_options_without_a_dataset(config)
     if settings.dataset is not None:
         if config.args_source != pytest.Config.ArgsSource.ARGS:
             # `pytest --eval-dataset=D` with no paths runs the dataset's items only.
@@ -42,6 +44,35 @@ def pytest_configure(config: pytest.Config) -> None:
         from .controller import GateSession
 
         config.pluginmanager.register(GateSession(config, settings), "groundeval-gate")
+
+
+_NEED_A_DATASET = ("report", "floors", "baseline", "strict")
+"""Flags that mean nothing without a dataset: given alone, a CI job would pass measuring nothing."""
+
+
+def _refuse_options_without_a_dataset(config: pytest.Config) -> None:
+    """``--eval-report`` / ``--eval-floors`` / ``--eval-baseline`` / ``--eval-strict`` need a dataset.
+
+    A dataset is ``--eval-dataset`` (or its ini/env fallback), or a manifest.json, or a
+    directory holding one, among the paths (``pytest datasets/v1`` as an IDE runs it).
+
+    Raises:
+        pytest.UsageError: one of those flags was given and no dataset was.
+    """
+    given = [f"--eval-{name}" for name in _NEED_A_DATASET if config.getoption(f"eval_{name}") not in (None, False)]
+    if not given or any(_is_dataset_path(config, arg) for arg in config.args):
+        return
+    raise pytest.UsageError(
+        f"{', '.join(given)} given, but no dataset: nothing would be measured or gated. Give --eval-dataset=DIR "
+        "(or a dataset's manifest.json as a path), or drop the flag"
+    )
+
+
+def _is_dataset_path(config: pytest.Config, arg: str) -> bool:
+    path = Path(arg.split("::")[0])
+    if not path.is_absolute():
+        path = config.invocation_params.dir / path
+    return (path.name == "manifest.json" and path.is_file()) or (path / "manifest.json").is_file()
 
 
 def _args_cover(config: pytest.Config, manifest: Path) -> bool:

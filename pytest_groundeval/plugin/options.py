@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+from urllib.parse import urlsplit, urlunsplit
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,21 +115,58 @@ class Settings:
 
 
 def _raw(config: pytest.Config, name: str, kind: str):
+    """The option's value and where it came from: the flag, else the ini key, else the env var.
+
+    Raises:
+        pytest.UsageError: a single-valued option is given but empty (``--eval-dataset=``,
+            ``GROUNDEVAL_DATASET=`` or ``eval_dataset =``): most often a CI variable that
+            was never set, and a run that silently drops the option could pass as green.
+    """
     value = config.getoption(_dest(name))
     if value is not None:
-        return value, f"--eval-{name}"
+        return _not_empty(value, f"--eval-{name}", kind), f"--eval-{name}"
     ini = config.getini(_dest(name))
     if kind == "list":
         if ini:
             return list(ini), f"ini {_dest(name)}"
-    elif ini not in (None, ""):
-        return ini, f"ini {_dest(name)}"
+    elif ini is not None:
+        return _not_empty(ini, f"ini {_dest(name)}", kind), f"ini {_dest(name)}"
     env = os.environ.get(_env(name))
-    if env not in (None, ""):
+    if env is not None:
         if kind == "list":
-            return [line for line in env.splitlines() if line.strip()], f"env {_env(name)}"
-        return env, f"env {_env(name)}"
+            lines = [line for line in env.splitlines() if line.strip()]
+            return (lines or None), (f"env {_env(name)}" if lines else None)
+        if kind == "bool" and env == "":
+            return None, None
+        return _not_empty(env, f"env {_env(name)}", kind), f"env {_env(name)}"
     return None, None
+
+
+def _not_empty(value, source: str, kind: str):
+    if kind not in ("bool", "list") and isinstance(value, str) and not value.strip():
+        raise pytest.UsageError(
+            f"{source} is given but empty (an unset CI variable?): give it a value or leave it out"
+        )
+    return value
+
+
+def _check_url(value: str, source: str) -> str:
+    """A target URL: http(s), a host, and no credentials (they would be printed and stored).
+
+    Raises:
+        pytest.UsageError: another scheme, no host, or a user or password in the URL; the
+            message never repeats the credentials.
+    """
+    parts = urlsplit(value)
+    if parts.username is not None or parts.password is not None:
+        shown = urlunsplit(parts._replace(netloc=f"***@{parts.hostname or ''}" + (f":{parts.port}" if parts.port else "")))
+        raise pytest.UsageError(
+            f"the URL given by {source} ({shown}) carries credentials: they would be printed and stored in the "
+            "report; give the key with --eval-api-key (or GROUNDEVAL_API_KEY) and drop the credentials from the URL"
+        )
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise pytest.UsageError(f"{value!r} given by {source} is not an http(s) URL with a host")
+    return value
 
 
 def _positive(value, source: str) -> float:
@@ -213,7 +251,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         dataset=dataset,
         spawn=values["spawn"],
         setup=tuple(values["setup"] or ()),
-        url=values["url"].rstrip("/") if values["url"] else None,
+        url=_check_url(values["url"], sources["url"]).rstrip("/") if values["url"] else None,
         api_key=values["api-key"],
         report=report,
         baseline=path("baseline"),

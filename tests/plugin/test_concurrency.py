@@ -137,9 +137,13 @@ def test_exitfirst_reports_nothing_for_items_that_did_not_run(run, pytester, smo
     )
     result.assert_outcomes(passed=2, failed=1)
     ran = [e["nodeid"] for e in events(log) if e["event"] == "ran"]
-    reported = [i["id"] for i in json.loads(report.read_text())["items"]]
+    items = json.loads(report.read_text())["items"]
+    reported = [i["id"] for i in items if not i["notRun"]]
     assert sorted(reported) == sorted(n.split("::")[-1] for n in ran)
-    assert "qa-smoke-draft-with-errors" not in reported
+    # An item that never ran is accounted for as an error (notRun), never as a result.
+    not_run = [i for i in items if i["notRun"]]
+    assert [i["id"] for i in not_run] == ["qa-smoke-draft-with-errors"]
+    assert not_run[0]["error"].startswith("not run:") and not_run[0]["pass"] is False
 
 
 def test_same_metrics_at_concurrency_1_and_16(run, pytester, smoke):

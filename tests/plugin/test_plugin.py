@@ -419,7 +419,14 @@ def test_target_that_dies_mid_run_fails_the_errors_budget(run, pytester, smoke):
     # instead of repeating the same error for every remaining item.
     assert outcomes["passed"] == 2 and outcomes["errors"] == 3
     result.stdout.fnmatch_lines(
-        ["*could not be run*127.0.0.1:9*", "errors*3 <= 0*FAIL*", "run*interrupted after 5 items*", "gate: FAIL"]
+        [
+            "*could not be run*127.0.0.1:9*",
+            # 3 items errored, and the 2 the stop left unrun count as errors too (notRun).
+            "errors*5 <= 0*FAIL*",
+            "notRun*2 <= 0*FAIL*2 of 7 collected items never ran*",
+            "run*interrupted after 5 items*",
+            "gate: FAIL",
+        ]
     )
     result.stdout.fnmatch_lines(["*groundeval: the target has refused 3 calls in a row*"])
     many = run(f"--eval-dataset={smoke}", "-k", "qa or adversarial", "--eval-concurrency=8")

@@ -458,8 +458,11 @@ class TemporalKind(Kind):
     )
 
     async def run(self, runner: ItemRunner, item: TemporalItem, dataset: Dataset) -> ItemOutcome:
+        # The namespace names the manifest too: two datasets in one session may share item ids.
+        scope = f"{dataset.manifest_path}::{item.id}"
+
         def label(value: Any) -> Any:
-            return namespace_label(value, runner.run_id, item.id) if isinstance(value, str) else value
+            return namespace_label(value, runner.run_id, scope) if isinstance(value, str) else value
 
         saves: dict[str, dict] = {}
         for step in item.setup:

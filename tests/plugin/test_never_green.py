@@ -1,0 +1,261 @@
+"""Never green by accident: every way a run could pass, lose results or blame the wrong item
+(issue 12; docs/gate.md, what the gate guarantees). Each test fails on the code before the fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+# -- 1. options that would measure nothing -------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["flag", "env", "ini"])
+def test_an_empty_dataset_value_is_a_usage_error(run, pytester, monkeypatch, how):
+    pytester.makepyfile(test_other="def test_other():\n    pass\n")
+    args: list[str] = ["--eval-strict"] if how != "flag" else []
+    if how == "flag":
+        args += ["--eval-dataset=", "--eval-strict", f"--eval-report={pytester.path / 'r.json'}"]
+    elif how == "env":
+        monkeypatch.setenv("GROUNDEVAL_DATASET", "")
+    else:
+        pytester.makeini("[pytest]\neval_dataset =\n")
+    result = run(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*[Ee][Vv][Aa][Ll]?[Dd][Aa][Tt][Aa][Ss][Ee][Tt]* is given but empty (an unset CI variable?)*"])
+    assert not (pytester.path / "r.json").exists()
+
+
+@pytest.mark.parametrize(
+    "flag", ["--eval-report=r.json", "--eval-floors=floors.json", "--eval-baseline=b.json", "--eval-strict"]
+)
+def test_gate_options_without_a_dataset_are_usage_errors(run, pytester, flag):
+    pytester.makepyfile(test_other="def test_other():\n    pass\n")
+    (pytester.path / "floors.json").write_text("{}")
+    (pytester.path / "b.json").write_text("{}")
+    result = run(flag)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{flag.split('=')[0]} given, but no dataset: nothing would be measured*"])
+
+
+def test_a_manifest_path_counts_as_a_dataset_for_those_options(run, pytester, smoke):
+    # An IDE runs one item by node id; --eval-report still has a dataset to report on.
+    result = run("smoke/manifest.json::qa::qa-smoke-index-build", f"--eval-report={pytester.path / 'r.json'}")
+    assert result.ret == 0
+    assert json.loads((pytester.path / "r.json").read_text())["metrics"]["items"] == 1
+
+
+# -- 11. credentials in a target URL ----------------------------------------------------------
+
+
+def test_credentials_in_the_url_are_refused_and_never_printed(run, pytester, smoke):
+    report = pytester.path / "r.json"
+    result = run(f"--eval-dataset={smoke}", "--eval-url=http://user:SECRET@127.0.0.1:9", "--eval-api-key=k",
+                 f"--eval-report={report}", "--junitxml=j.xml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*carries credentials*--eval-api-key*"])
+    text = result.stdout.str() + result.stderr.str()
+    assert "SECRET" not in text and "user:" not in text
+    assert not report.exists()
+
+
+# -- 3. items that never ran -------------------------------------------------------------------
+
+CRASHING_TARGET = """
+import os
+import pytest
+
+CRASH_ON = {crash!r}
+
+@pytest.fixture(scope="session")
+def groundeval_target(groundeval_target):
+    class Crashing:
+        def __getattr__(self, name):
+            return getattr(groundeval_target, name)
+
+        def generate(self, question, find):
+            if any(question.startswith(prefix) for prefix in CRASH_ON):
+                os._exit(1)
+            return groundeval_target.generate(question, find)
+
+    return Crashing()
+"""
+
+
+def test_items_that_never_ran_after_the_restart_budget_are_errors(run, pytester, smoke):
+    # Three items crash their worker; with one restart allowed xdist gives up, and the
+    # items it never handed out must be accounted for, not dropped.
+    pytester.makeconftest(CRASHING_TARGET.format(crash=("What is", "När", "How long")))
+    report = pytester.path / "r.json"
+    result = run(f"--eval-dataset={smoke}", "-n", "2", "--max-worker-restart=1", f"--eval-report={report}",
+                 "--eval-concurrency=1")
+    assert result.ret != 0
+    data = json.loads(report.read_text())
+    assert data["interrupted"] is True
+    assert data["metrics"]["items"] == 10  # every collected item accounted for
+    not_run = [i for i in data["items"] if i["notRun"]]
+    assert not_run and all(i["error"].startswith("not run:") for i in not_run)
+    assert data["metrics"]["errors"] >= len(not_run) + 2
+    assert data["gate"]["passed"] is False
+    assert any(c["metric"] == "notRun" and c["outcome"] == "FAIL" for c in data["gate"]["checks"])
+    result.stdout.fnmatch_lines(["*never ran; they count as errors (notRun)*", "gate: FAIL"])
+    # The temporal metric is measured over every temporal item, not skipped as n/a.
+    assert data["metrics"]["temporalAccuracy"] is not None
+
+
+# -- 4. several datasets in one session ------------------------------------------------------
+
+
+def _second_dataset(pytester: pytest.Pytester, smoke: Path, version: str, break_temporal: bool) -> Path:
+    other = pytester.path / "other"
+    shutil.copytree(smoke, other)
+    manifest = json.loads((other / "manifest.json").read_text(encoding="utf-8"))
+    manifest["version"] = version
+    if break_temporal:
+        for item in manifest["items"]:
+            if item["kind"] == "temporal" and "count" in item["expect"]:
+                item["expect"]["count"] = item["expect"]["count"] + 5
+                break
+    (other / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
+    return other
+
+
+def test_two_datasets_are_gated_one_by_one(run, pytester, smoke):
+    # The same item ids in both manifests: nothing may merge.
+    other = _second_dataset(pytester, smoke, "v1-other", break_temporal=True)
+    report = pytester.path / "r.json"
+    result = run(f"--eval-dataset={smoke}", "other", f"--eval-report={report}")
+    result.assert_outcomes(passed=19, failed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # one gate fails, so the session does
+    # Each dataset has its own section, in the order its items ran; the verdict comes last.
+    result.stdout.fnmatch_lines(
+        ["*groundeval gate: v1 *", "dataset v1 *items 10 (failed 0, errors 0)", "*", "gate v1: PASS"]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*groundeval gate: v1-other*",
+            "dataset v1-other *items 10 (failed 1, errors 0)",
+            "temporalAccuracy*0.6667*FAIL*",
+            "gate v1-other: FAIL",
+        ]
+    )
+    result.stdout.fnmatch_lines(["gate: FAIL (v1-other)"])
+    data = json.loads(report.read_text())
+    by_version = {d["datasetVersion"]: d for d in data["datasets"]}
+    assert sorted(by_version) == ["v1", "v1-other"]
+    assert [len(d["items"]) for d in data["datasets"]] == [10, 10]
+    assert by_version["v1"]["gate"]["passed"] is True and by_version["v1-other"]["gate"]["passed"] is False
+    from pytest_groundeval.cli import main as groundeval
+
+    assert groundeval(["gate", "--report", str(report)]) == 1
+    assert other.exists()
+
+
+# -- 5. cancelled and killed runs ------------------------------------------------------------------
+
+SLOW_TARGET = """
+import asyncio
+import pytest
+
+@pytest.fixture(scope="session")
+def groundeval_target(groundeval_target):
+    class Slow:
+        # Async, as an HTTP target's calls are, so that an interrupt cancels the wait.
+        def __getattr__(self, name):
+            return getattr(groundeval_target, name)
+
+        async def agenerate(self, question, find):
+            await asyncio.sleep({delay})
+            return await groundeval_target.agenerate(question, find)
+
+    return Slow()
+"""
+
+
+def _start(pytester: pytest.Pytester, smoke: Path, shared_target, report: Path) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    command = [
+        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", f"--eval-dataset={smoke}",
+        f"--eval-url={shared_target.base_url}", f"--eval-api-key={shared_target.api_key}",
+        f"--eval-report={report}", "--eval-concurrency=1", "-k", "qa or adversarial",
+    ]
+    return subprocess.Popen(command, cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def _wait_for_spooled_items(report: Path, n: int, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for spool in report.parent.glob(f".{report.name}.*.items.tmp"):
+            lines = spool.read_text(encoding="utf-8").splitlines()
+            if sum(1 for line in lines if not line.startswith('{"groundevalContext"')) >= n:
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"no spool with {n} items beside {report}")
+
+
+def test_sigterm_is_handled_like_ctrl_c(pytester, smoke, shared_target):
+    pytester.makeconftest(SLOW_TARGET.format(delay=0.4))
+    report = pytester.path / "r.json"
+    child = _start(pytester, smoke, shared_target, report)
+    try:
+        _wait_for_spooled_items(report, 2)
+        child.send_signal(signal.SIGTERM)
+        out, _ = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert child.returncode not in (0, None)
+    data = json.loads(report.read_text())
+    assert data["interrupted"] is True and data["gate"]["passed"] is False
+    assert data["metrics"]["items"] == 7
+    assert sum(1 for i in data["items"] if not i["notRun"]) >= 2
+    assert list(report.parent.glob(f".{report.name}.*.tmp")) == []
+    assert b"SIGTERM" in out
+
+
+def test_ctrl_c_before_the_first_item_finishes_still_writes_a_report(pytester, smoke, shared_target):
+    pytester.makeconftest(SLOW_TARGET.format(delay=30))
+    report = pytester.path / "r.json"
+    child = _start(pytester, smoke, shared_target, report)
+    try:
+        for line in child.stdout:  # wait until collection is over and the first item is running
+            if b"selected" in line:
+                break
+        time.sleep(1.0)  # the first generate sleeps 30 s: no item has finished
+        child.send_signal(signal.SIGINT)
+        child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert child.returncode == pytest.ExitCode.INTERRUPTED
+    data = json.loads(report.read_text())
+    assert data["interrupted"] is True and data["gate"]["passed"] is False
+    assert data["metrics"]["items"] == 7 and data["metrics"]["errors"] == 7, data["items"]
+
+
+def test_items_of_a_killed_run_are_recovered(pytester, smoke, shared_target):
+    pytester.makeconftest(SLOW_TARGET.format(delay=0.4))
+    report = pytester.path / "r.json"
+    child = _start(pytester, smoke, shared_target, report)
+    try:
+        _wait_for_spooled_items(report, 2)
+        child.kill()  # SIGKILL: no teardown, no report
+        child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert not report.exists()
+    from pytest_groundeval.cli import main as groundeval
+
+    assert groundeval(["report", "--recover", str(report)]) == 0
+    data = json.loads(report.read_text())
+    assert data["interrupted"] is True and data["gate"]["passed"] is False
+    assert data["datasetVersion"] == "v1" and data["models"]["generate"] == "mock-generate"
+    assert len(data["items"]) >= 2 and all(not i["notRun"] for i in data["items"])
+    assert list(report.parent.glob(f".{report.name}.*.tmp")) == []
+    assert groundeval(["gate", "--report", str(report)]) == 1
+    assert groundeval(["report", "--recover", str(report)]) == 2  # nothing left to recover
