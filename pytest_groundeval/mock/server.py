@@ -27,13 +27,14 @@ from aiohttp import web
 
 from pytest_groundeval.core import contract
 from pytest_groundeval.mock import behaviour
+from pytest_groundeval.mock import judge as judge_behaviour
 from pytest_groundeval.mock.faults import FaultCounter, FaultPlan, FaultSpecError, parse_fault_spec, split_model
 from pytest_groundeval.mock.sse import DONE_EVENT, ChunkFramer, content_pieces, dumps
 
 CREATED = 1_700_000_000
 """The fixed ``created`` timestamp of every response (seconds since the epoch), for reproducibility."""
 
-MOCK_MODELS = ("mock-generate", "mock-decompose", "mock-embed", "mock-score")
+MOCK_MODELS = ("mock-generate", "mock-decompose", "mock-embed", "mock-score", "mock-judge", "mock-questions")
 """Model ids listed by ``GET /v1/models``; any model name is accepted and echoed."""
 
 DEFAULT_MODEL = "mock"
@@ -41,6 +42,9 @@ DEFAULT_MODEL = "mock"
 
 CLIENT_CLOSED_STATUS = 499
 """Status recorded (never sent) when the client went away mid-response, as nginx logs it."""
+
+SCORE_SHAPE_HEADER = "X-Groundeval-Score-Shape"
+"""Request header: ``list`` makes ``/score`` answer a bare list ``[{"index", "score"}]`` (docs/mock.md)."""
 
 _JSON_CT = "application/json"
 _SSE_HEADERS = {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache"}
@@ -54,7 +58,7 @@ class RequestRecord:
     path: str
     """Request path, e.g. ``/v1/chat/completions``."""
     kind: str
-    """``chat``, ``chat_stream``, ``decompose``, ``embeddings``, ``score`` or ``models``."""
+    """``chat``, ``chat_stream``, ``decompose``, ``judge``, ``questions``, ``embeddings``, ``score``, ``rerank`` or ``models``."""
     model: str
     """Model name from the request, without any ``+fault=`` suffix."""
     prompt_tokens: int
@@ -176,6 +180,7 @@ class MockProvider:
             app.router.add_post(prefix + "/chat/completions", self._chat)
             app.router.add_post(prefix + "/embeddings", self._embeddings)
             app.router.add_post(prefix + "/score", self._score)
+            app.router.add_post(prefix + "/rerank", self._rerank)
             app.router.add_get(prefix + "/models", self._models)
         return app
 
@@ -399,6 +404,14 @@ class MockProvider:
             call.kind = "decompose"
             draft = behaviour.last_user_text(messages)
             content = dumps({"claims": behaviour.decompose(draft)})
+        elif judge_behaviour.is_judge(body):
+            call.kind = "judge"
+            reply = self._faults.reply_fires(plan) if plan is not None else None
+            content = judge_behaviour.judge_reply(messages, reply)
+        elif judge_behaviour.is_generation(body):
+            call.kind = "questions"
+            reply = self._faults.reply_fires(plan) if plan is not None else None
+            content = judge_behaviour.generate_question(messages, reply)
         else:
             call.kind = "chat_stream" if stream else "chat"
             content = behaviour.generate_answer(messages)
@@ -493,6 +506,10 @@ class MockProvider:
     ) -> web.StreamResponse:
         pairs = _score_pairs(body.get("text_1"), body.get("text_2"))
         call.prompt_tokens = sum(behaviour.count_tokens(a) + behaviour.count_tokens(b) for a, b in pairs)
+        if request.headers.get(SCORE_SHAPE_HEADER, "").strip().lower() == "list":
+            # The bare-list shape of text-embeddings-inference style servers.
+            listed = [{"index": i, "score": behaviour.score_logit(a, b)} for i, (a, b) in enumerate(pairs)]
+            return await self._send_json(request, dumps(listed).encode(), call, plan)
         payload = dumps(
             {
                 "id": "score-" + xxhash.xxh3_64_hexdigest(await request.read()),
@@ -504,6 +521,34 @@ class MockProvider:
                     for i, (a, b) in enumerate(pairs)
                 ],
                 "usage": _usage(call.prompt_tokens, 0),
+            }
+        ).encode()
+        return await self._send_json(request, payload, call, plan)
+
+    # ---- rerank -----------------------------------------------------------
+
+    async def _rerank(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, "rerank", self._respond_rerank)
+
+    async def _respond_rerank(
+        self, request: web.Request, body: dict[str, Any], call: _Call, plan: FaultPlan | None
+    ) -> web.StreamResponse:
+        query = body.get("query")
+        if not isinstance(query, str):
+            raise _BadRequest("'query' must be a string", "query")
+        documents = _score_texts(body.get("documents"), "documents")
+        call.prompt_tokens = behaviour.count_tokens(query) + sum(map(behaviour.count_tokens, documents))
+        results = [
+            {"index": i, "document": {"text": d}, "relevance_score": behaviour.score_logit(query, d)}
+            for i, d in enumerate(documents)
+        ]
+        results.sort(key=lambda r: -r["relevance_score"])
+        payload = dumps(
+            {
+                "id": "rerank-" + xxhash.xxh3_64_hexdigest(await request.read()),
+                "model": call.model,
+                "results": results,
+                "usage": {"total_tokens": call.prompt_tokens},
             }
         ).encode()
         return await self._send_json(request, payload, call, plan)
