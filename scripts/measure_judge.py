@@ -29,8 +29,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from pytest_groundeval.citation import judge_citation, source_map  # noqa: E402
-from pytest_groundeval.dataset import CitationItem, load_dataset  # noqa: E402
+from pytest_groundeval.core.dataset import load_dataset  # noqa: E402
+from pytest_groundeval.core.kinds.citation import CitationItem, judge_citation, source_map  # noqa: E402
 from pytest_groundeval.judge import metrics  # noqa: E402
 from pytest_groundeval.judge.cache import JudgeCache  # noqa: E402
 from pytest_groundeval.judge.client import JudgeClient  # noqa: E402

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_groundeval.citation import judge_citation, paragraphs, source_map
-from pytest_groundeval.dataset import DatasetError, load_dataset
+from pytest_groundeval.core.dataset import DatasetError, load_dataset
+from pytest_groundeval.core.kinds.citation import judge_citation, paragraphs, source_map
 
 REPO = Path(__file__).resolve().parents[2]
 DATASETS = {
@@ -63,4 +63,20 @@ def test_labels_need_a_recorded_response(tmp_path):
         ' "paragraphLabels": [{"index": 0, "expectedVerdict": "mostly"}]}]}'
     )
     with pytest.raises(DatasetError, match="expectedVerdict"):
+        load_dataset(tmp_path)
+
+
+def test_duplicate_labels_and_origin_keys_are_named_as_written(tmp_path):
+    (tmp_path / "manifest.json").write_text(
+        '{"version": "v1", "items": [{"id": "c", "kind": "citation", "response": {"answer": "a [1]"},'
+        ' "paragraphLabels": [{"index": 0, "expectedVerdict": "supported"}, {"index": 0, "expectedVerdict": "partial"}]}]}'
+    )
+    with pytest.raises(DatasetError, match=r"item 'c', field items\[0\]\.paragraphLabels\[1\]\.index: .*already labelled by paragraphLabels\[0\]"):
+        load_dataset(tmp_path)
+    # origin is free-form: a key that happens to be a model field's snake name is not shown camelCased.
+    (tmp_path / "manifest.json").write_text(
+        '{"version": "v1", "items": [{"id": "c", "kind": "citation", "question": "q?",'
+        ' "origin": {"expected_verdict": [1]}}]}'
+    )
+    with pytest.raises(DatasetError, match=r"field items\[0\]\.origin\.expected_verdict: input should be"):
         load_dataset(tmp_path)
