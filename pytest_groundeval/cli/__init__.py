@@ -15,6 +15,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "report": ("pytest_groundeval.cli.report", "report_main", "Print a saved report's metrics and items"),
     "mock": ("pytest_groundeval.mock", "main", "Serve the deterministic OpenAI-compatible mock provider"),
     "reference": ("pytest_groundeval.reference.cli", "main", "Serve the reference target, or create an API key"),
+    "generate-questions": (
+        "pytest_groundeval.judge.generate", "generate_main", "Generate citation items from a corpus with an LLM"
+    ),
 }
 
 USAGE = "usage: groundeval {" + ",".join(COMMANDS) + "} [options]\n\n" + "\n".join(

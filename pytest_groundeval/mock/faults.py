@@ -15,6 +15,9 @@ tokens:
 - ``x<N>`` after ``429``/``500`` (``429x2``, ``429:0.1x2``, ``500x1``): only
   the first N requests carrying that exact spec fail; later ones succeed. This
   is the one stateful part of the mock, kept per server instance.
+- ``prose``, ``fenced``, ``badverdict``, ``norationale`` (each optionally with
+  ``x<N>``): how a judge reply is written (docs/mock.md); ``prose`` also turns a
+  generated question into a sentence. Other chat behaviours ignore them.
 """
 
 from __future__ import annotations
@@ -29,8 +32,12 @@ DEFAULT_RETRY_AFTER_S = 1.0
 
 _STATUS_RE = re.compile(r"^(429|500)(?::(\d+(?:\.\d+)?))?(?:x(\d+))?$")
 _DELAY_RE = re.compile(r"^delay:(\d+(?:\.\d+)?)$")
+_REPLY_RE = re.compile(r"^(prose|fenced|badverdict|norationale)(?:x(\d+))?$")
 
-FAULT_SYNTAX = "delay:<ms>, 429, 429:<seconds>, 500, cut, malformed; x<N> after 429/500 fails only the first N requests"
+FAULT_SYNTAX = (
+    "delay:<ms>, 429, 429:<seconds>, 500, cut, malformed, prose, fenced, badverdict, norationale; "
+    "x<N> after 429/500 or a reply fault applies it to the first N requests only"
+)
 """One-line summary of the fault grammar, quoted in error messages."""
 
 
@@ -60,6 +67,10 @@ class FaultPlan:
     """Close the connection mid-body."""
     malformed: bool = False
     """Send invalid JSON (one stream event, or the whole body)."""
+    reply: str | None = None
+    """A judge reply fault: ``prose``, ``fenced``, ``badverdict`` or ``norationale``."""
+    reply_count: int | None = None
+    """With ``x<N>`` after the reply fault: only the first N requests with this spec get it."""
 
 
 def parse_fault_spec(spec: str) -> FaultPlan:
@@ -80,6 +91,8 @@ def parse_fault_spec(spec: str) -> FaultPlan:
     retry_after = DEFAULT_RETRY_AFTER_S
     fail_count = None
     cut = malformed = False
+    reply: str | None = None
+    reply_count: int | None = None
     for raw in spec.split(","):
         token = raw.strip()
         if not token:
@@ -90,6 +103,11 @@ def parse_fault_spec(spec: str) -> FaultPlan:
             malformed = True
         elif (m := _DELAY_RE.match(token)) is not None:
             delay_ms = float(m.group(1))
+        elif (m := _REPLY_RE.match(token)) is not None:
+            if reply is not None:
+                raise FaultSpecError(f"fault spec {spec!r}: more than one reply fault ({token!r})")
+            reply = m.group(1)
+            reply_count = int(m.group(2)) if m.group(2) is not None else None
         elif (m := _STATUS_RE.match(token)) is not None:
             if status is not None:
                 raise FaultSpecError(f"fault spec {spec!r}: more than one status fault ({token!r})")
@@ -102,7 +120,7 @@ def parse_fault_spec(spec: str) -> FaultPlan:
                 fail_count = int(m.group(3))
         else:
             raise FaultSpecError(f"fault spec {spec!r}: unknown token {token!r}; expected {FAULT_SYNTAX}")
-    return FaultPlan(spec, delay_ms, status, retry_after, fail_count, cut, malformed)
+    return FaultPlan(spec, delay_ms, status, retry_after, fail_count, cut, malformed, reply, reply_count)
 
 
 def split_model(model: str) -> tuple[str, str | None]:
@@ -126,6 +144,15 @@ class FaultCounter:
         seen = self._seen.get(plan.spec, 0) + 1
         self._seen[plan.spec] = seen
         return seen <= plan.fail_count
+
+    def reply_fires(self, plan: FaultPlan) -> str | None:
+        """Count this request under its spec's reply counter; return the reply fault when it applies."""
+        if plan.reply is None or plan.reply_count is None:
+            return plan.reply
+        key = plan.spec + "#reply"
+        seen = self._seen.get(key, 0) + 1
+        self._seen[key] = seen
+        return plan.reply if seen <= plan.reply_count else None
 
     def reset(self) -> None:
         """Forget every count, so ``x<N>`` specs fail again from the start."""

@@ -2,8 +2,9 @@
 
 :class:`MockProvider` runs the server on the caller's event loop;
 :class:`ThreadedMockProvider` runs the same server in its own thread and loop,
-for synchronous fixtures. Both keep a request log (:class:`RequestRecord`) in
-arrival order and a per-instance fault counter for ``x<N>`` faults.
+for synchronous fixtures. Both keep a request log (:class:`RequestRecord`) of the
+last ``log_limit`` requests in arrival order, running counts of every request and
+its tokens, and a per-instance fault counter for ``x<N>`` faults.
 
 The handler path is benchmarked (``benchmarks/bench_mock.py``): it parses with
 plain ``json``, builds responses from dicts or prebuilt byte templates, and
@@ -18,6 +19,7 @@ import json
 import re
 import threading
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -27,20 +29,27 @@ from aiohttp import web
 
 from pytest_groundeval.core import contract
 from pytest_groundeval.mock import behaviour
+from pytest_groundeval.mock import judge as judge_behaviour
 from pytest_groundeval.mock.faults import FaultCounter, FaultPlan, FaultSpecError, parse_fault_spec, split_model
 from pytest_groundeval.mock.sse import DONE_EVENT, ChunkFramer, content_pieces, dumps
 
 CREATED = 1_700_000_000
 """The fixed ``created`` timestamp of every response (seconds since the epoch), for reproducibility."""
 
-MOCK_MODELS = ("mock-generate", "mock-decompose", "mock-embed", "mock-score")
+MOCK_MODELS = ("mock-generate", "mock-decompose", "mock-embed", "mock-score", "mock-judge", "mock-questions")
 """Model ids listed by ``GET /v1/models``; any model name is accepted and echoed."""
 
 DEFAULT_MODEL = "mock"
 """Model reported when a request names none."""
 
+DEFAULT_LOG_LIMIT = 10_000
+"""Requests the log keeps by default, the most recent (~330 bytes each: a few MB at most, docs/mock.md)."""
+
 CLIENT_CLOSED_STATUS = 499
 """Status recorded (never sent) when the client went away mid-response, as nginx logs it."""
+
+SCORE_SHAPE_HEADER = "X-Groundeval-Score-Shape"
+"""Request header: ``list`` makes ``/score`` answer a bare list ``[{"index", "score"}]`` (docs/mock.md)."""
 
 _JSON_CT = "application/json"
 _SSE_HEADERS = {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache"}
@@ -54,7 +63,7 @@ class RequestRecord:
     path: str
     """Request path, e.g. ``/v1/chat/completions``."""
     kind: str
-    """``chat``, ``chat_stream``, ``decompose``, ``embeddings``, ``score`` or ``models``."""
+    """``chat``, ``chat_stream``, ``decompose``, ``judge``, ``questions``, ``embeddings``, ``score``, ``rerank`` or ``models``."""
     model: str
     """Model name from the request, without any ``+fault=`` suffix."""
     prompt_tokens: int
@@ -152,14 +161,32 @@ class MockProvider:
         host: Interface to bind (loopback by default).
         port: Port to bind; 0 picks a free one.
         shutdown_timeout: Seconds :meth:`stop` waits for in-flight requests before cancelling them.
+        log_limit: How many finished requests :attr:`log` keeps, the most recent; older ones
+            are dropped but still counted by :attr:`requests_total` and :meth:`tokens_total`.
+            0 keeps none; ``None`` keeps every one (memory grows ~330 bytes per request).
+
+    Raises:
+        ValueError: ``log_limit`` is negative or not an int.
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, shutdown_timeout: float = 1.0) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        shutdown_timeout: float = 1.0,
+        log_limit: int | None = DEFAULT_LOG_LIMIT,
+    ) -> None:
+        if log_limit is not None and (not isinstance(log_limit, int) or isinstance(log_limit, bool) or log_limit < 0):
+            raise ValueError(f"log_limit must be a non-negative int or None, not {log_limit!r}")
         self.host = host
         self.port = port
+        self.log_limit = log_limit
         self._shutdown_timeout = shutdown_timeout
         self._runner: web.AppRunner | None = None
-        self._records: dict[int, _Call] = {}  # finished calls by arrival number
+        self._records: deque[_Call] = deque(maxlen=log_limit)  # the last finished calls, in finishing order
+        self._requests_total = 0
+        self._tokens: dict[str, int] = {}  # kind -> prompt + completion tokens of every finished call
         self._seq = 0
         self._lock = threading.Lock()
         self._faults = FaultCounter()
@@ -176,6 +203,7 @@ class MockProvider:
             app.router.add_post(prefix + "/chat/completions", self._chat)
             app.router.add_post(prefix + "/embeddings", self._embeddings)
             app.router.add_post(prefix + "/score", self._score)
+            app.router.add_post(prefix + "/rerank", self._rerank)
             app.router.add_get(prefix + "/models", self._models)
         return app
 
@@ -255,23 +283,41 @@ class MockProvider:
 
     @property
     def log(self) -> list[RequestRecord]:
-        """A copy of the request log, in arrival order (requests still in flight are not in it)."""
+        """A copy of the request log, in arrival order (requests still in flight are not in it).
+
+        At most ``log_limit`` records: the requests that finished last.
+        """
         with self._lock:
-            items = sorted(self._records.items())
-        return [call.record() for _, call in items]
+            calls = sorted(self._records, key=lambda call: call.seq)
+        return [call.record() for call in calls]
+
+    @property
+    def requests_total(self) -> int:
+        """Finished requests since start or the last :meth:`clear_log`, including those the log dropped."""
+        with self._lock:
+            return self._requests_total
 
     def clear_log(self) -> None:
-        """Empty the request log (fault counters are kept; see :meth:`reset_faults`)."""
+        """Empty the request log and zero :attr:`requests_total` and :meth:`tokens_total`.
+
+        Fault counters are kept; see :meth:`reset_faults`.
+        """
         with self._lock:
             self._records.clear()
+            self._requests_total = 0
+            self._tokens.clear()
 
     def reset_faults(self) -> None:
         """Forget the ``x<N>`` fault counters, so those faults fire again."""
         self._faults.reset()
 
     def tokens_total(self, kind: str | None = None) -> int:
-        """Prompt plus completion tokens over the log, optionally only for one ``kind``."""
-        return sum(r.prompt_tokens + r.completion_tokens for r in self.log if kind is None or r.kind == kind)
+        """Prompt plus completion tokens of every finished request, optionally only of one ``kind``.
+
+        A running count since start or the last :meth:`clear_log`: exact whatever the log dropped.
+        """
+        with self._lock:
+            return sum(self._tokens.values()) if kind is None else self._tokens.get(kind, 0)
 
     # ---- request plumbing -------------------------------------------------
 
@@ -284,7 +330,9 @@ class MockProvider:
     def _finish(self, call: _Call) -> None:
         call.finish()
         with self._lock:
-            self._records[call.seq] = call
+            self._records.append(call)
+            self._requests_total += 1
+            self._tokens[call.kind] = self._tokens.get(call.kind, 0) + call.prompt_tokens + call.completion_tokens
 
     def _fault_plan(self, request: web.Request, body: dict[str, Any], call: _Call) -> FaultPlan | None:
         """Read the model name and fault spec of a request into ``call``; parse the spec."""
@@ -399,6 +447,14 @@ class MockProvider:
             call.kind = "decompose"
             draft = behaviour.last_user_text(messages)
             content = dumps({"claims": behaviour.decompose(draft)})
+        elif judge_behaviour.is_judge(body):
+            call.kind = "judge"
+            reply = self._faults.reply_fires(plan) if plan is not None else None
+            content = judge_behaviour.judge_reply(messages, reply)
+        elif judge_behaviour.is_generation(body):
+            call.kind = "questions"
+            reply = self._faults.reply_fires(plan) if plan is not None else None
+            content = judge_behaviour.generate_question(messages, reply)
         else:
             call.kind = "chat_stream" if stream else "chat"
             content = behaviour.generate_answer(messages)
@@ -493,6 +549,10 @@ class MockProvider:
     ) -> web.StreamResponse:
         pairs = _score_pairs(body.get("text_1"), body.get("text_2"))
         call.prompt_tokens = sum(behaviour.count_tokens(a) + behaviour.count_tokens(b) for a, b in pairs)
+        if request.headers.get(SCORE_SHAPE_HEADER, "").strip().lower() == "list":
+            # The bare-list shape of text-embeddings-inference style servers.
+            listed = [{"index": i, "score": behaviour.score_logit(a, b)} for i, (a, b) in enumerate(pairs)]
+            return await self._send_json(request, dumps(listed).encode(), call, plan)
         payload = dumps(
             {
                 "id": "score-" + xxhash.xxh3_64_hexdigest(await request.read()),
@@ -504,6 +564,34 @@ class MockProvider:
                     for i, (a, b) in enumerate(pairs)
                 ],
                 "usage": _usage(call.prompt_tokens, 0),
+            }
+        ).encode()
+        return await self._send_json(request, payload, call, plan)
+
+    # ---- rerank -----------------------------------------------------------
+
+    async def _rerank(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, "rerank", self._respond_rerank)
+
+    async def _respond_rerank(
+        self, request: web.Request, body: dict[str, Any], call: _Call, plan: FaultPlan | None
+    ) -> web.StreamResponse:
+        query = body.get("query")
+        if not isinstance(query, str):
+            raise _BadRequest("'query' must be a string", "query")
+        documents = _score_texts(body.get("documents"), "documents")
+        call.prompt_tokens = behaviour.count_tokens(query) + sum(map(behaviour.count_tokens, documents))
+        results = [
+            {"index": i, "document": {"text": d}, "relevance_score": behaviour.score_logit(query, d)}
+            for i, d in enumerate(documents)
+        ]
+        results.sort(key=lambda r: -r["relevance_score"])
+        payload = dumps(
+            {
+                "id": "rerank-" + xxhash.xxh3_64_hexdigest(await request.read()),
+                "model": call.model,
+                "results": results,
+                "usage": {"total_tokens": call.prompt_tokens},
             }
         ).encode()
         return await self._send_json(request, payload, call, plan)
@@ -603,12 +691,22 @@ class ThreadedMockProvider:
         port: Port to bind; 0 picks a free one.
         shutdown_timeout: Seconds :meth:`stop` waits for in-flight requests.
         start_timeout: Seconds to wait for the server to start.
+        log_limit: Requests the log keeps, the most recent (:class:`MockProvider`).
+
+    Raises:
+        ValueError: ``log_limit`` is negative or not an int.
     """
 
     def __init__(
-        self, host: str = "127.0.0.1", port: int = 0, *, shutdown_timeout: float = 1.0, start_timeout: float = 10.0
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        shutdown_timeout: float = 1.0,
+        start_timeout: float = 10.0,
+        log_limit: int | None = DEFAULT_LOG_LIMIT,
     ) -> None:
-        self.provider = MockProvider(host, port, shutdown_timeout=shutdown_timeout)
+        self.provider = MockProvider(host, port, shutdown_timeout=shutdown_timeout, log_limit=log_limit)
         self._start_timeout = start_timeout
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -665,11 +763,16 @@ class ThreadedMockProvider:
 
     @property
     def log(self) -> list[RequestRecord]:
-        """A copy of the request log, in arrival order."""
+        """A copy of the request log (the last ``log_limit`` requests), in arrival order."""
         return self.provider.log
 
+    @property
+    def requests_total(self) -> int:
+        """Finished requests since start or the last :meth:`clear_log`, including those the log dropped."""
+        return self.provider.requests_total
+
     def clear_log(self) -> None:
-        """Empty the request log."""
+        """Empty the request log and zero the running counts."""
         self.provider.clear_log()
 
     def reset_faults(self) -> None:
@@ -677,7 +780,7 @@ class ThreadedMockProvider:
         self._call_in_loop(self.provider.reset_faults)
 
     def tokens_total(self, kind: str | None = None) -> int:
-        """Prompt plus completion tokens over the log, optionally only for one ``kind``."""
+        """Prompt plus completion tokens of every finished request (a running count), optionally of one ``kind``."""
         return self.provider.tokens_total(kind)
 
     def task_count(self) -> int:

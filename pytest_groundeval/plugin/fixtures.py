@@ -35,7 +35,8 @@ def groundeval_mock(request: pytest.FixtureRequest) -> Iterator[Any]:
 
     Exists so that the target's model calls cost nothing and are reproducible.
     Yields a started ``pytest_groundeval.mock.ThreadedMockProvider`` whose
-    ``base_url`` ends in ``/v1`` and whose ``log`` lists every provider call.
+    ``base_url`` ends in ``/v1``, whose ``log`` lists the last provider calls
+    (``mock.DEFAULT_LOG_LIMIT``) and whose ``tokens_total()`` counts every call's tokens.
     """
     from ..mock import ThreadedMockProvider
 
@@ -128,7 +129,8 @@ def groundeval_runner(request: pytest.FixtureRequest, groundeval_target: Any) ->
     spawned = request.session.stash.get(spawned_key, None)
 
     def mock_tokens() -> int:
-        return sum(r.prompt_tokens + r.completion_tokens for r in mock.log)
+        # A running count, exact however many requests the mock's bounded log has dropped.
+        return mock.tokens_total()
 
     runner = ItemRunner(
         groundeval_target,

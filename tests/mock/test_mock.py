@@ -41,7 +41,8 @@ def mock():
 
 @pytest.fixture
 def client(mock):
-    return OpenAI(base_url=mock.base_url, api_key="x", max_retries=0)
+    with OpenAI(base_url=mock.base_url, api_key="x", max_retries=0) as sdk:
+        yield sdk
 
 
 def test_urls_point_at_the_bound_port(mock):
@@ -218,6 +219,44 @@ def test_request_log_records_model_kind_tokens(mock, client):
     assert all(r.latency_ms >= 0 for r in log)
     assert mock.tokens_total() == sum(r.prompt_tokens + r.completion_tokens for r in log)
     assert mock.tokens_total("embeddings") == 3
+
+
+def test_log_keeps_the_last_n_and_counts_every_request_and_token():
+    inputs = [f"word{i} " * (i + 1) for i in range(5)]  # 1..5 tokens, so each request is told apart by its tokens
+    with ThreadedMockProvider(log_limit=3) as small:
+        for i, text in enumerate(inputs):
+            response = httpx.post(small.base_url + "/embeddings", json={"model": f"m{i}", "input": text})
+            assert response.status_code == 200
+        assert [(r.model, r.prompt_tokens) for r in small.log] == [("m2", 3), ("m3", 4), ("m4", 5)]
+        assert small.requests_total == 5
+        # Exact over all five, not just the three the log still holds.
+        assert small.tokens_total() == small.tokens_total("embeddings") == sum(map(count_tokens, inputs)) == 15
+        assert small.tokens_total("chat") == 0
+        small.clear_log()
+        assert (small.log, small.requests_total, small.tokens_total()) == ([], 0, 0)
+    with ThreadedMockProvider(log_limit=0) as none:
+        httpx.post(none.base_url + "/embeddings", json={"input": "a b"})
+        assert (none.log, none.requests_total, none.tokens_total()) == ([], 1, 2)
+
+
+def test_log_limit_is_checked_and_defaults_to_a_bound():
+    from pytest_groundeval.mock import DEFAULT_LOG_LIMIT, _parser
+
+    assert MockProvider().log_limit == DEFAULT_LOG_LIMIT == _parser().parse_args([]).log_limit
+    assert MockProvider(log_limit=None).log_limit is None  # unbounded only when asked for
+    assert _parser().parse_args(["--log-limit", "5"]).log_limit == 5
+    for bad in (-1, 2.5, True):
+        with pytest.raises(ValueError, match="log_limit must be a non-negative int or None"):
+            MockProvider(log_limit=bad)
+
+
+@pytest.mark.parametrize("arg", ["-1", "many"])
+def test_cli_log_limit_rejects_a_bad_value(arg, capsys):
+    from pytest_groundeval.mock import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--log-limit", arg])
+    assert exc.value.code == 2 and "--log-limit" in capsys.readouterr().err
 
 
 def test_cli_serves_until_terminated():

@@ -95,7 +95,7 @@ def _models_in(annotation: Any) -> list[type]:
 
 
 _ALIASES: dict[str, str] = {}
-_FREE_FORM_KEYS = frozenset({"properties", "metadata", "corpusHashes"})
+_FREE_FORM_KEYS = frozenset({"properties", "metadata", "corpusHashes", "origin"})
 _UNION_TAGS = frozenset(KIND_NAMES) | {
     "query", "compare", "string-evidence", "document-evidence", "query-expect", "compare-expect",
     "int", "str", "none",

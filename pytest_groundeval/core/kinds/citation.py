@@ -15,8 +15,9 @@ transitions without a marker are dropped. Each judged paragraph is checked for
 recorded answer and no target call when the item has a ``response``, else with
 the generate response.
 
-The optional coverage scorer and judge verdict of docs/citation.md are not here.
-This module does not import pytest.
+The optional coverage scorer and judge verdict of docs/citation.md live in
+``pytest_groundeval.judge``; this module only carries the human labels they are
+measured against (``paragraphLabels``). This module does not import pytest.
 """
 
 from __future__ import annotations
@@ -54,8 +55,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CitationItem",
+    "JudgeVerdict",
     "NO_CITATION_DETAIL",
     "PARAGRAPH_TEXT_CHARS",
+    "ParagraphLabel",
     "ParagraphVerdict",
     "cited_markers",
     "disagreements",
@@ -107,6 +110,19 @@ class SourceMetadata(WireModel):
     """Field name → value, e.g. ``{"speaker": "Anna Lind", "party": "S"}``."""
 
 
+JudgeVerdict = Literal["supported", "partial", "unsupported", "wrong_speaker", "wrong_attribution"]
+"""A judge verdict a human label may name (docs/citation.md)."""
+
+
+class ParagraphLabel(WireModel):
+    """A human label of one paragraph of a recorded answer (docs/citation.md, "A judge measured against people")."""
+
+    index: Annotated[int, Field(ge=0)]
+    """The paragraph's position among the answer's non-empty paragraphs, from 0 (as ``extra.citationParagraphs``)."""
+    expected_verdict: JudgeVerdict
+    """The verdict a person gave the paragraph."""
+
+
 class CitationItem(ItemBase):
     """Paragraph-level citation accuracy (docs/citation.md)."""
 
@@ -122,11 +138,28 @@ class CitationItem(ItemBase):
     """Metadata of the sources the answer may cite."""
     evidence: EvidenceBlock | None = None
     """Optional evidence-risk block (docs/evidence-risk.md)."""
+    paragraph_labels: list[ParagraphLabel] = Field(default_factory=list)
+    """Human labels of the recorded answer's paragraphs, to measure a judge against (docs/citation.md)."""
+    origin: dict[str, str | int] | None = None
+    """Where a generated item came from, e.g. ``{"strategy": "seeded", "document": …, "record": 3}``; not evaluated."""
 
     @model_validator(mode="after")
     def _question_or_response(self) -> "CitationItem":
         if not self.question and self.response is None:
             raise RuleError("a citation item needs a question or a recorded response", "question")
+        labelled: dict[int, int] = {}
+        for i, label in enumerate(self.paragraph_labels):
+            if self.response is None:
+                raise RuleError(
+                    "paragraphLabels label the paragraphs of a recorded response; this item has none",
+                    f"paragraphLabels[{i}]",
+                )
+            if label.index in labelled:
+                raise RuleError(
+                    f"paragraph {label.index} is already labelled by paragraphLabels[{labelled[label.index]}]",
+                    f"paragraphLabels[{i}].index",
+                )
+            labelled[label.index] = i
         seen: dict[str, int] = {}
         for i, source in enumerate(self.sources):
             if source.marker in seen:

@@ -1,0 +1,279 @@
+"""The judge client and coverage scorer through real HTTP against the mock (docs/citation.md, docs/mock.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import socket
+import time
+
+import httpx
+import pytest
+
+from pytest_groundeval.judge import metrics
+from pytest_groundeval.judge.cache import JudgeCache
+from pytest_groundeval.judge.client import UNPARSEABLE, JudgeClient
+from pytest_groundeval.judge.prompt import JUDGE_PROMPT, judge_input, judge_messages
+from pytest_groundeval.judge.scorer import CoverageScorer, read_score, scorer_document, sigmoid
+from pytest_groundeval.mock import ThreadedMockProvider
+
+HOLM = {"marker": "2", "metadata": {"speaker": "Lars Holm", "party": "M"},
+        "text": "Lars Holm (M): The market has already reached most towns. Subsidies should go only where no operator will build."}  # fmt: skip
+BERG = {"marker": "1", "metadata": {"speaker": "Anna Berg", "party": "S"},
+        "text": "Anna Berg (S): Every municipality should have fibre to ninety percent of households by 2030."}  # fmt: skip
+
+SUPPORTED = judge_input("Lars Holm (M) said the market has already reached most towns [2].", [HOLM])
+PARTIAL = judge_input("Lars Holm (M) said the market reached most towns, and that rural fibre is fully funded by taxes [2].", [HOLM])
+UNSUPPORTED = judge_input("Drought insurance premiums tripled for coastal farmers [2].", [HOLM])
+WRONG_SPEAKER = judge_input(
+    "Anna Berg (S) said the market has already reached most towns [2].",
+    [HOLM],
+    [BERG],
+    ["speaker 'Anna Berg', party 'S' (cited [2]) but source [2] has speaker 'Lars Holm', party 'M'"],
+)
+WRONG_ATTRIBUTION = judge_input("Every municipality should have fibre to ninety percent of households by 2030 [2].", [HOLM], [BERG])
+
+
+@pytest.fixture(scope="module")
+def mock():
+    """One mock provider for the module; tests that count requests clear its log first."""
+    with ThreadedMockProvider() as provider:
+        yield provider
+
+
+def judge_once(url: str, model: str, payload: dict, **options) -> object:
+    async def run():
+        async with JudgeClient(url, model, options.pop("api_key", None), **options) as judge:
+            return await judge.judge(payload)
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize(
+    ("payload", "verdict"),
+    [(SUPPORTED, "supported"), (PARTIAL, "partial"), (UNSUPPORTED, "unsupported"),
+     (WRONG_SPEAKER, "wrong_speaker"), (WRONG_ATTRIBUTION, "wrong_attribution")],
+)  # fmt: skip
+def test_every_verdict_through_the_sdk(mock, payload, verdict):
+    result = judge_once(mock.base_url, "mock-judge", payload)
+    assert (result.verdict, result.error, result.attempts) == (verdict, None, 1)
+    assert result.rationale.strip()
+
+
+def test_wrong_attribution_names_the_source_the_content_is_in(mock):
+    result = judge_once(mock.base_url, "mock-judge", WRONG_ATTRIBUTION)
+    assert "[1]" in result.rationale and "[2]" in result.rationale
+
+
+def test_judge_request_carries_the_prompt_full_sources_and_the_hint():
+    system, user = judge_messages(WRONG_SPEAKER)
+    assert system["content"].startswith(JUDGE_PROMPT) and "wrong_speaker" in system["content"]
+    assert "speaker" in system["content"].split("wrong_speaker", 1)[1][:400]
+    assert HOLM["text"] in user["content"] and "Lars Holm" in user["content"]
+    assert "source [2] has speaker 'Lars Holm'" in user["content"]
+
+
+def test_fenced_json_is_unwrapped(mock):
+    result = judge_once(mock.base_url, "mock-judge+fault=fenced", SUPPORTED)
+    assert (result.verdict, result.attempts, result.parse_failures) == ("supported", 1, [])
+
+
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [("prose", "not a JSON object"), ("badverdict", "unknown verdict 'mostly_fine'"), ("norationale", "empty rationale")],
+)
+def test_parse_failures_are_retried_then_unparseable(mock, fault, reason):
+    result = judge_once(mock.base_url, f"mock-judge+fault={fault}", SUPPORTED, parse_retries=2)
+    assert result.verdict == UNPARSEABLE and result.attempts == 3
+    assert len(result.parse_failures) == 3 and all(reason in f for f in result.parse_failures)
+    assert reason in result.rationale
+
+
+def test_one_bad_reply_then_a_good_one_is_a_verdict(mock):
+    mock.reset_faults()
+    result = judge_once(mock.base_url, "mock-judge+fault=badverdictx1", SUPPORTED)
+    assert (result.verdict, result.attempts, len(result.parse_failures)) == ("supported", 2, 1)
+
+
+def test_prose_for_every_paragraph_cannot_pass_a_supported_floor(mock):
+    async def run():
+        async with JudgeClient(mock.base_url, "mock-judge+fault=prose", parse_retries=1) as judge:
+            return await judge.judge_many([SUPPORTED] * 6)
+
+    records = [{"deterministicPass": True, "metadataMismatch": [], **r.to_record()} for r in asyncio.run(run())]
+    assert metrics.unparseable_rate(records) == 1.0
+    assert metrics.citation_supported_rate(records) == 0.0  # not None: the paragraphs stay in the denominator
+    assert not metrics.citation_supported_rate(records) >= 0.01
+
+
+def test_judge_down_is_unjudged_with_an_error():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    result = judge_once(f"http://127.0.0.1:{port}/v1", "judge", SUPPORTED, max_retries=1, backoff=0.01)
+    assert result.verdict is None and result.attempts == 2
+    assert "unreachable" in result.error and "after 2 attempt(s)" in result.error
+    records = [{"deterministicPass": True, **result.to_record()}]
+    assert metrics.judge_errors(records) == 1 and metrics.citation_supported_rate(records) == 0.0
+
+
+def test_429_waits_for_retry_after_then_succeeds(mock):
+    mock.reset_faults()
+    mock.clear_log()
+    started = time.monotonic()
+    result = judge_once(mock.base_url, "mock-judge+fault=429:0.3x1", SUPPORTED, backoff=0.0)
+    assert time.monotonic() - started >= 0.3
+    assert result.verdict == "supported" and result.attempts == 2
+    assert [r.status for r in mock.log] == [429, 200]
+
+
+def test_500_beyond_the_retries_is_a_judge_error(mock):
+    mock.clear_log()
+    result = judge_once(mock.base_url, "mock-judge+fault=500", SUPPORTED, max_retries=2, backoff=0.0)
+    assert result.verdict is None and "HTTP 500" in result.error
+    assert [r.status for r in mock.log] == [500, 500, 500]
+
+
+def test_timeout_is_a_judge_error(mock):
+    mock.clear_log()
+    result = judge_once(mock.base_url, "mock-judge+fault=delay:400", SUPPORTED, max_retries=0, timeout=0.1)
+    assert result.verdict is None and "no answer within 0.1 s" in result.error
+    # The mock finishes the abandoned request later; wait for it, so it lands in no later test's log.
+    deadline = time.monotonic() + 5.0
+    while not mock.log and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert [r.fault for r in mock.log] == ["delay:400"]
+
+
+def test_the_key_is_in_no_repr_and_no_error(mock):
+    key = "sk-very-secret-key-123"
+
+    async def run():
+        async with JudgeClient(mock.base_url, "mock-judge+fault=500", key, max_retries=0) as judge:
+            return repr(judge), vars(judge), await judge.judge(SUPPORTED)
+
+    text, attributes, result = asyncio.run(run())
+    assert key not in text and key not in repr(result) and key not in str(result.to_record())
+    assert all(value != key for value in attributes.values())
+
+
+def test_cache_hit_makes_a_rerun_free(mock, tmp_path):
+    cache = JudgeCache(tmp_path / ".groundeval" / "judge-cache")
+    payloads = [SUPPORTED, WRONG_SPEAKER, WRONG_ATTRIBUTION]
+
+    async def run(model: str):
+        async with JudgeClient(mock.base_url, model, cache=cache) as judge:
+            return await judge.judge_many(payloads)
+
+    mock.clear_log()
+    first = asyncio.run(run("mock-judge"))
+    assert len(mock.log) == 3 and not any(r.cached for r in first)
+    mock.clear_log()
+    second = asyncio.run(run("mock-judge"))
+    assert mock.log == [] and all(r.cached for r in second)
+    assert [r.verdict for r in second] == [r.verdict for r in first]
+    asyncio.run(run("another-judge"))  # the model is part of the key
+    assert len(mock.log) == 3
+    assert "sk-" not in "".join(p.read_text() for p in cache.directory.rglob("*.json"))
+
+
+def test_unparseable_is_not_cached(mock, tmp_path):
+    cache = JudgeCache(tmp_path)
+    judge_once(mock.base_url, "mock-judge+fault=prose", SUPPORTED, cache=cache, parse_retries=0)
+    assert list(tmp_path.rglob("*.json")) == []
+
+
+def test_concurrency_is_bounded(mock):
+    async def run():
+        async with JudgeClient(mock.base_url, "mock-judge+fault=delay:100", concurrency=2) as judge:
+            started = time.monotonic()
+            await judge.judge_many([SUPPORTED] * 4)
+            return time.monotonic() - started
+
+    assert asyncio.run(run()) >= 0.2  # four 100 ms requests, two at a time
+
+
+# --------------------------------------------------------------------------- scorer
+
+
+def score_once(url: str, paragraph: str, texts: list[str], **options):
+    async def run():
+        async with CoverageScorer(url, **options) as scorer:
+            return await scorer.score(paragraph, texts)
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("suffix", ["", "/v1", "/score", "/v1/score"])
+def test_scorer_paths_and_sigmoid(mock, suffix):
+    result = score_once(mock.root_url + suffix, "market reached most towns [2]", [HOLM["text"]])
+    assert result.logit == 4.0 and result.error is None
+    assert result.score == pytest.approx(1 / (1 + math.exp(-4.0)))
+
+
+def test_scorer_reads_the_list_shape_and_rerank(mock):
+    listed = score_once(mock.root_url, "fibre households", [BERG["text"]], headers={"X-Groundeval-Score-Shape": "list"})
+    rerank = score_once(mock.root_url, "fibre households", [BERG["text"]], api="rerank")
+    assert listed.logit == rerank.logit == 4.0
+
+
+def test_scorer_cap_truncates_the_concatenated_sources(mock):
+    long_text = "filler " * 10_000 + "moonbase"
+    capped = score_once(mock.root_url, "moonbase", [long_text])
+    assert capped.truncated and capped.logit == -4.0  # the only matching word lies beyond 28,000 characters
+    full = score_once(mock.root_url, "moonbase", [long_text], cap=len(long_text))
+    assert not full.truncated and full.logit == 4.0
+    assert scorer_document(["ab", "cd"], cap=3) == ("ab\n", True)
+
+
+def test_scorer_down_is_none_never_a_guess():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    result = score_once(f"http://127.0.0.1:{port}", "anything", ["text"], max_retries=0)
+    assert result.score is None and "unreachable" in result.error
+    records = [{**result.to_record()}, {"coverageScore": 0.5, "scorerError": None}]
+    assert metrics.scorer_errors(records) == 1 and metrics.coverage_score_mean(records) == 0.5
+
+
+def test_scorer_500_is_an_error(mock):
+    result = score_once(mock.root_url, "a", ["a"], headers={"X-Groundeval-Fault": "500"}, max_retries=0)
+    assert result.score is None and "HTTP 500" in result.error
+
+
+def test_sigmoid_bounds_and_read_score_shapes():
+    assert sigmoid(0.0) == 0.5 and sigmoid(-1000.0) == 0.0 and sigmoid(1000.0) == 1.0
+    assert read_score({"data": [{"index": 0, "score": 1.5}]}) == 1.5
+    assert read_score([{"index": 0, "score": -2}]) == -2.0
+    assert read_score({"results": [{"index": 0, "relevance_score": 0.25}]}) == 0.25
+    with pytest.raises(ValueError):
+        read_score({"data": []})
+
+
+def test_mock_score_route_without_v1_answers_the_same(mock):
+    a = httpx.post(mock.root_url + "/score", json={"text_1": "a b", "text_2": "a"}).json()
+    b = httpx.post(mock.base_url + "/score", json={"text_1": "a b", "text_2": "a"}).json()
+    assert a["data"] == b["data"] == [{"index": 0, "object": "score", "score": 0.0}]
+
+
+def test_assess_paragraphs_on_the_smoke_dataset(mock):
+    from pathlib import Path
+
+    from pytest_groundeval.core.kinds.citation import judge_citation, source_map
+    from pytest_groundeval.core.dataset import load_dataset
+    from pytest_groundeval.judge.paragraphs import assess_paragraphs, source_details
+
+    dataset = load_dataset(Path(__file__).resolve().parents[2] / "datasets" / "citation-smoke")
+    item = dataset.by_id["cit-smoke-wrong-speaker"]
+    outcome = judge_citation(item, answer=item.response.answer, sources=source_map(item),
+                             mention_regex=dataset.manifest.mention_regex)  # fmt: skip
+
+    async def run():
+        async with JudgeClient(mock.base_url, "mock-judge") as judge, CoverageScorer(mock.root_url) as scorer:
+            return await assess_paragraphs(outcome.extra["citationParagraphs"], answer=item.response.answer,
+                                           sources=source_details(item), judge=judge, scorer=scorer)  # fmt: skip
+
+    (record,) = asyncio.run(run())
+    assert record["verdict"] == "wrong_speaker" and record["metadataMismatch"] and record["judgeModel"] == "mock-judge"
+    assert record["coverageScore"] is None and "no cited source has text" in record["scorerError"]
+    assert metrics.catch_split([record])["wrongSpeakerDeterministic"] == 1

@@ -1,0 +1,122 @@
+"""Pure parts of the judge: parser, metrics, κ, the mock's judge and fault grammar (docs/citation.md, docs/mock.md)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_groundeval.judge import metrics
+from pytest_groundeval.judge.parse import UnparseableReply, parse_verdict
+from pytest_groundeval.judge.prompt import VERDICTS, judge_input, judge_messages
+from pytest_groundeval.mock import judge as mock_judge
+from pytest_groundeval.mock.faults import FaultCounter, FaultSpecError, parse_fault_spec
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ['{"verdict": "partial", "rationale": "half of it"}', '```json\n{"verdict": "partial", "rationale": "half of it"}\n```',
+     '  ```\n{"verdict":"partial","rationale":" half of it "}\n```  '],
+)  # fmt: skip
+def test_parser_accepts_json_and_one_fence(reply):
+    assert parse_verdict(reply) == ("partial", "half of it")
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [(None, "empty"), ("", "empty"), ("It is supported.", "not a JSON object"),
+     ('Sure: {"verdict": "supported", "rationale": "x"}', "not a JSON object"), ("[1, 2]", "not an object"),
+     ('{"verdict": "Supported", "rationale": "x"}', "unknown verdict"), ('{"rationale": "x"}', "unknown verdict"),
+     ('{"verdict": "supported", "rationale": "  "}', "empty rationale"), ('{"verdict": "supported"}', "empty rationale")],
+)  # fmt: skip
+def test_parser_rejects(reply, reason):
+    with pytest.raises(UnparseableReply, match=reason):
+        parse_verdict(reply)
+
+
+@given(st.text(max_size=200))
+def test_parser_never_accepts_what_is_not_a_verdict(text):
+    try:
+        verdict, rationale = parse_verdict(text)
+    except UnparseableReply:
+        return
+    assert verdict in VERDICTS and rationale
+
+
+def rec(verdict, expected=None, *, det=True, mismatch=(), model="j", score=None, scorer_error=None):
+    return {"verdict": verdict, "expectedVerdict": expected, "deterministicPass": det, "metadataMismatch": list(mismatch),
+            "judgeModel": model, "coverageScore": score, "scorerError": scorer_error}  # fmt: skip
+
+
+def test_rates_keep_errors_and_unparseable_in_the_denominator():
+    records = [rec("supported"), rec("unparseable"), rec(None), rec("wrong_speaker", det=False, mismatch=["x"])]
+    assert metrics.citation_supported_rate(records) == 0.25
+    assert metrics.unparseable_rate(records) == 0.25 and metrics.wrong_speaker_rate(records) == 0.25
+    assert metrics.judge_errors(records) == 1
+    assert metrics.citation_metadata_accuracy(records) == 0.75
+    assert metrics.verdict_distribution(records)["unjudged"] == 1
+    no_judge = [rec(None, model=None)]
+    assert metrics.citation_supported_rate(no_judge) is None and metrics.judge_errors(no_judge) == 0
+    assert metrics.citation_metadata_accuracy([]) is None
+
+
+def test_agreement_kappa_and_confusion():
+    records = [rec("supported", "supported"), rec("supported", "supported"), rec("partial", "unsupported"),
+               rec("unsupported", "unsupported"), rec(None, "supported"), rec("supported")]  # fmt: skip
+    assert metrics.judge_agreement(records) == 0.6
+    assert metrics.confusion_matrix(records) == {
+        "supported": {"supported": 2, "unjudged": 1}, "unsupported": {"partial": 1, "unsupported": 1}}  # fmt: skip
+    # p_o = 0.6; p_e = (3*2 + 2*1) / 25 = 0.32; κ = 0.28 / 0.68
+    assert metrics.cohen_kappa(records) == pytest.approx(0.28 / 0.68)
+    assert metrics.cohen_kappa([rec("supported", "supported")]) == 1.0
+    assert metrics.cohen_kappa([]) is None and metrics.judge_agreement([]) is None
+
+
+def test_catch_split_separates_deterministic_from_judge_only():
+    records = [rec("wrong_speaker", det=False, mismatch=["m"]), rec("wrong_speaker"), rec("wrong_attribution"),
+               rec("supported", det=False), rec("unparseable")]  # fmt: skip
+    assert metrics.catch_split(records) == {
+        "wrongSpeaker": 2, "wrongSpeakerDeterministic": 1, "wrongSpeakerJudgeOnly": 1, "deterministicCatches": 2,
+        "judgeCatches": 3, "judgeOnlyCatches": 2, "deterministicOnlyCatches": 1}  # fmt: skip
+
+
+def test_coverage_mean_is_over_scored_paragraphs_only():
+    records = [rec("supported", score=0.2), rec("supported", score=0.6), rec("supported", scorer_error="down")]
+    assert metrics.coverage_score_mean(records) == pytest.approx(0.4) and metrics.scorer_errors(records) == 1
+    assert metrics.coverage_score_mean([rec("supported")]) is None
+
+
+def test_mock_judge_rules_from_the_input_alone():
+    source = {"marker": "1", "metadata": {"speaker": "A B"}, "text": "alpha beta gamma delta"}
+    other = {"marker": "2", "metadata": {}, "text": "omega sigma lambda kappa"}
+    assert mock_judge.judge_verdict(judge_input("alpha beta gamma delta [1]", [source]))[0] == "supported"
+    assert mock_judge.judge_verdict(judge_input("alpha beta omega zeta [1]", [source]))[0] == "partial"
+    assert mock_judge.judge_verdict(judge_input("zeta eta theta iota [1]", [source]))[0] == "unsupported"
+    assert mock_judge.judge_verdict(judge_input("omega sigma lambda kappa [1]", [source], [other]))[0] == "wrong_attribution"
+    assert mock_judge.judge_verdict(judge_input("alpha beta [1]", [source], [], ["speaker 'C D'"]))[0] == "wrong_speaker"
+    assert mock_judge.is_judge({"messages": judge_messages(judge_input("x", []))})
+
+
+def test_reply_fault_grammar_and_counter():
+    plan = parse_fault_spec("delay:5,proseX1".lower())
+    assert (plan.reply, plan.reply_count, plan.delay_ms) == ("prose", 1, 5.0)
+    counter = FaultCounter()
+    assert [counter.reply_fires(plan) for _ in range(3)] == ["prose", None, None]
+    assert parse_fault_spec("fenced").reply == "fenced" and counter.reply_fires(parse_fault_spec("fenced")) == "fenced"
+    with pytest.raises(FaultSpecError, match="more than one reply fault"):
+        parse_fault_spec("prose,fenced")
+
+
+def test_the_judge_package_imports_no_pytest():
+    # The judge is a library the plugin will call (docs/citation.md); like core/, it must stand without pytest.
+    modules = ["prompt", "parse", "cache", "client", "scorer", "paragraphs", "metrics", "generate"]
+    code = (
+        "import sys; "
+        + "; ".join(f"import pytest_groundeval.judge.{m}" for m in modules)
+        + "; print(sorted(m for m in ('pytest', '_pytest', 'openai') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
