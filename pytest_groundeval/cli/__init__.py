@@ -13,11 +13,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "hash-corpus": ("pytest_groundeval.cli.dataset", "hash_corpus_main", "Print corpus hashes to paste into a manifest"),
     "gate": ("pytest_groundeval.cli.gate", "gate_main", "Re-apply gate floors to a saved report"),
     "report": ("pytest_groundeval.cli.report", "report_main", "Print a saved report's metrics and items"),
+    "merge": ("pytest_groundeval.cli.merge", "merge_main", "Merge the reports of a sharded run and gate them"),
     "mock": ("pytest_groundeval.mock", "main", "Serve the deterministic OpenAI-compatible mock provider"),
     "reference": ("pytest_groundeval.reference.cli", "main", "Serve the reference target, or create an API key"),
 }
 
-USAGE = "usage: groundeval {" + ",".join(COMMANDS) + "} [options]\n\n" + "\n".join(
+USAGE = "usage: groundeval [--version] {" + ",".join(COMMANDS) + "} [options]\n\n" + "\n".join(
     f"  {name:<12} {help_}" for name, (_, _, help_) in COMMANDS.items()
 )
 
@@ -28,6 +29,15 @@ def main(argv: list[str] | None = None) -> int:
     if not args or args[0] in ("-h", "--help"):
         print(USAGE)
         return 0 if args else 2
+    if args[0] in ("-V", "--version"):
+        from importlib import metadata
+
+        try:
+            version = metadata.version("pytest-groundeval")
+        except metadata.PackageNotFoundError:
+            version = "unknown"
+        print(f"groundeval {version}")
+        return 0
     name, rest = args[0], args[1:]
     if name not in COMMANDS:
         print(f"groundeval: unknown command {name!r}\n\n{USAGE}", file=sys.stderr)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import sys
 
-from ..core.gate import FloorsError, evaluate_gate, load_floors
+from ..core.gate import FloorsError, GateResult, evaluate_gate, load_floors, missing_items_check
 from ..core.render import format_check
 from ..core.report import ReportError, read_report
 from ._args import Parser, ParserExit, UsageError
 
 
-def _gate_parser() -> _Parser:
+def _gate_parser() -> Parser:
     parser = Parser(prog="groundeval gate", description="Re-apply gate floors to a saved report")
     parser.add_argument("--report", required=True, help="Report JSON written by --eval-report")
     parser.add_argument("--baseline", help="Earlier report to compare retrieval recall with")
@@ -38,7 +38,8 @@ def gate_main(argv: list[str]) -> int:
     try:
         report = read_report(args.report)
         baseline = read_report(args.baseline) if args.baseline else None
-        floors = load_floors(args.floors) if args.floors else None
+        # Without --floors, the bounds the run recorded (docs/ci.md); defaults for older reports.
+        floors = load_floors(args.floors) if args.floors else report.floors
     except (ReportError, FloorsError) as exc:
         print(f"groundeval gate: {exc}", file=sys.stderr)
         return 2
@@ -58,6 +59,9 @@ def gate_main(argv: list[str]) -> int:
         # The same rule as the plugin: the baseline's recall over the qa items this report ran.
         qa_ids={item.id for item in report.items if item.kind == "qa"} if report.items else None,
     )
+    if report.merge is not None and report.merge.missing_items:
+        # A merged run with shards or items missing is not a whole run (docs/ci.md).
+        result = GateResult(passed=False, checks=[*result.checks, missing_items_check(report.merge)])
     for check in result.checks:
         print(format_check(check))
     print(f"gate: {'PASS' if result.passed else 'FAIL'}")

@@ -26,7 +26,7 @@ from .metrics import METRIC_DIRECTIONS, Metrics, format_value, metric_specs
 from .wire import WireModel
 
 if TYPE_CHECKING:
-    from .report import ModelLineage, Report
+    from .report import MergeInfo, ModelLineage, Report
 
 Op = Literal[">=", "<="]
 CheckOutcome = Literal["PASS", "FAIL", "SKIP"]
@@ -174,6 +174,40 @@ def interrupted_check(items_ran: int) -> GateCheck:
         op="<=",
         outcome="FAIL",
         reason=f"interrupted after {items_ran} items: the metrics cover only part of the selection",
+    )
+
+
+_MISSING_IDS_SHOWN = 10
+
+
+def missing_items_check(merge: MergeInfo) -> GateCheck:
+    """The check that fails a merged run in which some dataset items were never run (docs/ci.md).
+
+    Args:
+        merge: The merged report's ``merge`` block, with ``missing_items > 0``.
+
+    Returns:
+        A FAIL check on ``items`` whose reason names the missing shards and, when
+        known, up to ten missing item ids.
+    """
+    parts = []
+    if merge.missing_shards:
+        parts.append(f"shard(s) {', '.join(merge.missing_shards)} not given")
+    ids = merge.missing_item_ids or []
+    if ids:
+        shown = ", ".join(ids[:_MISSING_IDS_SHOWN])
+        more = f" and {len(ids) - _MISSING_IDS_SHOWN} more" if len(ids) > _MISSING_IDS_SHOWN else ""
+        parts.append(f"missing ids: {shown}{more}")
+    elif merge.missing_items:
+        parts.append("ids not known (give groundeval merge the dataset with --dataset to list them)")
+    return GateCheck(
+        metric="items",
+        value=float(merge.missing_items),
+        bound=0.0,
+        op="<=",
+        outcome="FAIL",
+        reason=f"{merge.missing_items} of {merge.dataset_items} dataset items missing from the merged shards; "
+        + "; ".join(parts),
     )
 
 

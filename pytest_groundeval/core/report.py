@@ -64,6 +64,40 @@ class Environment(WireModel):
     """``git rev-parse HEAD`` in the run's working directory; None outside a git checkout."""
 
 
+class ShardInfo(WireModel):
+    """Which part of the dataset a sharded run ran (docs/ci.md, "Sharding").
+
+    The plugin records it for every run (an unsharded run is shard 1 of 1) so that
+    ``groundeval merge`` can prove every dataset item was run exactly once.
+    """
+
+    index: int = Field(ge=1)
+    """This shard's number K of ``--eval-shard K/N``, 1-based."""
+    count: int = Field(ge=1)
+    """N, the number of shards the dataset was split into."""
+    assigned: int = Field(ge=0)
+    """Dataset items whose id hashes to this shard (``outputs.merge.shard_of``), selected or not."""
+    dataset_items: int = Field(ge=0)
+    """Items in the whole dataset, every shard together."""
+    dataset_items_digest: str
+    """``outputs.merge.ids_digest`` of every item id of the dataset (xxh3_64 hex of the sorted ids)."""
+
+
+class MergeInfo(WireModel):
+    """What ``groundeval merge`` combined, and what it found missing (docs/ci.md)."""
+
+    shards: list[str]
+    """The shards merged, as ``"K/N"``, in index order."""
+    missing_shards: list[str] = Field(default_factory=list)
+    """Shards of ``1..N`` no report was given for."""
+    dataset_items: int = Field(ge=0)
+    """Items in the whole dataset."""
+    missing_items: int = Field(default=0, ge=0)
+    """Dataset items no merged report accounts for; any fails the gate."""
+    missing_item_ids: list[str] | None = None
+    """Their ids when known (a missing shard's ids are known only when merge was given the dataset)."""
+
+
 class Report(WireModel):
     """A saved run (docs/gate.md), versioned by ``schema_version``."""
 
@@ -87,6 +121,13 @@ class Report(WireModel):
     """True when the run stopped before every selected item ran (Ctrl-C, ``-x``, a
     stopped session): its metrics cover only part of the selection and its gate
     verdict is not final (``groundeval gate`` fails such a report)."""
+    floors: dict[str, float] | None = None
+    """The complete bounds the gate applied (``core.gate.parse_floors`` output, margin included);
+    None in reports written before it was recorded."""
+    shard: ShardInfo | None = None
+    """The part of the dataset this run covered; None in reports written before it was recorded."""
+    merge: MergeInfo | None = None
+    """Set on a report written by ``groundeval merge``."""
     items: list[ItemOutcome] = Field(default_factory=list)
     """Per-item outcomes, in the order they finished."""
 
