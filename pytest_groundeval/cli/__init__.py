@@ -1,13 +1,16 @@
 """The ``groundeval`` console script: a thin dispatcher over one module per command.
 
 Each sub-command takes the remaining arguments: ``main(argv: list[str]) -> int``. Exit codes: 0 success (or gate
-PASS), 1 gate FAIL, 2 unusable input or usage error.
+PASS), 1 gate FAIL, 2 unusable input or usage error. A reader that stops early (``groundeval gate … | head -1``)
+costs the rest of the output, never the exit code: the command runs to the end and exits with its own status.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+from typing import Any, TextIO
 
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "hash-corpus": ("pytest_groundeval.cli.dataset", "hash_corpus_main", "Print corpus hashes to paste into a manifest"),
@@ -23,8 +26,63 @@ USAGE = "usage: groundeval [--version] {" + ",".join(COMMANDS) + "} [options]\n\
 )
 
 
+class _ClosedPipeSafe:
+    """A stand-in for ``sys.stdout``/``sys.stderr`` that drops output once its reader has gone.
+
+    The first ``BrokenPipeError`` (EPIPE) points the stream's file descriptor at
+    ``os.devnull`` (so the interpreter's own flush at exit succeeds too) and every
+    later write is discarded, so the command finishes and returns its real status
+    instead of ending in a traceback.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._closed_pipe = False
+
+    def _drop(self) -> None:
+        self._closed_pipe = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, self._stream.fileno())
+            finally:
+                os.close(devnull)
+        except (OSError, ValueError):
+            pass  # no file descriptor (a test's capture): later writes are dropped anyway
+
+    def write(self, text: str) -> int:
+        if not self._closed_pipe:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._closed_pipe:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run ``groundeval``. Returns the process exit code."""
+    """Run ``groundeval``. Returns the process exit code (see the module docstring)."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _ClosedPipeSafe(saved[0]), _ClosedPipeSafe(saved[1])
+    try:
+        status = _dispatch(argv)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return status
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _dispatch(argv: list[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
         print(USAGE)

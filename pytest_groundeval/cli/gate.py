@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import sys
 
-from ..core.gate import FloorsError, GateResult, evaluate_gate, load_floors, missing_items_check
+from ..core.gate import (
+    FloorsError,
+    GateResult,
+    check_recorded_floors,
+    evaluate_gate,
+    load_floors,
+    missing_items_check,
+)
 from ..core.render import format_check
 from ..core.report import ReportError, read_report
 from ._args import Parser, ParserExit, UsageError
@@ -13,15 +20,27 @@ from ._args import Parser, ParserExit, UsageError
 def _gate_parser() -> Parser:
     parser = Parser(prog="groundeval gate", description="Re-apply gate floors to a saved report")
     parser.add_argument("--report", required=True, help="Report JSON written by --eval-report")
-    parser.add_argument("--baseline", help="Earlier report to compare retrieval recall with")
-    parser.add_argument("--floors", help="Floors JSON (metric name -> bound); defaults when absent")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
+        "--baseline", help="Earlier report to compare retrieval recall with, instead of the one the run recorded"
+    )
+    which.add_argument(
+        "--no-baseline", action="store_true", help="No baseline recall check, even if the run recorded a baseline"
+    )
+    parser.add_argument(
+        "--floors", help="Floors JSON (metric name -> bound) instead of the floors the run recorded (or the defaults)"
+    )
     return parser
 
 
 def gate_main(argv: list[str]) -> int:
-    """``groundeval gate --report R [--baseline B] [--floors F]``.
+    """``groundeval gate --report R [--baseline B | --no-baseline] [--floors F]``.
 
-    Prints one line per check, then ``gate: PASS`` or ``gate: FAIL``.
+    Without ``--floors`` the floors the run recorded are applied (the defaults for a
+    report that records none); without ``--baseline`` or ``--no-baseline``, the baseline
+    the run recorded (none for a report that records none). Prints one line saying
+    which floors and baseline it applied, one line per check, then ``gate: PASS`` or
+    ``gate: FAIL``.
 
     Returns:
         0 when the gate passes, 1 when it fails, 2 when an argument is missing or
@@ -37,9 +56,22 @@ def gate_main(argv: list[str]) -> int:
         return 2
     try:
         report = read_report(args.report)
-        baseline = read_report(args.baseline) if args.baseline else None
-        # Without --floors, the bounds the run recorded (docs/ci.md); defaults for older reports.
-        floors = load_floors(args.floors) if args.floors else report.floors
+        if args.no_baseline:
+            baseline, baseline_text = None, "no baseline (--no-baseline)"
+        elif args.baseline:
+            baseline, baseline_text = read_report(args.baseline), f"baseline {args.baseline}"
+        elif report.baseline is not None:
+            baseline = report.baseline
+            baseline_text = f"baseline {report.baseline.path or '(path not recorded)'} as recorded in the report"
+        else:
+            baseline, baseline_text = None, "no baseline (the report records none)"
+        if args.floors:
+            floors, floors_text = load_floors(args.floors), f"floors from {args.floors}"
+        elif report.floors is not None:
+            floors = check_recorded_floors(report.floors, f"recorded in {args.report}")
+            floors_text = "floors recorded in the report"
+        else:
+            floors, floors_text = None, "default floors (the report records none)"
     except (ReportError, FloorsError) as exc:
         print(f"groundeval gate: {exc}", file=sys.stderr)
         return 2
@@ -50,6 +82,7 @@ def gate_main(argv: list[str]) -> int:
         )
         print("gate: FAIL")
         return 1
+    print(f"applied: {floors_text}; {baseline_text}")
     result = evaluate_gate(
         report.metrics,
         floors=floors,

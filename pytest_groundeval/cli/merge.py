@@ -41,14 +41,20 @@ def _merge_parser() -> Parser:
     parser.add_argument("reports", nargs="+", metavar="REPORT", help="One report per shard (--eval-shard K/N)")
     parser.add_argument("-o", "--output", required=True, metavar="OUT", help="Where to write the merged report")
     parser.add_argument("--floors", help="Floors JSON to gate with instead of the floors the shards recorded")
-    parser.add_argument("--baseline", help="Baseline report for the retrieval recall check")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
+        "--baseline", help="Baseline report for the retrieval recall check, instead of the one the shards recorded"
+    )
+    which.add_argument(
+        "--no-baseline", action="store_true", help="No baseline recall check, even if the shards recorded a baseline"
+    )
     parser.add_argument("--dataset", help="The dataset directory or manifest, to list missing items by id")
     add_output_arguments(parser)
     return parser
 
 
 def merge_main(argv: list[str]) -> int:
-    """``groundeval merge R1 … Rn -o R [--floors F] [--baseline B] [--dataset D] [--html OUT] [--markdown OUT]``.
+    """``groundeval merge R1 … Rn -o R [--floors F] [--baseline B | --no-baseline] [--dataset D] [--html OUT] [--markdown OUT]``.
 
     Writes the merged report (see ``outputs.merge.merge_reports``), prints one line per
     gate check and ``gate: PASS`` or ``gate: FAIL``.
@@ -71,7 +77,15 @@ def merge_main(argv: list[str]) -> int:
         floors = load_floors(args.floors) if args.floors else None
         baseline = read_report(args.baseline) if args.baseline else None
         dataset_ids = _dataset_ids(args.dataset) if args.dataset else None
-        merged = merge_reports(reports, sources=args.reports, floors=floors, baseline=baseline, dataset_ids=dataset_ids)
+        merged = merge_reports(
+            reports,
+            sources=args.reports,
+            floors=floors,
+            baseline=baseline,
+            baseline_path=args.baseline,
+            recorded_baseline=not args.no_baseline,
+            dataset_ids=dataset_ids,
+        )
         write_text_atomic(args.output, json.dumps(merged, ensure_ascii=False, allow_nan=False))
     except (ReportError, FloorsError, MergeError, OutputError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)

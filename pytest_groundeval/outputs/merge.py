@@ -28,9 +28,9 @@ from typing import Any
 
 import xxhash
 
-from ..core.gate import evaluate_gate, interrupted_check, missing_items_check
+from ..core.gate import evaluate_gate, interrupted_check, missing_items_check, summarize_baseline
 from ..core.metrics import compute_metrics
-from ..core.report import MergeInfo, Report, ReportError, parse_report
+from ..core.report import BaselineInfo, MergeInfo, Report, ReportError, parse_report
 
 _IDS_SHOWN = 5
 
@@ -243,12 +243,52 @@ def _missing(
     )
 
 
+def _recorded_baseline(reports: list[tuple[str, Report]]) -> BaselineInfo | None:
+    """The shards' recorded baselines as one: the same baseline, its figure over every shard's qa items."""
+    first_source, first = reports[0]
+    for source, report in reports[1:]:
+        if (report.baseline is None) != (first.baseline is None):
+            with_one, without = (source, first_source) if report.baseline is not None else (first_source, source)
+            raise MergeError(
+                f"cannot merge: {with_one} records a baseline but {without} does not; "
+                "give groundeval merge --baseline B or --no-baseline"
+            )
+    if first.baseline is None:
+        return None
+    _same(
+        reports,
+        "baseline",
+        lambda r: (
+            r.baseline.path, r.baseline.dataset_version, r.baseline.models.to_wire(),
+            r.baseline.baseline_qa_items, r.baseline.qa_items is None,
+            r.baseline.retrieval_recall if r.baseline.qa_items is None else None,
+        ),
+    )  # fmt: skip
+    info = first.baseline
+    if info.qa_items is None:  # every shard compared with the baseline's overall figure
+        return info
+    expected = sum(r.baseline.evidence_expected or 0 for _, r in reports)
+    found = sum(r.baseline.evidence_found or 0 for _, r in reports)
+    missing = sum(r.baseline.missing_items for _, r in reports)
+    return info.model_copy(
+        update={
+            "qa_items": sum(r.baseline.qa_items for _, r in reports),
+            "missing_items": missing,
+            "evidence_expected": expected,
+            "evidence_found": found,
+            "retrieval_recall": found / expected if expected and not missing else None,
+        }
+    )
+
+
 def merge_reports(
     reports: Sequence[Mapping[str, Any] | Report],
     *,
     sources: Sequence[str] | None = None,
     floors: Mapping[str, float] | None = None,
     baseline: Report | None = None,
+    baseline_path: str | None = None,
+    recorded_baseline: bool = True,
     dataset_ids: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Merge the reports of the shards of one run into one report, recomputing metrics and gate.
@@ -258,7 +298,11 @@ def merge_reports(
         sources: A name per report for messages (its path); ``"report 1"``… by default.
         floors: Complete bounds (``core.gate.parse_floors`` output) to gate with instead of the
             ones the shards recorded.
-        baseline: The baseline report the shards compared retrieval recall with, if any.
+        baseline: A baseline report to compare retrieval recall with instead of the one the
+            shards recorded; its recall is taken over the qa items of every shard.
+        baseline_path: ``baseline``'s file, recorded in the merged report for people.
+        recorded_baseline: Without ``baseline``, use the baseline the shards recorded
+            (its figures over each shard's items, summed); False: no baseline check.
         dataset_ids: Every item id of the dataset; when given, missing items are listed by id.
 
     Returns:
@@ -272,7 +316,8 @@ def merge_reports(
 
     Raises:
         MergeError: A report is invalid or records no shard, or the reports are not
-            the shards of one run (see the module docstring); the message names them.
+            the shards of one run (see the module docstring), or some record a baseline
+            and others none or another; the message names them.
     """
     validated = _validated(reports, sources)
     _check_compatible(validated, floors is not None)
@@ -283,13 +328,17 @@ def merge_reports(
     items = [item for _, report in validated for item in report.items]
     metrics = compute_metrics(items)
     bounds = dict(floors) if floors is not None else first.floors
+    qa_ids = {item.id for item in items if item.kind == "qa"} if items else None
+    if baseline is not None:
+        baseline_info = summarize_baseline(baseline, qa_ids, baseline_path)
+    else:
+        baseline_info = _recorded_baseline(validated) if recorded_baseline else None
     gate = evaluate_gate(
         metrics,
         floors=bounds,
-        baseline=baseline,
+        baseline=baseline_info,
         dataset_version=first.dataset_version,
         models=first.models,
-        qa_ids={item.id for item in items if item.kind == "qa"} if items else None,
     )
     checks = list(gate.checks)
     interrupted = any(report.interrupted for _, report in validated)
@@ -312,5 +361,6 @@ def merge_reports(
         floors=bounds,
         shard=None,
         merge=info,
+        baseline=baseline_info,
     )
     return merged.to_wire()

@@ -185,7 +185,7 @@ class GateSession:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if not self.seen:
             return
-        from ..core.gate import evaluate_gate
+        from ..core.gate import DEFAULT_FLOORS, evaluate_gate, summarize_baseline
 
         self.metrics = self.accumulator.result()
         models = self.models or {"generate": "unknown", "embed": "unknown"}
@@ -200,10 +200,18 @@ class GateSession:
                 if self.writer is not None:
                     self.writer.abort()
                 return
+        # What the recall check compares with, recorded in the report so that
+        # `groundeval gate --report` re-applies the same check (docs/gate.md).
+        baseline = (
+            summarize_baseline(self.baseline, self.qa_ids, _shown(self.baseline_path))
+            if self.baseline is not None and self.baseline_path is not None
+            else None
+        )
+        floors = dict(DEFAULT_FLOORS) if self.floors is None else self.floors
         self.gate = evaluate_gate(
             self.metrics,
-            floors=self.floors,
-            baseline=self.baseline,
+            floors=floors,
+            baseline=baseline,
             dataset_version=self.dataset_version or "unknown",
             models=models,
             qa_ids=self.qa_ids,
@@ -229,6 +237,8 @@ class GateSession:
                 gate=self.gate,
                 environment=environment_info(),
                 interrupted=interrupted,
+                floors=floors,
+                baseline=baseline,
             )
         if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
             return

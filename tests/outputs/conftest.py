@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pytest_groundeval.core.gate import DEFAULT_FLOORS, evaluate_gate
+from pytest_groundeval.core.gate import DEFAULT_FLOORS, evaluate_gate, summarize_baseline
 from pytest_groundeval.core.metrics import compute_metrics
 from pytest_groundeval.outputs.merge import shard_info, shard_of
 from pytest_groundeval.core.report import parse_report, read_report
@@ -65,7 +65,7 @@ def make_shards(v1_baseline) -> Callable[..., list[dict[str, Any]]]:
     """Split a whole run's report into the N reports its shards would have written.
 
     Each shard gets the items ``shard_of`` assigns it, its own metrics and gate
-    (same floors, same baseline), and the ``shard`` block the plugin records.
+    (same floors, same baseline), and the ``shard`` and ``baseline`` blocks the plugin records.
     """
 
     def make(report: dict[str, Any], count: int, baseline=v1_baseline) -> list[dict[str, Any]]:
@@ -74,13 +74,14 @@ def make_shards(v1_baseline) -> Callable[..., list[dict[str, Any]]]:
         for index in range(1, count + 1):
             items = [item for item in report["items"] if shard_of(item["id"], count) == index]
             metrics = compute_metrics(items)
+            qa_ids = {item["id"] for item in items if item["kind"] == "qa"}
+            recorded = summarize_baseline(baseline, qa_ids, "datasets/v1/baseline.json") if baseline else None
             gate = evaluate_gate(
                 metrics,
                 floors=report["floors"],
-                baseline=baseline,
+                baseline=recorded,
                 dataset_version=report["datasetVersion"],
                 models=report["models"],
-                qa_ids={item["id"] for item in items if item["kind"] == "qa"},
             )
             shard = copy.deepcopy(report)
             shard.update(
@@ -88,6 +89,7 @@ def make_shards(v1_baseline) -> Callable[..., list[dict[str, Any]]]:
                 metrics=metrics.to_wire(),
                 gate=gate.to_wire(),
                 shard=shard_info(ids, index, count),
+                baseline=recorded.to_wire() if recorded else None,
                 startedAtMs=report["startedAtMs"] + index * 1000,
                 durationMs=report["durationMs"] / count,
             )

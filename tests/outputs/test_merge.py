@@ -18,6 +18,7 @@ from pytest_groundeval.outputs.merge import (
     shard_info,
     shard_of,
 )
+from pytest_groundeval.core.gate import summarize_baseline
 from pytest_groundeval.core.report import parse_report
 
 V1_BASELINE = Path(__file__).resolve().parents[2] / "datasets" / "v1" / "baseline.json"
@@ -74,6 +75,38 @@ def test_three_shards_merge_to_the_unsharded_metrics_and_gate(v1_report, make_sh
         "missingItemIds": None,
     }
     parse_report(merged, "merged")  # a valid report that groundeval gate can read
+
+
+def test_without_baseline_the_merge_applies_the_one_the_shards_recorded(v1_report, make_shards, v1_baseline):
+    shards = make_shards(v1_report, 3)
+    merged = merge_reports(shards)
+    assert merged["gate"] == v1_report["gate"] == merge_reports(shards, baseline=v1_baseline)["gate"]
+    qa_ids = {item["id"] for item in v1_report["items"] if item["kind"] == "qa"}
+    whole = summarize_baseline(v1_baseline, qa_ids, "datasets/v1/baseline.json").to_wire()
+    assert merged["baseline"] == whole  # the shards' figures summed are the figure over every item
+
+
+def test_shards_whose_recall_fell_fail_the_merged_gate_against_their_recorded_baseline(v1_report, make_shards):
+    # The merge must not lose what made each shard fail (the issue 12 scenario, sharded).
+    for item in v1_report["items"]:
+        if item["kind"] == "qa":
+            item["evidenceFound"] = 0
+    merged = merge_reports(make_shards(v1_report, 3))
+    recall = [c for c in merged["gate"]["checks"] if c["metric"] == "retrievalRecall" and "baseline" in c["reason"]]
+    assert [c["outcome"] for c in recall] == ["FAIL"] and not merged["gate"]["passed"]
+    unarmed = merge_reports(make_shards(v1_report, 3), recorded_baseline=False)
+    recall = [c for c in unarmed["gate"]["checks"] if c["metric"] == "retrievalRecall" and "baseline" in c["reason"]]
+    assert recall[0]["outcome"] == "SKIP" and unarmed["baseline"] is None
+
+
+def test_shards_that_record_different_baselines_are_refused(v1_report, make_shards):
+    one, two, three = make_shards(v1_report, 3)
+    two["baseline"] = None
+    with pytest.raises(MergeError, match="records a baseline but report 2 does not; give groundeval merge --baseline"):
+        merge_reports([one, two, three])
+    two["baseline"] = {**one["baseline"], "path": "other/baseline.json"}
+    with pytest.raises(MergeError, match="cannot merge: report 1 has baseline"):
+        merge_reports([one, two, three])
 
 
 def test_merge_is_order_independent(v1_report, make_shards, v1_baseline):
