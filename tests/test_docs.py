@@ -79,7 +79,10 @@ def missing_links(pages: Iterable[Path], docs: Path) -> list[str]:
         for target in sorted(set(MARKDOWN_LINK.findall(text))):
             if "://" not in target and not (page.parent / target).is_file():
                 missing.append(f"{page}: link {target}")
-        for name in sorted(set(BARE_PAGE.findall(text))):
+        # File names in commands and code (`--markdown report.md`) are not page references.
+        prose = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+        prose = re.sub(r"(?m)^(?:    |\t).*$", "", re.sub(r"`[^`\n]*`", "", prose))
+        for name in sorted(set(BARE_PAGE.findall(prose))):
             if not (docs / name).is_file():
                 missing.append(f"{page}: {name}")
     return missing

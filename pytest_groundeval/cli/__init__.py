@@ -1,18 +1,22 @@
 """The ``groundeval`` console script: a thin dispatcher over one module per command.
 
 Each sub-command takes the remaining arguments: ``main(argv: list[str]) -> int``. Exit codes: 0 success (or gate
-PASS), 1 gate FAIL, 2 unusable input or usage error.
+PASS), 1 gate FAIL, 2 unusable input or usage error. A reader that stops early (``groundeval gate … | head -1``)
+costs the rest of the output, never the exit code: the command runs to the end and exits with its own status.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+from typing import Any, TextIO
 
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "hash-corpus": ("pytest_groundeval.cli.dataset", "hash_corpus_main", "Print corpus hashes to paste into a manifest"),
     "gate": ("pytest_groundeval.cli.gate", "gate_main", "Re-apply gate floors to a saved report"),
     "report": ("pytest_groundeval.cli.report", "report_main", "Print a saved report's metrics and items"),
+    "merge": ("pytest_groundeval.cli.merge", "merge_main", "Merge the reports of a sharded run and gate them"),
     "mock": ("pytest_groundeval.mock", "main", "Serve the deterministic OpenAI-compatible mock provider"),
     "reference": ("pytest_groundeval.reference.cli", "main", "Serve the reference target, or create an API key"),
     "generate-questions": (
@@ -20,17 +24,81 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
 }
 
-USAGE = "usage: groundeval {" + ",".join(COMMANDS) + "} [options]\n\n" + "\n".join(
+USAGE = "usage: groundeval [--version] {" + ",".join(COMMANDS) + "} [options]\n\n" + "\n".join(
     f"  {name:<12} {help_}" for name, (_, _, help_) in COMMANDS.items()
 )
 
 
+class _ClosedPipeSafe:
+    """A stand-in for ``sys.stdout``/``sys.stderr`` that drops output once its reader has gone.
+
+    The first ``BrokenPipeError`` (EPIPE) points the stream's file descriptor at
+    ``os.devnull`` (so the interpreter's own flush at exit succeeds too) and every
+    later write is discarded, so the command finishes and returns its real status
+    instead of ending in a traceback.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._closed_pipe = False
+
+    def _drop(self) -> None:
+        self._closed_pipe = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, self._stream.fileno())
+            finally:
+                os.close(devnull)
+        except (OSError, ValueError):
+            pass  # no file descriptor (a test's capture): later writes are dropped anyway
+
+    def write(self, text: str) -> int:
+        if not self._closed_pipe:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._closed_pipe:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run ``groundeval``. Returns the process exit code."""
+    """Run ``groundeval``. Returns the process exit code (see the module docstring)."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _ClosedPipeSafe(saved[0]), _ClosedPipeSafe(saved[1])
+    try:
+        status = _dispatch(argv)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return status
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _dispatch(argv: list[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
         print(USAGE)
         return 0 if args else 2
+    if args[0] in ("-V", "--version"):
+        from importlib import metadata
+
+        try:
+            version = metadata.version("pytest-groundeval")
+        except metadata.PackageNotFoundError:
+            version = "unknown"
+        print(f"groundeval {version}")
+        return 0
     name, rest = args[0], args[1:]
     if name not in COMMANDS:
         print(f"groundeval: unknown command {name!r}\n\n{USAGE}", file=sys.stderr)

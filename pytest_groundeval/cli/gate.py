@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
-from ..core.gate import FloorsError, evaluate_gate, load_floors
+from ..core.gate import (
+    FloorsError,
+    GateResult,
+    check_recorded_floors,
+    evaluate_gate,
+    load_floors,
+    missing_items_check,
+)
 from ..core.render import format_check
 from ..core.report import Report, ReportError, read_report, read_reports
 from ._args import Parser, ParserExit, UsageError
@@ -13,15 +21,27 @@ from ._args import Parser, ParserExit, UsageError
 def _gate_parser() -> Parser:
     parser = Parser(prog="groundeval gate", description="Re-apply gate floors to a saved report")
     parser.add_argument("--report", required=True, help="Report JSON written by --eval-report")
-    parser.add_argument("--baseline", help="Earlier report to compare retrieval recall with")
-    parser.add_argument("--floors", help="Floors JSON (metric name -> bound); defaults when absent")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
+        "--baseline", help="Earlier report to compare retrieval recall with, instead of the one the run recorded"
+    )
+    which.add_argument(
+        "--no-baseline", action="store_true", help="No baseline recall check, even if the run recorded a baseline"
+    )
+    parser.add_argument(
+        "--floors", help="Floors JSON (metric name -> bound) instead of the floors the run recorded (or the defaults)"
+    )
     return parser
 
 
 def gate_main(argv: list[str]) -> int:
-    """``groundeval gate --report R [--baseline B] [--floors F]``.
+    """``groundeval gate --report R [--baseline B | --no-baseline] [--floors F]``.
 
-    Prints one line per check, then ``gate: PASS`` or ``gate: FAIL``.
+    Without ``--floors`` the floors the run recorded are applied (the defaults for a
+    report that records none); without ``--baseline`` or ``--no-baseline``, the baseline
+    the run recorded (none for a report that records none). Prints one line saying
+    which floors and baseline it applied, one line per check, then ``gate: PASS`` or
+    ``gate: FAIL``.
 
     Returns:
         0 when the gate passes, 1 when it fails, 2 when an argument is missing or
@@ -37,8 +57,8 @@ def gate_main(argv: list[str]) -> int:
         return 2
     try:
         reports = read_reports(args.report)
-        baseline = read_report(args.baseline) if args.baseline else None
-        floors = load_floors(args.floors) if args.floors else None
+        explicit_baseline = read_report(args.baseline) if args.baseline else None
+        explicit_floors = load_floors(args.floors) if args.floors else None
     except (ReportError, FloorsError) as exc:
         print(f"groundeval gate: {exc}", file=sys.stderr)
         return 2
@@ -46,15 +66,39 @@ def gate_main(argv: list[str]) -> int:
     for report in reports:
         if len(reports) > 1:
             print(f"== dataset {report.dataset_version}")
-        verdicts.append(_gate_one(report, baseline, floors))
+        try:
+            verdicts.append(_gate_one(report, args, explicit_baseline, explicit_floors))
+        except FloorsError as exc:
+            print(f"groundeval gate: {exc}", file=sys.stderr)
+            return 2
     if len(reports) > 1:
         failing = [r.dataset_version for r, ok in zip(reports, verdicts) if not ok]
         print(f"gate: {'PASS' if all(verdicts) else 'FAIL (' + ', '.join(failing) + ')'}")
     return 0 if all(verdicts) else 1
 
 
-def _gate_one(report: Report, baseline: Report | None, floors: dict | None) -> bool:
-    """Print one dataset's checks and its verdict; True when its gate passes."""
+def _gate_one(report: Report, args: Any, explicit_baseline: Report | None, explicit_floors: dict | None) -> bool:
+    """Print one dataset's applied floors and baseline, its checks and its verdict; True when it passes.
+
+    Raises:
+        FloorsError: the floors the report recorded are invalid.
+    """
+    if args.no_baseline:
+        baseline, baseline_text = None, "no baseline (--no-baseline)"
+    elif explicit_baseline is not None:
+        baseline, baseline_text = explicit_baseline, f"baseline {args.baseline}"
+    elif report.baseline is not None:
+        baseline = report.baseline
+        baseline_text = f"baseline {report.baseline.path or '(path not recorded)'} as recorded in the report"
+    else:
+        baseline, baseline_text = None, "no baseline (the report records none)"
+    if explicit_floors is not None:
+        floors, floors_text = explicit_floors, f"floors from {args.floors}"
+    elif report.floors is not None:
+        floors = check_recorded_floors(report.floors, f"recorded in {args.report}")
+        floors_text = "floors recorded in the report"
+    else:
+        floors, floors_text = None, "default floors (the report records none)"
     if report.interrupted:
         print(
             f"run                        interrupted          FAIL  the run stopped before every selected "
@@ -62,6 +106,7 @@ def _gate_one(report: Report, baseline: Report | None, floors: dict | None) -> b
         )
         print("gate: FAIL")
         return False
+    print(f"applied: {floors_text}; {baseline_text}")
     result = evaluate_gate(
         report.metrics,
         floors=floors,
@@ -71,6 +116,9 @@ def _gate_one(report: Report, baseline: Report | None, floors: dict | None) -> b
         # The same rule as the plugin: the baseline's recall over the qa items this report ran.
         qa_ids={item.id for item in report.items if item.kind == "qa"} if report.items else None,
     )
+    if report.merge is not None and report.merge.missing_items:
+        # A merged run with shards or items missing is not a whole run (docs/ci.md).
+        result = GateResult(passed=False, checks=[*result.checks, missing_items_check(report.merge)])
     for check in result.checks:
         print(format_check(check))
     print(f"gate: {'PASS' if result.passed else 'FAIL'}")

@@ -7,25 +7,30 @@ import sys
 from ..core.render import format_report
 from ..core.report import ReportError, read_reports, recover_report
 from ._args import Parser, ParserExit, UsageError
+from ._outputs import add_output_arguments, outputs_from_args
 
 
 def report_main(argv: list[str]) -> int:
-    """``groundeval report R`` or ``groundeval report --recover R``.
+    """``groundeval report R [--recover] [--html OUT] [--markdown OUT] [--history FILE]``.
 
     ``R``: print a saved report's metrics, gate and failed/errored items (each dataset's,
-    for a session report of several). ``--recover R``: a run killed before it finished
-    (SIGKILL) left its items spooled beside ``R``; write them to ``R`` as a report marked
-    interrupted (docs/gate.md: what the gate guarantees), then print it.
+    for a session report of several); with ``--html`` or ``--markdown`` write those
+    outputs instead (docs/ci.md), one ``wrote PATH`` line each. ``--recover``: a run
+    killed before it finished (SIGKILL) left its items spooled beside ``R``; write them
+    to ``R`` as a report marked interrupted (docs/gate.md: what the gate guarantees),
+    then print it.
 
     Returns:
-        0 when the report was printed; 2 when it cannot be read, is invalid, there is
-        nothing to recover (one line on stderr) or the arguments are wrong.
+        0 when the report was printed or written; 2 when it cannot be read, is invalid,
+        there is nothing to recover, an output cannot be written (one line on stderr)
+        or the arguments are wrong.
     """
     parser = Parser(prog="groundeval report", description="Print a saved report's metrics and items")
     parser.add_argument("report", help="Report JSON written by --eval-report")
     parser.add_argument(
         "--recover", action="store_true", help="Rebuild the report of a killed run from the items it spooled beside R"
     )
+    add_output_arguments(parser)
     try:
         args = parser.parse_args(argv)
     except ParserExit as exc:  # --help
@@ -41,6 +46,11 @@ def report_main(argv: list[str]) -> int:
     except ReportError as exc:
         print(f"groundeval report: {exc}", file=sys.stderr)
         return 2
+    if args.html or args.markdown:
+        if len(reports) > 1:
+            print("groundeval report: --html/--markdown take a report of one dataset", file=sys.stderr)
+            return 2
+        return outputs_from_args(reports[0].to_wire(), args, "groundeval report")
     for i, report in enumerate(reports):
         if i:
             print()

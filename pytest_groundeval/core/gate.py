@@ -26,7 +26,7 @@ from .metrics import METRIC_DIRECTIONS, Metrics, format_value, metric_specs
 from .wire import WireModel
 
 if TYPE_CHECKING:
-    from .report import ModelLineage, Report
+    from .report import BaselineInfo, MergeInfo, ModelLineage, Report
 
 Op = Literal[">=", "<="]
 CheckOutcome = Literal["PASS", "FAIL", "SKIP"]
@@ -44,6 +44,9 @@ DEFAULT_FLOORS: Mapping[str, float] = MappingProxyType(
     }
 )
 """Bounds applied when no floors file says otherwise: each metric spec's ``default_bound`` (docs/gate.md)."""
+
+_COUNTS = frozenset(spec.wire for spec in metric_specs() if spec.type_ == "count" and spec.direction is not None)
+"""Metrics that count items (``errors``): their bound is a whole number."""
 
 _SILENT = {spec.wire: spec.silent for spec in metric_specs() if spec.silent is not None}
 """Metrics whose None, with their items run, FAILs a bound (``MetricSpec.silent``)."""
@@ -98,11 +101,18 @@ def _valid_names() -> str:
 def _check_bound(name: str, value: Any, source: str) -> float:
     direction = METRIC_DIRECTIONS.get(name)
     kind = direction.kind if direction else "margin"
-    expected = "a number in [0, 1]" if direction is None or direction.rate else "a number >= 0"
+    if name in _COUNTS:
+        expected = f"a whole number >= 0 ({name} is a count of items)"
+    elif direction is None or direction.rate:
+        expected = "a number in [0, 1]"
+    else:
+        expected = "a number >= 0"
     problem = f"'{_describe(value)}' is not a valid {kind} for {name}: expected {expected} ({source})"
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise FloorsError(problem)
     if value < 0 or ((direction is None or direction.rate) and value > 1):
+        raise FloorsError(problem)
+    if name in _COUNTS and not float(value).is_integer():
         raise FloorsError(problem)
     return float(value)
 
@@ -111,7 +121,8 @@ def parse_floors(obj: Any, source: str = "floors") -> dict[str, float]:
     """Validate a floors mapping and merge it over ``DEFAULT_FLOORS``.
 
     The mapping is metric wire name -> number. Rates take a number in [0, 1];
-    ceilings (latency ms, tokens, errors) a number >= 0. ``null`` disables a
+    ceilings (latency ms, tokens) a number >= 0; ``errors``, a count, a whole
+    number >= 0 (``2`` or ``2.0``, not ``0.5``). ``null`` disables a
     default bound (for example ``{"temporalAccuracy": null}``), except
     ``errors``, which is always checked. ``retrievalRecallMargin`` (in [0, 1],
     default 0.02) is the tolerance of the baseline recall check.
@@ -126,7 +137,8 @@ def parse_floors(obj: Any, source: str = "floors") -> dict[str, float]:
     Raises:
         FloorsError: ``obj`` is not an object; a name is unknown (the message lists
             the valid names); a value is not a finite number, is a bool, is a rate
-            outside [0, 1] or a negative ceiling; or ``errors`` is null.
+            outside [0, 1], a negative ceiling or a count that is not whole; or
+            ``errors`` is null.
     """
     if not isinstance(obj, Mapping):
         raise FloorsError(
@@ -147,11 +159,49 @@ def parse_floors(obj: Any, source: str = "floors") -> dict[str, float]:
     return merged
 
 
+def check_recorded_floors(obj: Any, source: str) -> dict[str, float]:
+    """Validate the complete bounds a report recorded (``Report.floors``), without merging defaults.
+
+    A recorded mapping is already complete: a metric absent from it had no bound in
+    that run (a floors file disabled it with ``null``), so defaults are not added back.
+
+    Raises:
+        FloorsError: Not an object, an unknown name, or an invalid bound (as ``parse_floors``).
+    """
+    if not isinstance(obj, Mapping):
+        raise FloorsError(f"recorded floors must be an object, got {_describe(obj)} ({source})")
+    checked = {}
+    for name, value in obj.items():
+        if name not in METRIC_DIRECTIONS and name != RECALL_MARGIN_KEY:
+            raise FloorsError(
+                f"'{name}' is not a metric with a floor or ceiling; valid names: {_valid_names()} ({source})"
+            )
+        checked[name] = _check_bound(name, value, source)
+    return checked
+
+
+def _refuse_duplicate_keys(path: str | Path) -> Any:
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in obj:
+                raise FloorsError(
+                    f"floors file {path}: duplicate key '{key}' (given {_describe(obj[key])} and then "
+                    f"{_describe(value)}); each metric may appear once"
+                )
+            obj[key] = value
+        return obj
+
+    return hook
+
+
 def load_floors(path: str | Path) -> dict[str, float]:
     """Read a floors JSON file and merge it over ``DEFAULT_FLOORS`` (see ``parse_floors``).
 
     Raises:
-        FloorsError: The file cannot be read, is not JSON, or holds an invalid bound.
+        FloorsError: The file cannot be read, is not JSON, names a key twice (the
+            message names the key: JSON would silently keep the last value), or
+            holds an invalid bound.
     """
     source = f"from {Path(path).name}"
     try:
@@ -159,7 +209,7 @@ def load_floors(path: str | Path) -> dict[str, float]:
     except (OSError, UnicodeDecodeError) as exc:
         raise FloorsError(f"cannot read floors file {path}: {exc}") from exc
     try:
-        obj = json.loads(text)
+        obj = json.loads(text, object_pairs_hook=_refuse_duplicate_keys(path))
     except json.JSONDecodeError as exc:
         raise FloorsError(f"floors file {path} is not valid JSON: {exc}") from exc
     return parse_floors(obj, source)
@@ -186,6 +236,40 @@ def interrupted_check(items_ran: int) -> GateCheck:
         op="<=",
         outcome="FAIL",
         reason=f"interrupted after {items_ran} items: the metrics cover only part of the selection",
+    )
+
+
+_MISSING_IDS_SHOWN = 10
+
+
+def missing_items_check(merge: MergeInfo) -> GateCheck:
+    """The check that fails a merged run in which some dataset items were never run (docs/ci.md).
+
+    Args:
+        merge: The merged report's ``merge`` block, with ``missing_items > 0``.
+
+    Returns:
+        A FAIL check on ``items`` whose reason names the missing shards and, when
+        known, up to ten missing item ids.
+    """
+    parts = []
+    if merge.missing_shards:
+        parts.append(f"shard(s) {', '.join(merge.missing_shards)} not given")
+    ids = merge.missing_item_ids or []
+    if ids:
+        shown = ", ".join(ids[:_MISSING_IDS_SHOWN])
+        more = f" and {len(ids) - _MISSING_IDS_SHOWN} more" if len(ids) > _MISSING_IDS_SHOWN else ""
+        parts.append(f"missing ids: {shown}{more}")
+    elif merge.missing_items:
+        parts.append("ids not known (give groundeval merge the dataset with --dataset to list them)")
+    return GateCheck(
+        metric="items",
+        value=float(merge.missing_items),
+        bound=0.0,
+        op="<=",
+        outcome="FAIL",
+        reason=f"{merge.missing_items} of {merge.dataset_items} dataset items missing from the merged shards; "
+        + "; ".join(parts),
     )
 
 
@@ -237,40 +321,80 @@ def _skip(metric: str, value: float | None, reason: str) -> GateCheck:
     return GateCheck(metric=metric, value=value, bound=None, op=">=", outcome="SKIP", reason=reason)
 
 
-def baseline_recall(baseline: Report, qa_ids: Collection[str] | None) -> tuple[float | None, str]:
-    """The baseline's retrieval recall over the qa items that ran in this run, and a note.
+def summarize_baseline(baseline: Report, qa_ids: Collection[str] | None, path: str | None = None) -> BaselineInfo:
+    """What a run takes from its baseline report, as the report records it (``Report.baseline``).
 
-    A slice (``-k``, a single node id) is compared with the baseline's figure for the
-    same items, not with its whole-dataset figure. Without ids, or with a baseline
-    that lists no items, the baseline's overall metric is used.
+    The figure is the baseline's retrieval recall over the qa items that ran in this
+    run: a slice (``-k``, a single node id) is compared with the baseline's figure for
+    the same items, not with its whole-dataset figure. Without ids, or with a baseline
+    that lists no items, the baseline's overall metric is used (``qa_items`` None).
+    A qa item that ran but is not in the baseline is counted in ``missing_items``,
+    and the figure is then None (see ``recorded_recall``). docs/gate.md.
+
+    Args:
+        baseline: The baseline report.
+        qa_ids: Ids of the qa items that ran in this run; None for the overall figure.
+        path: The baseline file as the run named it, for people reading the report.
+    """
+    from .report import BaselineInfo  # report imports this module
+
+    common = {"path": path, "dataset_version": baseline.dataset_version, "models": baseline.models}
+    if qa_ids is None or not baseline.items:
+        return BaselineInfo(**common, retrieval_recall=baseline.metrics.retrieval_recall)
+    wanted = set(qa_ids)
+    expected = found = every = 0
+    for item in baseline.items:
+        if item.kind != "qa":
+            continue
+        every += 1
+        if item.id in wanted:
+            wanted.discard(item.id)
+            expected += item.evidence_expected
+            found += item.evidence_found
+    return BaselineInfo(
+        **common,
+        retrieval_recall=found / expected if expected and not wanted else None,
+        qa_items=len(set(qa_ids)),
+        baseline_qa_items=every,
+        missing_items=len(wanted),
+        evidence_expected=expected,
+        evidence_found=found,
+    )
+
+
+def recorded_recall(info: BaselineInfo) -> tuple[float | None, str]:
+    """The baseline figure the recall check compares with, and what it covers (``"baseline"`` or
+    ``"baseline over the N qa items that ran"``); the figure is None when the baseline measured none.
 
     Raises:
         LookupError: some qa item that ran is not in the baseline (message says how many).
     """
-    if qa_ids is None or not baseline.items:
-        return baseline.metrics.retrieval_recall, "baseline"
-    wanted = set(qa_ids)
-    expected = found = 0
-    for item in baseline.items:
-        if item.kind == "qa" and item.id in wanted:
-            wanted.discard(item.id)
-            expected += item.evidence_expected
-            found += item.evidence_found
-    if wanted:
-        raise LookupError(f"the baseline lacks {len(wanted)} of the {len(qa_ids)} qa item(s) that ran")
-    every = sum(1 for item in baseline.items if item.kind == "qa")
-    ran = f"{len(qa_ids)} qa item{'s' if len(qa_ids) != 1 else ''}"
-    scope = "baseline" if len(qa_ids) == every else f"baseline over the {ran} that ran"
-    return (found / expected if expected else None), scope
+    if info.qa_items is None:
+        return info.retrieval_recall, "baseline"
+    if info.missing_items:
+        raise LookupError(f"the baseline lacks {info.missing_items} of the {info.qa_items} qa item(s) that ran")
+    ran = f"{info.qa_items} qa item{'s' if info.qa_items != 1 else ''}"
+    scope = "baseline" if info.qa_items == info.baseline_qa_items else f"baseline over the {ran} that ran"
+    return info.retrieval_recall, scope
+
+
+def baseline_recall(baseline: Report, qa_ids: Collection[str] | None) -> tuple[float | None, str]:
+    """The baseline's retrieval recall over the qa items that ran in this run, and a note.
+
+    ``recorded_recall(summarize_baseline(baseline, qa_ids))``: see both.
+
+    Raises:
+        LookupError: some qa item that ran is not in the baseline (message says how many).
+    """
+    return recorded_recall(summarize_baseline(baseline, qa_ids))
 
 
 def _baseline_recall_check(
     value: float | None,
     margin: float,
-    baseline: Report | None,
+    baseline: BaselineInfo | None,
     dataset_version: str,
     models: Mapping[str, str],
-    qa_ids: Collection[str] | None = None,
 ) -> GateCheck:
     metric = RETRIEVAL_RECALL
     if value is None:
@@ -289,7 +413,7 @@ def _baseline_recall_check(
             f"baseline model lineage {describe_lineage(baseline.models)} differs from {describe_lineage(models)}",
         )
     try:
-        reference, scope = baseline_recall(baseline, qa_ids)
+        reference, scope = recorded_recall(baseline)
     except LookupError as exc:
         return _skip(metric, value, str(exc))
     if reference is None:
@@ -312,7 +436,7 @@ def evaluate_gate(
     metrics: Metrics,
     *,
     floors: Mapping[str, float | None] | None = None,
-    baseline: Report | None = None,
+    baseline: Report | BaselineInfo | None = None,
     dataset_version: str,
     models: Mapping[str, Any] | ModelLineage,
     qa_ids: Collection[str] | None = None,
@@ -324,17 +448,24 @@ def evaluate_gate(
         floors: The complete bounds (as returned by ``parse_floors``/``load_floors``);
             None means ``DEFAULT_FLOORS``. A metric absent (or None) here has no
             bound, except ``errors``, which is always checked (ceiling 0 unless set).
-        baseline: A previous report to compare retrieval recall with, if any.
+        baseline: A previous report to compare retrieval recall with, or what a run
+            recorded of its baseline (``summarize_baseline``: ``groundeval gate``
+            re-applies a saved run's baseline from that record), if any.
         dataset_version: This run's dataset version.
         models: This run's model lineage: ``{"generate": name, "embed": name}``.
         qa_ids: Ids of the qa items that ran; the baseline's recall is then taken over
-            the same items (see ``baseline_recall``). None: the baseline's overall figure.
+            the same items (see ``summarize_baseline``). None: the baseline's overall
+            figure. Ignored when ``baseline`` is already a record.
 
     Returns:
         The checks and the verdict: passed iff no check FAILed. A metric that is
         None is SKIPped with a note; the baseline check is SKIPped, saying why,
         unless dataset version and both model names match and are known.
     """
+    from .report import Report  # report imports this module
+
+    if isinstance(baseline, Report):
+        baseline = summarize_baseline(baseline, qa_ids)
     bounds = dict(DEFAULT_FLOORS if floors is None else floors)
     margin = bounds.get(RECALL_MARGIN_KEY)
     margin = DEFAULT_RECALL_MARGIN if margin is None else margin
@@ -352,5 +483,5 @@ def evaluate_gate(
             else:
                 checks.append(_compare(metric, values[metric], float(bound), direction.op))
         if metric == RETRIEVAL_RECALL:
-            checks.append(_baseline_recall_check(values[metric], margin, baseline, dataset_version, lineage, qa_ids))
+            checks.append(_baseline_recall_check(values[metric], margin, baseline, dataset_version, lineage))
     return GateResult(passed=all(c.outcome != "FAIL" for c in checks), checks=checks)

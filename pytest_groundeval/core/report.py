@@ -69,6 +69,71 @@ class Environment(WireModel):
     """``git rev-parse HEAD`` in the run's working directory; None outside a git checkout."""
 
 
+class ShardInfo(WireModel):
+    """Which part of the dataset a sharded run ran (docs/ci.md, "Sharding").
+
+    The plugin records it for every run (an unsharded run is shard 1 of 1) so that
+    ``groundeval merge`` can prove every dataset item was run exactly once.
+    """
+
+    index: int = Field(ge=1)
+    """This shard's number K of ``--eval-shard K/N``, 1-based."""
+    count: int = Field(ge=1)
+    """N, the number of shards the dataset was split into."""
+    assigned: int = Field(ge=0)
+    """Dataset items whose id hashes to this shard (``outputs.merge.shard_of``), selected or not."""
+    dataset_items: int = Field(ge=0)
+    """Items in the whole dataset, every shard together."""
+    dataset_items_digest: str
+    """``outputs.merge.ids_digest`` of every item id of the dataset (xxh3_64 hex of the sorted ids)."""
+
+
+class MergeInfo(WireModel):
+    """What ``groundeval merge`` combined, and what it found missing (docs/ci.md)."""
+
+    shards: list[str]
+    """The shards merged, as ``"K/N"``, in index order."""
+    missing_shards: list[str] = Field(default_factory=list)
+    """Shards of ``1..N`` no report was given for."""
+    dataset_items: int = Field(ge=0)
+    """Items in the whole dataset."""
+    missing_items: int = Field(default=0, ge=0)
+    """Dataset items no merged report accounts for; any fails the gate."""
+    missing_item_ids: list[str] | None = None
+    """Their ids when known (a missing shard's ids are known only when merge was given the dataset)."""
+
+
+class BaselineInfo(WireModel):
+    """The baseline a run compared retrieval recall with, as ``core.gate.summarize_baseline`` took it (docs/gate.md).
+
+    Recorded so that ``groundeval gate --report R`` re-applies the same recall check
+    without the baseline file: the figure is the baseline's recall over the qa items
+    this run covered, not its whole-dataset figure, when the baseline lists its items.
+    """
+
+    path: str | None = None
+    """The baseline file as the run named it (``--eval-baseline``, or the dataset's
+    ``baseline.json``), relative to the run's directory when under it; for people."""
+    dataset_version: str
+    """The baseline's dataset version; the check is skipped when it is not the run's."""
+    models: ModelLineage
+    """The baseline's model lineage; the check is skipped unless it is the run's, both known."""
+    retrieval_recall: float | None = Field(default=None, ge=0, le=1)
+    """The figure compared with: the baseline's recall over the qa items this run covered
+    (``qa_items`` set), or its overall ``retrievalRecall`` (``qa_items`` None); None when
+    it measured none or lacks some of the items."""
+    qa_items: int | None = Field(default=None, ge=0)
+    """qa items of this run the figure covers; None when the baseline's overall figure was used."""
+    baseline_qa_items: int | None = Field(default=None, ge=0)
+    """qa items in the baseline (the figure is its whole one when equal to ``qa_items``)."""
+    missing_items: int = Field(default=0, ge=0)
+    """qa items of this run the baseline does not list; any skips the check (no figure)."""
+    evidence_expected: int | None = Field(default=None, ge=0)
+    """Expected evidence strings of the covered items in the baseline (the figure's denominator)."""
+    evidence_found: int | None = Field(default=None, ge=0)
+    """Of those, found by the baseline's run (the figure's numerator)."""
+
+
 class Report(WireModel):
     """A saved run (docs/gate.md), versioned by ``schema_version``."""
 
@@ -92,6 +157,18 @@ class Report(WireModel):
     """True when the run stopped before every selected item ran (Ctrl-C, ``-x``, a
     stopped session): its metrics cover only part of the selection and its gate
     verdict is not final (``groundeval gate`` fails such a report)."""
+    floors: dict[str, float] | None = None
+    """The complete bounds the gate applied (``core.gate.parse_floors`` output, margin included;
+    a metric absent had no bound); None in reports written before it was recorded.
+    ``groundeval gate --report R`` applies them unless given ``--floors``."""
+    shard: ShardInfo | None = None
+    """The part of the dataset this run covered; None in reports written before it was recorded."""
+    merge: MergeInfo | None = None
+    """Set on a report written by ``groundeval merge``."""
+    baseline: BaselineInfo | None = None
+    """The baseline the run compared retrieval recall with; None when it had none, and in
+    reports written before it was recorded (``groundeval gate`` then has no baseline unless
+    given ``--baseline``)."""
     items: list[ItemOutcome] = Field(default_factory=list)
     """Per-item outcomes, in the order they finished."""
 
@@ -295,6 +372,9 @@ class ReportWriter:
         gate: GateResult,
         environment: Environment | dict[str, Any] | None = None,
         interrupted: bool = False,
+        floors: dict[str, float] | None = None,
+        shard: ShardInfo | dict[str, Any] | None = None,
+        baseline: BaselineInfo | dict[str, Any] | None = None,
     ) -> Path:
         """Write the report (header, every added item, trailer) and move it into place atomically.
 
@@ -307,6 +387,9 @@ class ReportWriter:
             gate: The gate result.
             environment: Defaults to ``environment_info()``.
             interrupted: The run stopped before every selected item ran.
+            floors: The complete bounds the gate applied (``Report.floors``).
+            shard: The part of the dataset this run covered (``Report.shard``).
+            baseline: The baseline recall check's input (``core.gate.summarize_baseline``).
 
         Returns:
             The report path.
@@ -326,6 +409,9 @@ class ReportWriter:
             gate=gate,
             environment=environment if environment is not None else environment_info(),
             interrupted=interrupted,
+            floors=floors,
+            shard=shard,
+            baseline=baseline,
         ).to_wire()
         del header["items"]
         out = _temp_file(self.path, ".tmp")

@@ -84,6 +84,8 @@ class DatasetRun:
     """Item id -> kind of every item collected for this run (after deselection)."""
     baseline_path: Path | None = None
     baseline: Any = None
+    baseline_record: Any = None
+    """The baseline as the gate used it (``core.gate.summarize_baseline``), recorded in the report."""
     metrics: Any = None
     gate: Any = None
     _dataset: Any = None
@@ -339,8 +341,9 @@ class GateSession:
                 self._run_for(key)
         if not self.runs:
             return
-        from ..core.gate import evaluate_gate, interrupted_check, not_run_check
+        from ..core.gate import DEFAULT_FLOORS, evaluate_gate, interrupted_check, not_run_check, summarize_baseline
 
+        floors = dict(DEFAULT_FLOORS) if self.floors is None else self.floors
         interrupted = bool(
             exitstatus == pytest.ExitCode.INTERRUPTED
             or session.shouldstop
@@ -373,10 +376,17 @@ class GateSession:
                     session.exitstatus = pytest.ExitCode.USAGE_ERROR
                     self._abort_writers()
                     return
+            # What the recall check compares with, recorded in the report so that
+            # `groundeval gate --report` re-applies the same check (docs/gate.md).
+            run.baseline_record = (
+                summarize_baseline(run.baseline, run.qa_ids, _shown(run.baseline_path))
+                if run.baseline is not None and run.baseline_path is not None
+                else None
+            )
             run.gate = evaluate_gate(
                 run.metrics,
-                floors=self.floors,
-                baseline=run.baseline,
+                floors=floors,
+                baseline=run.baseline_record,
                 dataset_version=run.manifest_version(),
                 models=run.models or {"generate": UNKNOWN, "embed": UNKNOWN},
                 qa_ids=run.qa_ids,
@@ -388,10 +398,8 @@ class GateSession:
                 extra.append(interrupted_check(len(run.seen) - run.not_run))
             if extra:
                 run.gate = run.gate.model_copy(update={"passed": False, "checks": [*run.gate.checks, *extra]})
-        self._write_report(interrupted)
-        if exitstatus in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
-            return
-        if exitstatus == pytest.ExitCode.INTERRUPTED:
+        self._write_report(interrupted, floors)
+        if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
             return
         failed = (
             any(not run.gate.passed or run.errored for run in self.runs.values())
@@ -414,7 +422,7 @@ class GateSession:
             if run.writer is not None:
                 run.writer.abort()
 
-    def _write_report(self, interrupted: bool) -> None:
+    def _write_report(self, interrupted: bool, floors: dict) -> None:
         if self.settings.report is None:
             return
         from ..core.report import environment_info, write_session
@@ -437,6 +445,8 @@ class GateSession:
                         gate=run.gate,
                         environment=environment,
                         interrupted=interrupted,
+                        floors=floors,
+                        baseline=run.baseline_record,
                     ),
                 )
             )

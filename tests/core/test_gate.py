@@ -17,14 +17,16 @@ from pytest_groundeval.core.gate import (
     METRIC_DIRECTIONS,
     FloorsError,
     GateCheck,
+    check_recorded_floors,
     evaluate_gate,
     load_floors,
     parse_floors,
     same_lineage,
+    summarize_baseline,
 )
 from pytest_groundeval.core.render import format_check
 from pytest_groundeval.core.metrics import Metrics
-from pytest_groundeval.core.report import Report, write_report
+from pytest_groundeval.core.report import Report, read_report, write_report
 
 MODELS = {"generate": "gen-a", "embed": "emb-a"}
 
@@ -303,6 +305,8 @@ def test_parse_floors_merges_over_defaults():
         ({"latencyMsP95": math.inf}, "'Infinity' is not a valid ceiling for latencyMsP95: expected a number >= 0"),
         ({"latencyMsP95": -1}, "'-1' is not a valid ceiling for latencyMsP95: expected a number >= 0"),
         ({"errors": None}, "errors cannot be disabled with null"),
+        ({"errors": 0.5}, "'0.5' is not a valid ceiling for errors: expected a whole number >= 0 (errors is a count"),
+        ({"errors": -1}, "'-1' is not a valid ceiling for errors: expected a whole number >= 0"),
         ({"retrievalRecallMargin": 2}, "'2' is not a valid margin for retrievalRecallMargin"),
         ({"claimPrecision": 0.9}, "'claimPrecision' is not a metric with a floor or ceiling; valid names: "),
         ([0.9], "floors must be a JSON object"),
@@ -334,6 +338,30 @@ def test_load_floors_reads_file_and_names_it(tmp_path):
         load_floors(tmp_path / "missing.json")
 
 
+def test_errors_takes_a_whole_number_of_items():
+    assert parse_floors({"errors": 2}, "t")["errors"] == 2.0
+    assert parse_floors({"errors": 2.0}, "t")["errors"] == 2.0
+
+
+def test_a_floors_file_naming_a_key_twice_is_refused_naming_the_key(tmp_path):
+    # JSON itself would keep the last value: {"errors": 0, "errors": 5} would quietly allow 5 errors.
+    path = tmp_path / "floors.json"
+    path.write_text('{"errors": 0, "claimSupportRecall": 0.9, "errors": 5}')
+    with pytest.raises(FloorsError) as info:
+        load_floors(path)
+    assert str(info.value) == (
+        f"floors file {path}: duplicate key 'errors' (given 0 and then 5); each metric may appear once"
+    )
+
+
+def test_recorded_floors_are_validated_without_merging_the_defaults_back():
+    run_floors = parse_floors({"temporalAccuracy": None}, "t")
+    assert check_recorded_floors(run_floors, "recorded in r.json") == run_floors
+    assert "temporalAccuracy" not in check_recorded_floors(run_floors, "recorded in r.json")
+    with pytest.raises(FloorsError, match=r"'0.5' is not a valid ceiling for errors.*\(recorded in r.json\)"):
+        check_recorded_floors({**run_floors, "errors": 0.5}, "recorded in r.json")
+
+
 # --- formatting -----------------------------------------------------------------------------------
 
 
@@ -353,6 +381,13 @@ def test_format_check_one_line_with_units():
 
 
 # --- CLI --------------------------------------------------------------------------------------------
+
+
+def check_line(lines: list[str], metric: str, containing: str = "") -> str:
+    """The one line of ``groundeval gate`` output for ``metric`` (and ``containing``)."""
+    found = [line for line in lines if line.split(" ", 1)[0] == metric and containing in line]
+    assert len(found) == 1, lines
+    return found[0]
 
 
 @pytest.fixture
@@ -387,6 +422,40 @@ def test_cli_gate_reapplies_floors_and_baseline(saved, tmp_path, capsys):
     floors = tmp_path / "floors.json"
     floors.write_text(json.dumps({"retrievalRecallMargin": 0.2}))
     assert cli.main(["gate", "--report", path, "--baseline", base, "--floors", str(floors)]) == 0
+
+
+def _drop_keys(path: str, *keys: str) -> str:
+    wire = json.loads(Path(path).read_text())
+    for key in keys:
+        del wire[key]
+    Path(path).write_text(json.dumps(wire))
+    return path
+
+
+def test_cli_gate_applies_the_floors_and_baseline_a_report_records(saved, tmp_path, capsys):
+    base = read_report(saved("b.json", report(retrieval_recall=0.95)))
+    run_floors = parse_floors({"falsehoodRejection": 0.5, "retrievalRecallMargin": 0.1}, "t")
+    recorded = report(retrieval_recall=0.80, falsehood_rejection=0.6).model_copy(
+        update={"floors": run_floors, "baseline": summarize_baseline(base, None, "b.json")}
+    )
+    path = saved("r.json", recorded)
+    assert cli.main(["gate", "--report", path]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "applied: floors recorded in the report; baseline b.json as recorded in the report"
+    assert check_line(out, "falsehoodRejection").split()[4] == "PASS"  # 0.6 >= the run's 0.5, not the default 0.95
+    assert "FAIL  0.8000 < 0.8500 (baseline 0.9500 - margin 0.1000)" in check_line(out, "retrievalRecall", "baseline")
+    # --no-baseline and --baseline cannot both be given.
+    assert cli.main(["gate", "--report", path, "--no-baseline", "--baseline", path]) == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_cli_gate_reads_a_report_written_before_floors_and_baseline_were_recorded(saved, capsys):
+    path = _drop_keys(saved("old.json", report(falsehood_rejection=0.9)), "floors", "shard", "merge", "baseline")
+    assert cli.main(["gate", "--report", path]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "applied: default floors (the report records none); no baseline (the report records none)"
+    assert check_line(out, "falsehoodRejection").split()[4] == "FAIL"  # the default 0.95
+    assert "no baseline given" in check_line(out, "retrievalRecall", "baseline")
 
 
 @pytest.mark.parametrize(
@@ -441,6 +510,21 @@ def test_installed_entry_point_exit_codes(saved):
             assert proc.stdout.splitlines()[-1] == "gate: FAIL"
             assert "errors" in proc.stdout
     assert codes == [0, 1, 2]
+
+
+@pytest.mark.parametrize(("metric_overrides", "status"), [({}, 0), ({"errors": 3}, 1)])
+def test_a_reader_that_stops_early_costs_output_not_a_traceback_or_the_status(saved, metric_overrides, status):
+    # `groundeval gate ... | head -1`: the reader is gone before the command writes.
+    path = saved("r.json", report(**metric_overrides))
+    proc = subprocess.Popen(
+        [*_groundeval_command(), "gate", "--report", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    proc.stdout.close()
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == status
+    assert "BrokenPipeError" not in err and "Traceback" not in err
+    assert err == ""
 
 
 def test_a_target_that_returns_no_claims_fails_the_claim_floors():

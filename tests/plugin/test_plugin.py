@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_groundeval.cli import main as groundeval
+
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "datasets" / "smoke"
 
@@ -387,6 +389,46 @@ def test_retriever_that_drops_evidence_fails_recall_against_a_same_lineage_basel
     result = run(f"--eval-dataset={smoke}", f"--eval-baseline={baseline}", "-k", "qa")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["retrievalRecall*>= 0.9800*FAIL*", "gate: FAIL"])
+
+
+def test_groundeval_gate_reapplies_the_baseline_and_floors_the_run_recorded(run, pytester, smoke, capsys):
+    # Issue 12 point 2: re-gating a saved run must not turn its recall FAIL into a PASS.
+    baseline = pytester.path / "baseline.json"
+    assert run(f"--eval-dataset={smoke}", f"--eval-report={baseline}", "-k", "qa").ret == 0
+    broken(pytester, "drops-evidence")
+    floors = pytester.path / "floors.json"
+    floors.write_text(json.dumps({"temporalAccuracy": None, "retrievalRecallMargin": 0.03}))
+    saved = pytester.path / "r.json"
+    result = run(
+        f"--eval-dataset={smoke}", f"--eval-baseline={baseline}", f"--eval-floors={floors}",
+        f"--eval-report={saved}", "-k", "qa",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    capsys.readouterr()
+
+    assert groundeval(["gate", "--report", str(saved)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "applied: floors recorded in the report; baseline baseline.json as recorded in the report"
+    recall = [line for line in out if line.startswith("retrievalRecall") and "baseline" in line]
+    assert len(recall) == 1 and "FAIL" in recall[0] and "margin 0.0300" in recall[0]
+    assert out[-1] == "gate: FAIL"
+    report = json.loads(saved.read_text())
+    assert report["baseline"]["path"] == "baseline.json"
+    assert report["baseline"]["qaItems"] == report["baseline"]["baselineQaItems"] == report["metrics"]["itemsByKind"]["qa"]
+    assert report["baseline"]["retrievalRecall"] == json.loads(baseline.read_text())["metrics"]["retrievalRecall"]
+    assert report["floors"]["retrievalRecallMargin"] == 0.03 and "temporalAccuracy" not in report["floors"]
+
+    # Told otherwise, it says so: no baseline, then the defaults' margin from a floors file.
+    assert groundeval(["gate", "--report", str(saved), "--no-baseline"]) in (0, 1)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "applied: floors recorded in the report; no baseline (--no-baseline)"
+    assert any(line.startswith("retrievalRecall") and "SKIP" in line and "no baseline given" in line for line in out)
+    other = pytester.path / "other-floors.json"
+    other.write_text("{}")
+    assert groundeval(["gate", "--report", str(saved), "--floors", str(other), "--baseline", str(baseline)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"applied: floors from {other}; baseline {baseline}"
+    assert any(line.startswith("retrievalRecall") and "margin 0.0200" in line for line in out)
 
 
 def test_baseline_of_another_lineage_does_not_arm_recall(run, pytester, smoke):

@@ -1,0 +1,366 @@
+"""Sharding a dataset across CI runners, and merging the shards' reports into one gated run.
+
+A shard is the set of dataset items whose id hashes to it (``shard_of``): the
+split depends only on each item's id and the shard count, so every runner
+computes the same split with no coordination, an item never changes shard when
+others are added or removed, and the shards are balanced in expectation (xxh3 is
+uniform; 621 v1 items over 3 shards give 228/186/207).
+
+``merge_reports`` combines the saved reports of shards ``1..N`` of one run. It
+refuses what cannot be one run — different dataset versions, model lineages,
+floors, plugin versions or git commits, shard counts or datasets, a shard given
+twice, an item in two reports, an item in the wrong shard — and accounts for
+every dataset item exactly once: what no report covers is recorded in the
+merged report's ``merge`` block and fails the gate with a check naming it. The
+merged metrics are recomputed from all items and the gate re-applied, so they
+equal those of the same run unsharded (docs/ci.md, "Sharding").
+
+What each shard's report must record for this (the plugin writes it): ``shard``
+(``index``, ``count``, ``assigned``, ``datasetItems``, ``datasetItemsDigest``)
+and ``floors`` (the complete bounds its gate applied), beside the fields every
+report has. No pytest import here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import xxhash
+
+from ..core.gate import evaluate_gate, interrupted_check, missing_items_check, summarize_baseline
+from ..core.metrics import compute_metrics
+from ..core.report import BaselineInfo, MergeInfo, Report, ReportError, parse_report
+
+_IDS_SHOWN = 5
+
+
+class MergeError(ValueError):
+    """Reports that cannot be merged into one run; the message names the reports and what differs."""
+
+
+def shard_of(item_id: str, count: int) -> int:
+    """The shard (1-based) a dataset item belongs to when the dataset is split ``count`` ways.
+
+    ``xxh3_64`` of the id's UTF-8 bytes, modulo ``count``, plus one. Stable across
+    machines, Python versions and processes (unlike ``hash()``), and independent of
+    the other items, so adding an item moves no other.
+
+    Args:
+        item_id: The dataset item id.
+        count: Number of shards N (>= 1).
+
+    Returns:
+        K in ``1..count``.
+
+    Raises:
+        ValueError: ``count`` is not a positive integer.
+    """
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"shard count must be an integer >= 1, got {count!r}")
+    return xxhash.xxh3_64_intdigest(item_id.encode("utf-8")) % count + 1
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """Parse ``"K/N"`` (as given to ``--eval-shard``) into ``(K, N)``.
+
+    Raises:
+        ValueError: Not two integers separated by ``/``, or not ``1 <= K <= N``;
+            the message says what a valid value looks like.
+    """
+    head, sep, tail = text.strip().partition("/")
+    try:
+        if not sep:
+            raise ValueError
+        index, count = int(head), int(tail)
+    except ValueError:
+        raise ValueError(f"'{text}' is not a valid shard: expected K/N with 1 <= K <= N, e.g. 2/4") from None
+    if not 1 <= index <= count:
+        raise ValueError(f"'{text}' is not a valid shard: expected K/N with 1 <= K <= N, e.g. 2/4")
+    return index, count
+
+
+def ids_digest(item_ids: Iterable[str]) -> str:
+    """A digest of a set of item ids: xxh3_64 hex of the sorted ids joined by ``"\\n"``.
+
+    Order-independent, so shards and the merge compute the same digest for the
+    same dataset whatever order they saw the items in.
+    """
+    hasher = xxhash.xxh3_64()
+    for i, item_id in enumerate(sorted(item_ids)):
+        hasher.update((("\n" if i else "") + item_id).encode("utf-8"))
+    return hasher.hexdigest()
+
+
+def shard_info(dataset_ids: Sequence[str], index: int, count: int) -> dict[str, Any]:
+    """The ``shard`` block a report of shard ``index/count`` of this dataset records (wire keys).
+
+    Args:
+        dataset_ids: Every item id of the dataset (not only the selected ones).
+        index: K, 1-based.
+        count: N.
+
+    Raises:
+        ValueError: Not ``1 <= index <= count``.
+    """
+    if not 1 <= index <= count:
+        raise ValueError(f"shard {index}/{count}: expected 1 <= K <= N")
+    return {
+        "index": index,
+        "count": count,
+        "assigned": sum(1 for item_id in dataset_ids if shard_of(item_id, count) == index),
+        "datasetItems": len(dataset_ids),
+        "datasetItemsDigest": ids_digest(dataset_ids),
+    }
+
+
+def _ids_list(ids: Iterable[str]) -> str:
+    ids = sorted(ids)
+    shown = ", ".join(ids[:_IDS_SHOWN])
+    return shown + (f" and {len(ids) - _IDS_SHOWN} more" if len(ids) > _IDS_SHOWN else "")
+
+
+def _same(reports: Sequence[tuple[str, Report]], what: str, value: Any) -> None:
+    """Refuse the merge unless ``value(report)`` is the same for every report."""
+    first_source, first = reports[0]
+    expected = value(first)
+    for source, report in reports[1:]:
+        got = value(report)
+        if got != expected:
+            raise MergeError(f"cannot merge: {first_source} has {what} {expected!r} but {source} has {got!r}")
+
+
+def _validated(reports: Sequence[Mapping[str, Any] | Report], sources: Sequence[str] | None) -> list[tuple[str, Report]]:
+    if not reports:
+        raise MergeError("cannot merge: no reports given")
+    names = list(sources) if sources is not None else [f"report {i + 1}" for i in range(len(reports))]
+    if len(names) != len(reports):
+        raise ValueError(f"{len(reports)} reports but {len(names)} source names")
+    out = []
+    for name, report in zip(names, reports):
+        try:
+            model = report if isinstance(report, Report) else parse_report(report, name)
+        except ReportError as exc:
+            raise MergeError(str(exc)) from exc
+        if model.shard is None:
+            raise MergeError(
+                f"cannot merge: {name} records no shard; run each shard with --eval-shard K/N (docs/ci.md)"
+            )
+        if model.merge is not None:
+            raise MergeError(f"cannot merge: {name} is itself a merged report; merge the shards' own reports")
+        out.append((name, model))
+    return out
+
+
+def _check_compatible(reports: list[tuple[str, Report]], floors_given: bool) -> None:
+    _same(reports, "dataset version", lambda r: r.dataset_version)
+    _same(reports, "model lineage", lambda r: r.models.to_wire())
+    _same(reports, "shard count", lambda r: r.shard.count)
+    _same(reports, "dataset", lambda r: (r.shard.dataset_items, r.shard.dataset_items_digest))
+    _same(reports, "plugin version", lambda r: r.environment.plugin_version)
+    _same(reports, "git commit", lambda r: r.environment.git_commit)
+    _same(reports, "floors", lambda r: r.floors)
+    if reports[0][1].floors is None and not floors_given:
+        raise MergeError(
+            f"cannot merge: {reports[0][0]} records no floors, so the gate cannot be re-applied as the shards "
+            "applied it; give the floors file with --floors"
+        )
+
+
+def _check_partition(reports: list[tuple[str, Report]]) -> dict[str, str]:
+    """Every item in exactly one report and in the shard that report ran; returns id -> source."""
+    seen_index: dict[int, str] = {}
+    owner: dict[str, str] = {}
+    count = reports[0][1].shard.count
+    for source, report in reports:
+        index = report.shard.index
+        if index in seen_index:
+            raise MergeError(f"cannot merge: shard {index}/{count} given twice ({seen_index[index]} and {source})")
+        seen_index[index] = source
+        twice = [item.id for item in report.items if item.id in owner]
+        if twice:
+            others = sorted({owner[item_id] for item_id in twice})
+            raise MergeError(
+                f"cannot merge: overlapping shards: {len(twice)} item(s) of {source} are also in "
+                f"{', '.join(others)}: {_ids_list(twice)}"
+            )
+        misplaced = [item.id for item in report.items if shard_of(item.id, count) != index]
+        if misplaced:
+            raise MergeError(
+                f"cannot merge: {source} is shard {index}/{count} but {len(misplaced)} of its items belong to "
+                f"other shards: {_ids_list(misplaced)} (was it split with another shard function?)"
+            )
+        local = set()
+        for item in report.items:
+            if item.id in local:
+                raise MergeError(f"cannot merge: {source} lists item {item.id!r} twice")
+            local.add(item.id)
+            owner[item.id] = source
+    return owner
+
+
+def _missing(
+    reports: list[tuple[str, Report]], owner: Mapping[str, str], dataset_ids: Sequence[str] | None
+) -> MergeInfo:
+    shard = reports[0][1].shard
+    count, total = shard.count, shard.dataset_items
+    present = sorted(report.shard.index for _, report in reports)
+    missing_shards = [f"{k}/{count}" for k in range(1, count + 1) if k not in set(present)]
+    if len(owner) > total:
+        raise MergeError(
+            f"cannot merge: the shards hold {len(owner)} distinct items but their dataset has {total}"
+        )
+    for source, report in reports:
+        if len(report.items) > report.shard.assigned:
+            raise MergeError(
+                f"cannot merge: {source} holds {len(report.items)} items but its shard has {report.shard.assigned}"
+            )
+    missing_ids: list[str] | None = None
+    if dataset_ids is not None:
+        if len(set(dataset_ids)) != total or ids_digest(dataset_ids) != shard.dataset_items_digest:
+            raise MergeError(
+                f"cannot merge: the dataset given ({len(set(dataset_ids))} items) is not the one the shards ran "
+                f"({total} items, ids digest {shard.dataset_items_digest})"
+            )
+        strays = set(owner) - set(dataset_ids)
+        if strays:
+            raise MergeError(f"cannot merge: {len(strays)} item(s) are not in the dataset: {_ids_list(strays)}")
+        missing_ids = sorted(set(dataset_ids) - set(owner))
+    else:
+        # Without the ids, a present shard's missing items are still known by count; and when
+        # nothing is missing by count the digest proves the ids are the dataset's.
+        if len(owner) == total and ids_digest(owner) != shard.dataset_items_digest:
+            raise MergeError(
+                f"cannot merge: the shards hold {total} items but not the dataset's ({shard.dataset_items_digest}); "
+                "some item ids differ from the dataset the shards recorded"
+            )
+    return MergeInfo(
+        shards=[f"{k}/{count}" for k in present],
+        missing_shards=missing_shards,
+        dataset_items=total,
+        missing_items=total - len(owner),
+        missing_item_ids=missing_ids,
+    )
+
+
+def _recorded_baseline(reports: list[tuple[str, Report]]) -> BaselineInfo | None:
+    """The shards' recorded baselines as one: the same baseline, its figure over every shard's qa items."""
+    first_source, first = reports[0]
+    for source, report in reports[1:]:
+        if (report.baseline is None) != (first.baseline is None):
+            with_one, without = (source, first_source) if report.baseline is not None else (first_source, source)
+            raise MergeError(
+                f"cannot merge: {with_one} records a baseline but {without} does not; "
+                "give groundeval merge --baseline B or --no-baseline"
+            )
+    if first.baseline is None:
+        return None
+    _same(
+        reports,
+        "baseline",
+        lambda r: (
+            r.baseline.path, r.baseline.dataset_version, r.baseline.models.to_wire(),
+            r.baseline.baseline_qa_items, r.baseline.qa_items is None,
+            r.baseline.retrieval_recall if r.baseline.qa_items is None else None,
+        ),
+    )  # fmt: skip
+    info = first.baseline
+    if info.qa_items is None:  # every shard compared with the baseline's overall figure
+        return info
+    expected = sum(r.baseline.evidence_expected or 0 for _, r in reports)
+    found = sum(r.baseline.evidence_found or 0 for _, r in reports)
+    missing = sum(r.baseline.missing_items for _, r in reports)
+    return info.model_copy(
+        update={
+            "qa_items": sum(r.baseline.qa_items for _, r in reports),
+            "missing_items": missing,
+            "evidence_expected": expected,
+            "evidence_found": found,
+            "retrieval_recall": found / expected if expected and not missing else None,
+        }
+    )
+
+
+def merge_reports(
+    reports: Sequence[Mapping[str, Any] | Report],
+    *,
+    sources: Sequence[str] | None = None,
+    floors: Mapping[str, float] | None = None,
+    baseline: Report | None = None,
+    baseline_path: str | None = None,
+    recorded_baseline: bool = True,
+    dataset_ids: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Merge the reports of the shards of one run into one report, recomputing metrics and gate.
+
+    Args:
+        reports: The shards' reports, as decoded JSON dicts (wire keys) or ``Report``s.
+        sources: A name per report for messages (its path); ``"report 1"``… by default.
+        floors: Complete bounds (``core.gate.parse_floors`` output) to gate with instead of the
+            ones the shards recorded.
+        baseline: A baseline report to compare retrieval recall with instead of the one the
+            shards recorded; its recall is taken over the qa items of every shard.
+        baseline_path: ``baseline``'s file, recorded in the merged report for people.
+        recorded_baseline: Without ``baseline``, use the baseline the shards recorded
+            (its figures over each shard's items, summed); False: no baseline check.
+        dataset_ids: Every item id of the dataset; when given, missing items are listed by id.
+
+    Returns:
+        The merged report as a wire dict (validates as ``Report``): items of every
+        shard in shard order, metrics from ``compute_metrics`` over all of them, the
+        gate from ``evaluate_gate`` plus a FAIL check on ``items`` when any dataset
+        item is missing (and the interrupted check when a shard was interrupted),
+        ``merge`` saying what was combined and what is missing, ``shard`` None.
+        ``startedAtMs`` is the earliest shard start and ``durationMs`` the span to the
+        last shard's end.
+
+    Raises:
+        MergeError: A report is invalid or records no shard, or the reports are not
+            the shards of one run (see the module docstring), or some record a baseline
+            and others none or another; the message names them.
+    """
+    validated = _validated(reports, sources)
+    _check_compatible(validated, floors is not None)
+    validated.sort(key=lambda pair: pair[1].shard.index)
+    owner = _check_partition(validated)
+    info = _missing(validated, owner, dataset_ids)
+    first = validated[0][1]
+    items = [item for _, report in validated for item in report.items]
+    metrics = compute_metrics(items)
+    bounds = dict(floors) if floors is not None else first.floors
+    qa_ids = {item.id for item in items if item.kind == "qa"} if items else None
+    if baseline is not None:
+        baseline_info = summarize_baseline(baseline, qa_ids, baseline_path)
+    else:
+        baseline_info = _recorded_baseline(validated) if recorded_baseline else None
+    gate = evaluate_gate(
+        metrics,
+        floors=bounds,
+        baseline=baseline_info,
+        dataset_version=first.dataset_version,
+        models=first.models,
+    )
+    checks = list(gate.checks)
+    interrupted = any(report.interrupted for _, report in validated)
+    if interrupted:
+        checks.append(interrupted_check(len(items)))
+    if info.missing_items:
+        checks.append(missing_items_check(info))
+    started = min(report.started_at_ms for _, report in validated)
+    ended = max(report.started_at_ms + report.duration_ms for _, report in validated)
+    merged = Report(
+        dataset_version=first.dataset_version,
+        models=first.models,
+        started_at_ms=started,
+        duration_ms=ended - started,
+        metrics=metrics,
+        gate={"passed": all(check.outcome != "FAIL" for check in checks), "checks": checks},
+        environment=first.environment,
+        interrupted=interrupted,
+        items=items,
+        floors=bounds,
+        shard=None,
+        merge=info,
+        baseline=baseline_info,
+    )
+    return merged.to_wire()

@@ -1,0 +1,99 @@
+"""Fixtures for the outputs tests: real saved reports, and shard reports made from them.
+
+``data/report-v1.json.gz`` is the report of a real run of datasets/v1 against the
+reference target and mock (``--eval-report``); ``data/report-citation-smoke.json``
+that of datasets/citation-smoke. Regenerate both after a report schema change with
+the commands in ``data/README.md``.
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_groundeval.core.gate import DEFAULT_FLOORS, evaluate_gate, summarize_baseline
+from pytest_groundeval.core.metrics import compute_metrics
+from pytest_groundeval.outputs.merge import shard_info, shard_of
+from pytest_groundeval.core.report import parse_report, read_report
+
+DATA = Path(__file__).parent / "data"
+REPO = Path(__file__).resolve().parents[2]
+V1_BASELINE = REPO / "datasets" / "v1" / "baseline.json"
+
+
+def _load(name: str) -> dict[str, Any]:
+    path = DATA / name
+    raw = gzip.decompress(path.read_bytes()) if name.endswith(".gz") else path.read_bytes()
+    report = json.loads(raw)
+    parse_report(report, name)  # a stale fixture fails here, loudly, after a schema change
+    return report
+
+
+@pytest.fixture(scope="session")
+def _v1() -> dict[str, Any]:
+    return _load("report-v1.json.gz")
+
+
+@pytest.fixture
+def v1_report(_v1: dict[str, Any]) -> dict[str, Any]:
+    """The v1 run's report (wire dict), a fresh copy per test; it ran with the default floors."""
+    report = copy.deepcopy(_v1)
+    report["floors"] = dict(DEFAULT_FLOORS)
+    return report
+
+
+@pytest.fixture
+def citation_report() -> dict[str, Any]:
+    """The citation-smoke run's report (wire dict): four citation items, two failing."""
+    return _load("report-citation-smoke.json")
+
+
+@pytest.fixture(scope="session")
+def v1_baseline():
+    """datasets/v1/baseline.json as a ``Report``: the baseline the v1 run compared recall with."""
+    return read_report(V1_BASELINE)
+
+
+@pytest.fixture
+def make_shards(v1_baseline) -> Callable[..., list[dict[str, Any]]]:
+    """Split a whole run's report into the N reports its shards would have written.
+
+    Each shard gets the items ``shard_of`` assigns it, its own metrics and gate
+    (same floors, same baseline), and the ``shard`` and ``baseline`` blocks the plugin records.
+    """
+
+    def make(report: dict[str, Any], count: int, baseline=v1_baseline) -> list[dict[str, Any]]:
+        ids = [item["id"] for item in report["items"]]
+        shards = []
+        for index in range(1, count + 1):
+            items = [item for item in report["items"] if shard_of(item["id"], count) == index]
+            metrics = compute_metrics(items)
+            qa_ids = {item["id"] for item in items if item["kind"] == "qa"}
+            recorded = summarize_baseline(baseline, qa_ids, "datasets/v1/baseline.json") if baseline else None
+            gate = evaluate_gate(
+                metrics,
+                floors=report["floors"],
+                baseline=recorded,
+                dataset_version=report["datasetVersion"],
+                models=report["models"],
+            )
+            shard = copy.deepcopy(report)
+            shard.update(
+                items=copy.deepcopy(items),
+                metrics=metrics.to_wire(),
+                gate=gate.to_wire(),
+                shard=shard_info(ids, index, count),
+                baseline=recorded.to_wire() if recorded else None,
+                startedAtMs=report["startedAtMs"] + index * 1000,
+                durationMs=report["durationMs"] / count,
+            )
+            shards.append(shard)
+        return shards
+
+    return make

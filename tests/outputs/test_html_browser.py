@@ -1,0 +1,217 @@
+"""The HTML report in a real headless browser: Debian's chromium driven by Playwright.
+
+One browser for the module; each test opens the page from a file:// URL, as a
+user opening a CI artifact would. The system browser is used (``executable_path``),
+never one downloaded by ``playwright install``. Set ``GROUNDEVAL_BROWSER`` to use
+another chromium binary.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pytest_groundeval.outputs.html import render_html
+
+# In CI (CI=true, as GitHub Actions and GitLab CI set it) a missing browser fails the
+# collection instead of skipping: .ci/run installs both, and a skipped browser test proves nothing.
+IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+try:
+    import playwright.sync_api as playwright_sync
+except ImportError:  # pragma: no cover - the test extra installs it
+    if IN_CI:
+        pytest.fail("playwright is not installed: pip install -e '.[test]'", pytrace=False)
+    pytest.skip("pip install -e '.[test]' installs playwright", allow_module_level=True)
+
+CHROMIUM = os.environ.get("GROUNDEVAL_BROWSER") or shutil.which("chromium") or "/usr/bin/chromium"
+if not Path(CHROMIUM).exists():  # pragma: no cover - CI installs it (.ci/run)
+    if IN_CI:
+        pytest.fail(f"no chromium at {CHROMIUM}: apt-get install chromium", pytrace=False)
+    pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
+
+HOSTILE_ANSWER = (
+    'Kontoret öppnade 2021 [S1]. <script>window.__pwned = 1</script> '
+    '<img src=x onerror="window.__pwned = 2"> Det har fyrtio anställda [S2].'
+)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless chromium for the whole module (starting one takes most of a second)."""
+    with playwright_sync.sync_playwright() as p:
+        instance = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield instance
+        instance.close()
+
+
+class Page:
+    """An opened report page plus what the browser reported while it loaded."""
+
+    def __init__(self, browser, path: Path):
+        self.page = browser.new_page(viewport={"width": 1200, "height": 900})
+        self.console: list[str] = []
+        self.dialogs: list[str] = []
+        self.requests: list[str] = []
+        self.page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None)
+        self.page.on("pageerror", lambda e: self.console.append(f"pageerror: {e}"))
+        self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.url = path.as_uri()
+        self.page.goto(self.url)
+        self.page.wait_for_selector("body[data-ready='1']")
+
+    def rows(self) -> list[dict[str, str]]:
+        return self.page.eval_on_selector_all(
+            "#items-table tbody tr.row", "rows => rows.map(r => ({id: r.dataset.id, kind: r.dataset.kind, outcome: r.dataset.outcome}))"
+        )
+
+
+@pytest.fixture
+def open_report(browser, tmp_path):
+    pages = []
+
+    def open_(report, history=None) -> Page:
+        path = tmp_path / f"report-{len(pages)}.html"
+        path.write_text(render_html(report, history), encoding="utf-8")
+        pages.append(Page(browser, path))
+        return pages[-1]
+
+    yield open_
+    for page in pages:
+        page.page.close()
+
+
+@pytest.fixture
+def hostile_report(v1_report):
+    """The v1 report with one item carrying everything a future outcome will: question, answer with
+    claims, evidence, expected evidence, tags — and markup that must stay text."""
+    item = v1_report["items"][0]
+    encoded = HOSTILE_ANSWER.encode()
+    first, second = "Kontoret öppnade 2021 [S1].", "Det har fyrtio anställda [S2]."
+    start2 = encoded.index(second.encode())
+    item["pass"] = False
+    item["detail"] = "</script><script>window.__pwned = 3</script> evidence missing"
+    item["extra"] = {
+        "tags": ["smoke", "hostile"],
+        "question": "<b>När</b> öppnade kontoret?",
+        "answer": HOSTILE_ANSWER,
+        "claims": [
+            {"text": first, "start": 0, "end": len(first.encode()), "markers": ["S1"], "verdict": "supported", "true": True},
+            {"text": second, "start": start2, "end": start2 + len(second.encode()), "markers": ["S2"],
+             "verdict": "unsupported\" onmouseover=\"window.__pwned=4", "true": False},
+        ],
+        "evidence": [{"marker": "S1", "document": "smoke/notes.txt", "start": 0, "end": 40,
+                      "text": "Kontoret i Göteborg öppnade i mars 2021.<svg onload=window.__pwned=5>"}],
+        "expectedEvidence": ["öppnade i mars 2021", "fyrtio anställda"],
+    }
+    v1_report["gate"]["checks"][0]["reason"] += " <img src=x onerror=window.__pwned=6>"
+    return v1_report
+
+
+def test_page_loads_offline_with_no_console_errors(open_report, v1_report, record_property):
+    page = open_report(v1_report)
+    assert page.console == []
+    assert page.requests == [page.url]  # nothing but the file itself: no CDN, no fetch
+    assert page.page.inner_text("#verdict") == "gate PASS"
+    timing = page.page.evaluate(
+        "() => { const n = performance.getEntriesByType('navigation')[0];"
+        " return {load: n.loadEventEnd, rendered: performance.getEntriesByName('groundeval-rendered')[0].startTime}; }"
+    )
+    record_property("html_load_ms", timing["load"])
+    record_property("html_rendered_ms", timing["rendered"])
+    print(f"v1 report: load event {timing['load']:.0f} ms, table rendered at {timing['rendered']:.0f} ms")
+    assert 0 < timing["rendered"] <= timing["load"]
+
+
+def test_charts_render_with_a_size(open_report, v1_report):
+    page = open_report(v1_report)
+    boxes = page.page.eval_on_selector_all(
+        "svg.chart", "els => els.map(e => { const r = e.getBoundingClientRect(); return [r.width, r.height]; })"
+    )
+    assert len(boxes) == 3  # metrics, outcomes by kind, latency; no citation items, so a note instead
+    assert page.page.inner_text("#charts p.note") == "No citation items in this run."
+    assert all(w > 100 and h > 20 for w, h in boxes), boxes
+    bars = page.page.eval_on_selector_all(
+        "#charts rect.bar-hist", "els => els.map(e => e.getBoundingClientRect().height)"
+    )
+    assert len(bars) == 30 and sum(h > 0 for h in bars) >= 10
+    assert page.page.locator("#charts rect.bar-pass").count() >= 6
+
+
+def test_gate_table_shows_every_check(open_report, v1_report):
+    page = open_report(v1_report)
+    metrics = page.page.eval_on_selector_all("#gate tbody tr td:first-child", "els => els.map(e => e.textContent)")
+    assert metrics == [c["metric"] for c in v1_report["gate"]["checks"]]
+
+
+def test_filtering_by_kind_and_outcome_changes_the_rows(open_report, v1_report):
+    page = open_report(v1_report)
+    assert len(page.rows()) == 500  # the first page of 621
+    page.page.select_option("#f-kind", "adversarial")
+    rows = page.rows()
+    assert len(rows) == 180 and {r["kind"] for r in rows} == {"adversarial"}
+    page.page.select_option("#f-kind", "")
+    page.page.select_option("#f-outcome", "fail")
+    assert [r["id"] for r in page.rows()] == ["qa-halueval-0082", "qa-tqa-en-0045-paraphrase"]
+    page.page.click("#more", force=True) if page.page.is_visible("#more") else None
+    assert "showing 2 of 2 matching" in page.page.inner_text("#f-count")
+
+
+def test_search_and_sort(open_report, v1_report):
+    page = open_report(v1_report)
+    page.page.fill("#f-search", "paraphrase")
+    expected = sorted(i["id"] for i in v1_report["items"] if "paraphrase" in (i["id"] + i["detail"]).lower())
+    assert sorted(r["id"] for r in page.rows()) == expected and expected
+    page.page.fill("#f-search", "")
+    page.page.select_option("#f-kind", "qa")
+    page.page.click("th[data-sort=latencyMs]")
+    shown = page.page.eval_on_selector_all("#items-table tbody tr.row td:nth-child(4)", "els => els.map(e => parseFloat(e.textContent))")
+    assert shown == sorted(shown) and len(shown) == 369
+    page.page.click("th[data-sort=latencyMs]")
+    shown = page.page.eval_on_selector_all("#items-table tbody tr.row td:nth-child(4)", "els => els.map(e => parseFloat(e.textContent))")
+    assert shown == sorted(shown, reverse=True)
+
+
+def test_untrusted_markup_stays_inert_and_visible_as_text(open_report, hostile_report):
+    page = open_report(hostile_report)
+    page.page.select_option("#f-tag", "hostile")
+    assert [r["id"] for r in page.rows()] == [hostile_report["items"][0]["id"]]
+    page.page.click("#items-table tbody tr.row")
+    panel = page.page.locator(".panel")
+    answer = panel.locator(".answer")
+    assert "<script>window.__pwned = 1</script>" in answer.inner_text()
+    assert "<b>När</b> öppnade kontoret?" in panel.inner_text()
+    claims = answer.locator("span.claim")
+    assert claims.all_inner_texts() == ["Kontoret öppnade 2021 [S1].", "Det har fyrtio anställda [S2]."]
+    assert "v-supported" in claims.first.get_attribute("class")
+    page.page.hover(".answer span.claim >> nth=1")
+    assert panel.locator("script, img, svg").count() == 0  # no element made from the item's text
+    assert panel.locator("b").all_inner_texts() == ["[S1] "]  # the page's own marker label only
+    assert "found öppnade i mars 2021" in panel.inner_text() and "not retrieved fyrtio anställda" in panel.inner_text()
+    assert page.page.locator("#gate img, body > script").count() == 2  # only the page's own two scripts
+    assert page.page.evaluate("window.__pwned") is None
+    assert page.dialogs == [] and page.console == []
+    assert page.requests == [page.url]  # the img src=x was never fetched
+
+
+def test_citation_items_and_history(open_report, citation_report):
+    history = [
+        {"id": "run-1", "startedAt": 1796000000000, "metrics": {**citation_report["metrics"], "citationMetadataAccuracy": 0.5}},
+        {"id": "run-2", "startedAt": "2026-11-30T10:00:00Z", "metrics": citation_report["metrics"]},
+    ]
+    page = open_report(citation_report, history)
+    assert page.console == []
+    verdicts = page.page.eval_on_selector_all("#charts svg rect.bar-pass, #charts svg rect.bar-fail", "els => els.length")
+    assert verdicts >= 3
+    assert page.page.locator("#history figure.trend svg").count() >= 2
+    rows = page.page.eval_on_selector_all("#cmp tbody tr", "rows => rows.map(r => r.textContent)")
+    assert any(r.startswith("citationMetadataAccuracy") for r in rows)
+    page.page.select_option("#cmp-a", "0")
+    delta = page.page.locator("#cmp tbody tr", has_text="citationMetadataAccuracy").locator("td").nth(3)
+    assert delta.inner_text() == "+0.2143" and "delta-better" in delta.get_attribute("class")
+    page.page.click("#items-table tbody tr.row[data-id=cit-smoke-wrong-speaker]")
+    assert "metadataMismatch: speaker 'Anna Berg'" in page.page.inner_text(".panel")

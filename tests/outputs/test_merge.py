@@ -1,0 +1,279 @@
+"""Sharding and ``groundeval merge`` on the real v1 report: the merged run gates like the whole run."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import xxhash
+
+from pytest_groundeval.cli import main as groundeval
+from pytest_groundeval.outputs.merge import (
+    MergeError,
+    ids_digest,
+    merge_reports,
+    parse_shard,
+    shard_info,
+    shard_of,
+)
+from pytest_groundeval.core.gate import summarize_baseline
+from pytest_groundeval.core.report import parse_report
+
+V1_BASELINE = Path(__file__).resolve().parents[2] / "datasets" / "v1" / "baseline.json"
+
+
+def test_shard_of_is_stable_and_in_range():
+    # Pinned: a change of hash function would silently re-split every CI matrix.
+    assert [shard_of(f"qa-{i}", 4) for i in range(6)] == [shard_of(f"qa-{i}", 4) for i in range(6)]
+    assert {shard_of(f"item-{i}", 5) for i in range(200)} == {1, 2, 3, 4, 5}
+    assert shard_of("anything", 1) == 1
+    assert shard_of("qa-halueval-0000", 3) == 1 + xxhash.xxh3_64_intdigest(b"qa-halueval-0000") % 3
+
+
+@pytest.mark.parametrize("count", [0, -1, True, 2.0])
+def test_shard_of_refuses_a_bad_count(count):
+    with pytest.raises(ValueError, match="shard count must be an integer >= 1"):
+        shard_of("x", count)
+
+
+def test_shards_of_v1_are_balanced(v1_report):
+    counts = Counter(shard_of(item["id"], 3) for item in v1_report["items"])
+    assert sorted(counts) == [1, 2, 3]
+    # 621 items: each shard within 10 % of 207 (the split is fixed, so this is deterministic).
+    assert all(abs(n - 207) <= 21 for n in counts.values()), counts
+
+
+@pytest.mark.parametrize(("text", "expected"), [("1/3", (1, 3)), (" 3/3 ", (3, 3)), ("1/1", (1, 1))])
+def test_parse_shard(text, expected):
+    assert parse_shard(text) == expected
+
+
+@pytest.mark.parametrize("text", ["0/3", "4/3", "3", "a/b", "1/0", "/2", ""])
+def test_parse_shard_refuses(text):
+    with pytest.raises(ValueError, match="expected K/N with 1 <= K <= N"):
+        parse_shard(text)
+
+
+def test_ids_digest_ignores_order():
+    assert ids_digest(["b", "a", "c"]) == ids_digest(["c", "b", "a"]) != ids_digest(["a", "b"])
+
+
+def test_three_shards_merge_to_the_unsharded_metrics_and_gate(v1_report, make_shards, v1_baseline):
+    shards = make_shards(v1_report, 3)
+    assert [len(s["items"]) for s in shards] != [len(v1_report["items"])] * 3
+    merged = merge_reports(shards, baseline=v1_baseline)
+    assert merged["metrics"] == v1_report["metrics"]
+    assert merged["gate"] == v1_report["gate"]
+    assert sorted(i["id"] for i in merged["items"]) == sorted(i["id"] for i in v1_report["items"])
+    assert merged["merge"] == {
+        "shards": ["1/3", "2/3", "3/3"],
+        "missingShards": [],
+        "datasetItems": 621,
+        "missingItems": 0,
+        "missingItemIds": None,
+    }
+    parse_report(merged, "merged")  # a valid report that groundeval gate can read
+
+
+def test_without_baseline_the_merge_applies_the_one_the_shards_recorded(v1_report, make_shards, v1_baseline):
+    shards = make_shards(v1_report, 3)
+    merged = merge_reports(shards)
+    assert merged["gate"] == v1_report["gate"] == merge_reports(shards, baseline=v1_baseline)["gate"]
+    qa_ids = {item["id"] for item in v1_report["items"] if item["kind"] == "qa"}
+    whole = summarize_baseline(v1_baseline, qa_ids, "datasets/v1/baseline.json").to_wire()
+    assert merged["baseline"] == whole  # the shards' figures summed are the figure over every item
+
+
+def test_shards_whose_recall_fell_fail_the_merged_gate_against_their_recorded_baseline(v1_report, make_shards):
+    # The merge must not lose what made each shard fail (the issue 12 scenario, sharded).
+    for item in v1_report["items"]:
+        if item["kind"] == "qa":
+            item["evidenceFound"] = 0
+    merged = merge_reports(make_shards(v1_report, 3))
+    recall = [c for c in merged["gate"]["checks"] if c["metric"] == "retrievalRecall" and "baseline" in c["reason"]]
+    assert [c["outcome"] for c in recall] == ["FAIL"] and not merged["gate"]["passed"]
+    unarmed = merge_reports(make_shards(v1_report, 3), recorded_baseline=False)
+    recall = [c for c in unarmed["gate"]["checks"] if c["metric"] == "retrievalRecall" and "baseline" in c["reason"]]
+    assert recall[0]["outcome"] == "SKIP" and unarmed["baseline"] is None
+
+
+def test_shards_that_record_different_baselines_are_refused(v1_report, make_shards):
+    one, two, three = make_shards(v1_report, 3)
+    two["baseline"] = None
+    with pytest.raises(MergeError, match="records a baseline but report 2 does not; give groundeval merge --baseline"):
+        merge_reports([one, two, three])
+    two["baseline"] = {**one["baseline"], "path": "other/baseline.json"}
+    with pytest.raises(MergeError, match="cannot merge: report 1 has baseline"):
+        merge_reports([one, two, three])
+
+
+def test_merge_is_order_independent(v1_report, make_shards, v1_baseline):
+    shards = make_shards(v1_report, 4)
+    forward = merge_reports(shards, baseline=v1_baseline)
+    backward = merge_reports(list(reversed(shards)), baseline=v1_baseline)
+    assert forward == backward
+
+
+def test_a_missing_shard_fails_the_gate_and_says_which(v1_report, make_shards, v1_baseline):
+    one, _, three = make_shards(v1_report, 3)
+    merged = merge_reports([one, three], baseline=v1_baseline)
+    assert merged["gate"]["passed"] is False
+    check = merged["gate"]["checks"][-1]
+    assert check["metric"] == "items" and check["outcome"] == "FAIL"
+    missing = 621 - len(one["items"]) - len(three["items"])
+    assert check["reason"].startswith(f"{missing} of 621 dataset items missing")
+    assert "shard(s) 2/3 not given" in check["reason"]
+    assert merged["merge"]["missingShards"] == ["2/3"] and merged["merge"]["missingItems"] == missing
+
+
+def test_missing_items_are_listed_by_id_with_the_dataset(v1_report, make_shards, v1_baseline):
+    one, two, three = make_shards(v1_report, 3)
+    dropped = two["items"].pop(0)["id"]  # e.g. a shard run with -k
+    ids = [item["id"] for item in v1_report["items"]]
+    merged = merge_reports([one, two, three], baseline=v1_baseline, dataset_ids=ids)
+    assert merged["merge"]["missingItemIds"] == [dropped]
+    assert merged["gate"]["passed"] is False
+    assert f"missing ids: {dropped}" in merged["gate"]["checks"][-1]["reason"]
+    without = merge_reports([one, two, three], baseline=v1_baseline)
+    assert "ids not known" in without["gate"]["checks"][-1]["reason"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("datasetVersion", "v2", "dataset version"),
+        ("models", {"generate": "other-model", "embed": "mock-embed"}, "model lineage"),
+        ("floors", {"errors": 0.0, "claimSupportPrecision": 0.5, "retrievalRecallMargin": 0.02}, "floors"),
+    ],
+)
+def test_merge_refuses_shards_of_different_runs(v1_report, make_shards, field, value, message):
+    shards = make_shards(v1_report, 3)
+    shards[1][field] = value
+    with pytest.raises(MergeError, match=f"report 1 has {message} .* but report 2 has"):
+        merge_reports(shards)
+
+
+def test_merge_refuses_a_shard_given_twice(v1_report, make_shards):
+    one, two, _ = make_shards(v1_report, 3)
+    with pytest.raises(MergeError, match=r"shard 2/3 given twice \(b.json and c.json\)"):
+        merge_reports([one, two, two], sources=["a.json", "b.json", "c.json"])
+
+
+def test_merge_refuses_overlapping_shards(v1_report, make_shards):
+    one, two, three = make_shards(v1_report, 3)
+    stolen = one["items"][0]
+    three["items"].append(stolen)
+    with pytest.raises(MergeError, match=f"overlapping shards: 1 item.*{stolen['id']}"):
+        merge_reports([one, two, three])
+
+
+def test_merge_refuses_an_item_in_the_wrong_shard(v1_report, make_shards):
+    one, two, three = make_shards(v1_report, 3)
+    three["items"].append(one["items"].pop())
+    with pytest.raises(MergeError, match="is shard 3/3 but 1 of its items belong to other shards"):
+        merge_reports([one, two, three])
+
+
+def test_merge_refuses_different_shard_counts_and_unsharded_reports(v1_report, make_shards):
+    one, two, _ = make_shards(v1_report, 3)
+    other = make_shards(v1_report, 2)[1]
+    with pytest.raises(MergeError, match="shard count"):
+        merge_reports([one, two, other])
+    with pytest.raises(MergeError, match="records no shard; run each shard with --eval-shard K/N"):
+        merge_reports([v1_report])
+
+
+def test_merge_refuses_a_dataset_that_is_not_the_shards(v1_report, make_shards):
+    shards = make_shards(v1_report, 2)
+    with pytest.raises(MergeError, match="the dataset given .* is not the one the shards ran"):
+        merge_reports(shards, dataset_ids=["qa-1", "qa-2"])
+
+
+def test_merge_refuses_shards_without_floors_unless_given(v1_report, make_shards):
+    shards = make_shards(v1_report, 2)
+    for shard in shards:
+        shard["floors"] = None
+    with pytest.raises(MergeError, match="records no floors.*give the floors file with --floors"):
+        merge_reports(shards)
+    merged = merge_reports(shards, floors={"errors": 0.0, "retrievalRecallMargin": 0.02})
+    assert [c["metric"] for c in merged["gate"]["checks"]] == ["retrievalRecall", "errors"]
+
+
+def test_an_interrupted_shard_makes_the_merged_run_interrupted(v1_report, make_shards, v1_baseline):
+    shards = make_shards(v1_report, 3)
+    shards[0]["interrupted"] = True
+    merged = merge_reports(shards, baseline=v1_baseline)
+    assert merged["interrupted"] is True and merged["gate"]["passed"] is False
+    assert any(c["metric"] == "run" and c["outcome"] == "FAIL" for c in merged["gate"]["checks"])
+
+
+def test_shard_info_counts_the_items_assigned():
+    ids = [f"id-{i}" for i in range(50)]
+    infos = [shard_info(ids, k, 3) for k in (1, 2, 3)]
+    assert sum(info["assigned"] for info in infos) == 50
+    assert {info["datasetItemsDigest"] for info in infos} == {ids_digest(ids)}
+
+
+# --- the CLI ---------------------------------------------------------------------------------
+
+
+def _write(tmp_path, shards):
+    paths = []
+    for shard in shards:
+        path = tmp_path / f"shard-{shard['shard']['index']}.json"
+        path.write_text(json.dumps(shard), encoding="utf-8")
+        paths.append(str(path))
+    return paths
+
+
+def test_groundeval_merge_writes_a_report_that_groundeval_gate_passes(v1_report, make_shards, tmp_path, capsys):
+    paths = _write(tmp_path, make_shards(v1_report, 3))
+    out, html, md = tmp_path / "merged.json", tmp_path / "r.html", tmp_path / "r.md"
+    status = groundeval(
+        ["merge", *paths, "-o", str(out), "--baseline", str(V1_BASELINE), "--html", str(html), "--markdown", str(md)]
+    )
+    printed = capsys.readouterr().out
+    assert status == 0, printed
+    assert printed.rstrip().endswith("gate: PASS")
+    assert html.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert "gate: ✅ PASS" in md.read_text(encoding="utf-8")
+    assert groundeval(["gate", "--report", str(out), "--baseline", str(V1_BASELINE)]) == 0
+
+
+def test_groundeval_merge_with_a_missing_shard_exits_1_and_gate_agrees(v1_report, make_shards, tmp_path, capsys):
+    paths = _write(tmp_path, make_shards(v1_report, 3)[:2])
+    out = tmp_path / "merged.json"
+    assert groundeval(["merge", *paths, "-o", str(out)]) == 1
+    assert "shard(s) 3/3 not given" in capsys.readouterr().out
+    assert groundeval(["gate", "--report", str(out)]) == 1
+    assert "dataset items missing from the merged shards" in capsys.readouterr().out
+
+
+def test_groundeval_merge_refusal_exits_2_and_writes_nothing(v1_report, make_shards, tmp_path, capsys):
+    shards = make_shards(v1_report, 2)
+    shards[1]["datasetVersion"] = "v9"
+    paths = _write(tmp_path, shards)
+    out = tmp_path / "merged.json"
+    assert groundeval(["merge", *paths, "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("groundeval merge: cannot merge:") and "shard-1.json has dataset version 'v1' but" in err and "shard-2.json has 'v9'" in err
+    assert not out.exists()
+
+
+def test_groundeval_version(capsys):
+    assert groundeval(["--version"]) == 0
+    assert capsys.readouterr().out.startswith("groundeval ")
+
+
+def test_outputs_import_no_pytest():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pytest_groundeval.outputs, pytest_groundeval.outputs.write, pytest_groundeval.cli.merge; "
+        "print('pytest' in sys.modules or '_pytest' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
