@@ -61,7 +61,12 @@ def groundeval_target(request: pytest.FixtureRequest) -> Iterator[Any]:
     if settings.url:
         problem = None
         try:
-            target = targets.connect_url(settings.url, settings.api_key, timeout_s=settings.timeout_s)
+            target = targets.connect_url(
+                settings.url,
+                settings.api_key,
+                timeout_s=settings.timeout_s,
+                max_response_bytes=settings.max_response_bytes,
+            )
         except targets.TargetError as exc:
             problem = str(exc)
         if problem is not None:
@@ -78,6 +83,7 @@ def groundeval_target(request: pytest.FixtureRequest) -> Iterator[Any]:
         setup=list(settings.setup),
         ready_timeout_s=settings.ready_timeout_s,
         timeout_s=settings.timeout_s,
+        max_response_bytes=settings.max_response_bytes,
         llm_url=mock.base_url,
         embed_url=mock.base_url,
         worker_id=worker,

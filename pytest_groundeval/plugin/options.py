@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from urllib.parse import urlsplit, urlunsplit
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from ..targets.protocol import DEFAULT_MAX_RESPONSE_BYTES
 
 GROUP = "groundeval"
 
@@ -28,7 +31,8 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("baseline", "Baseline report that arms the retrievalRecall floor", "path"),
     ("floors", "JSON file of gate floors and ceilings by metric name", "path"),
     ("strict", "Fail the session when any eval item fails, not only when the gate fails", "bool"),
-    ("timeout", "Seconds to wait for one target call (default 60)", "float"),
+    ("timeout", "Seconds one target call may take, from sending to the last byte of the answer (default 60)", "float"),
+    ("max-response-bytes", "Largest target response body accepted, in bytes; KiB, MiB or GiB suffixes allowed (default 16 MiB)", "str"),
     ("ready-timeout", "Seconds to wait for a spawned target's /readyz (default 60)", "float"),
     ("model-generate", "Generate model name for the lineage when the target has no /v1/info", "str"),
     ("model-embed", "Embedding model name for the lineage when the target has no /v1/info", "str"),
@@ -103,7 +107,9 @@ class Settings:
     strict: bool = False
     """Any failed item fails the session."""
     timeout_s: float = DEFAULT_TIMEOUT_S
-    """Timeout of one target call, in seconds."""
+    """Deadline of one target call, in seconds."""
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    """Largest response body accepted from an HTTP target, in bytes."""
     ready_timeout_s: float = DEFAULT_READY_TIMEOUT_S
     """How long a spawned target may take to become ready, in seconds."""
     model_generate: str | None = None
@@ -186,6 +192,33 @@ def _count(value, source: str) -> int:
     return int(text)
 
 
+_SIZE = re.compile(r"\s*(\d+)\s*(B|KiB|MiB|GiB)?\s*", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}
+
+
+def _size(value, source: str) -> int:
+    """A byte count: a whole number, optionally with a ``B``, ``KiB``, ``MiB`` or ``GiB`` suffix."""
+    match = _SIZE.fullmatch(str(value))
+    number = int(match.group(1)) * _UNITS[(match.group(2) or "").lower()] if match else 0
+    if number < 1:
+        raise pytest.UsageError(
+            f"{value!r} is not a valid value for {source}: expected a number of bytes >= 1, "
+            "optionally with a KiB, MiB or GiB suffix (e.g. 16MiB)"
+        )
+    return number
+
+
+def _check_placeholders(commands: list[str], source: str) -> None:
+    """Refuse a spawn or setup command using a ``{word}`` that is not a placeholder, before the run."""
+    from ..targets.spawn import check_placeholders
+
+    for command in commands:
+        try:
+            check_placeholders(command)
+        except ValueError as exc:
+            raise pytest.UsageError(f"{source}: {exc}") from None
+
+
 def _bool(value, source: str) -> bool:
     if isinstance(value, bool):
         return value
@@ -232,6 +265,10 @@ def resolve_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError("--eval-setup runs before a spawned target; it cannot be used with --eval-url")
     if values["url"] and not values["api-key"]:
         raise pytest.UsageError("--eval-url needs --eval-api-key (or GROUNDEVAL_API_KEY): the target's bearer key")
+    if values["spawn"]:
+        _check_placeholders([values["spawn"]], sources["spawn"])
+    if values["setup"]:
+        _check_placeholders(list(values["setup"]), sources["setup"])
     dataset = _manifest_path(values["dataset"], sources["dataset"]) if values["dataset"] else None
 
     def path(name: str) -> Path | None:
@@ -258,6 +295,11 @@ def resolve_settings(config: pytest.Config) -> Settings:
         floors=path("floors"),
         strict=_bool(values["strict"], sources["strict"]) if values["strict"] is not None else False,
         timeout_s=_positive(values["timeout"], sources["timeout"]) if values["timeout"] else DEFAULT_TIMEOUT_S,
+        max_response_bytes=(
+            _size(values["max-response-bytes"], sources["max-response-bytes"])
+            if values["max-response-bytes"]
+            else DEFAULT_MAX_RESPONSE_BYTES
+        ),
         ready_timeout_s=(
             _positive(values["ready-timeout"], sources["ready-timeout"])
             if values["ready-timeout"]

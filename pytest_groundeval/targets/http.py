@@ -3,8 +3,11 @@
 Every call is listed once in ``_ROUTES``; the blocking methods go through one
 keep-alive ``httpx.Client`` and their async twins (``aingest``, ``agenerate``,
 …, used for concurrent dispatch) through one aiohttp session per event loop.
-Both decode a response with ``_decode_body`` and check it with the one model
-check of ``targets.responses``, so both fail with the same words.
+Both read a body through ``targets.bodies`` (size limit, bounded decompression),
+decode it with ``_decode_body`` and check it with the one model check of
+``targets.responses``, so both fail with the same words. Each call has one
+overall deadline, ``timeout_s`` from sending to the last body byte; redirects
+are never followed (docs/target-contract.md, "Limits").
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ import aiohttp
 import httpx
 
 from ..core.text import shorten
-from .protocol import TargetError, TargetUnavailable, describe_exit
-from .responses import CALLS
+from .bodies import ACCEPT_ENCODING, BodyError, BodyReader, decode_text, describe_size
+from .deadline import DeadlineTransport, deadline
+from .protocol import DEFAULT_MAX_RESPONSE_BYTES, TargetError, TargetUnavailable, describe_exit
+from .responses import CALLS, MAX_JSON_DEPTH
 
 __all__ = ["BODY_EXCERPT_CHARS", "HttpTarget", "URL_CONNECT_TIMEOUT_S", "connect_url"]
 
@@ -41,36 +46,96 @@ _ROUTES: dict[str, tuple[str, str]] = {
 """Target method -> (HTTP method, path) of the REST contract."""
 
 
-def _decode_body(call: str, url: str, status: int, text: str, check: Any) -> dict:
+def _excerpt(data: bytes | str) -> str:
+    text = data if isinstance(data, str) else data[: BODY_EXCERPT_CHARS * 4].decode("utf-8", "replace")
+    return shorten(text, BODY_EXCERPT_CHARS, collapse=False)
+
+
+def _fail(call: str, url: str, status: int | None, what: str, data: bytes | str = b"") -> TargetError:
+    """The ``TargetError`` of a response that cannot be used: call, URL, status, what was wrong, body excerpt."""
+    excerpt = _excerpt(data)
+    where = f" (HTTP {status})" if status is not None else ""
+    return TargetError(
+        f"{call} {url} {what}{where}; body: {excerpt!r}", call=call, url=url, status=status, body_excerpt=excerpt
+    )
+
+
+def _decode_body(
+    call: str, url: str, status: int, data: bytes, content_type: str | None, check: Any, location: str | None = None
+) -> dict:
     """Return the JSON object of a 2xx response after ``check``; raise ``TargetError`` otherwise.
 
-    Shared by the sync (httpx) and async (aiohttp) paths, so both fail with the same words.
+    ``data`` is the whole body, content coding undone (``bodies.BodyReader``); it is
+    decoded strictly in its declared charset (default UTF-8). Shared by the sync
+    (httpx) and async (aiohttp) paths, so both fail with the same words.
     """
-    excerpt = shorten(text, BODY_EXCERPT_CHARS, collapse=False)
-
-    def fail(what: str) -> TargetError:
-        return TargetError(
-            f"{call} {url} {what} (HTTP {status}); body: {excerpt!r}",
-            call=call,
-            url=url,
-            status=status,
-            body_excerpt=excerpt,
-        )
-
+    if 300 <= status < 400:
+        target = f" to {location!r}" if location else ""
+        raise _fail(
+            call, url, status,
+            f"returned a redirect{target}, which the harness does not follow "
+            f"(docs/target-contract.md): give it the final address",
+            data,
+        )  # fmt: skip
     if not 200 <= status < 300:
         hint = " — the API key was rejected" if status == 401 else ""
-        raise fail(f"returned an error status{hint}")
+        raise _fail(call, url, status, f"returned an error status{hint}", data)
+    try:
+        text = decode_text(data, content_type)
+    except BodyError as exc:
+        raise _fail(call, url, status, str(exc), data) from None
     try:
         body = json.loads(text)
+    except RecursionError:
+        raise _fail(call, url, status, f"returned JSON nested too deep to parse (the limit is {MAX_JSON_DEPTH} levels)", text) from None
     except ValueError as exc:
-        raise fail(f"returned a body that is not valid JSON ({exc})") from exc
+        raise _fail(call, url, status, f"returned a body that is not valid JSON ({exc})", text) from None
     if not isinstance(body, dict):
-        raise fail(f"returned JSON that is not an object (a {type(body).__name__})")
+        raise _fail(call, url, status, f"returned JSON that is not an object (a {type(body).__name__})", text)
     try:
         check(body)
     except ValueError as exc:
-        raise fail(f"returned a malformed response: {exc}") from exc
+        raise _fail(call, url, status, f"returned a malformed response: {exc}", text) from None
     return body
+
+
+class _Exchange:
+    """What one call has received so far, for the message of an error mid-way."""
+
+    def __init__(self, call: str, url: str, seconds: float) -> None:
+        self.call = call
+        self.url = url
+        self.seconds = seconds
+        self.status: int | None = None
+        self.reader: BodyReader | None = None
+
+    def timed_out(self, exc: BaseException) -> TargetError:
+        """The deadline passed: say what had arrived by then."""
+        if self.status is None:
+            return TargetError(
+                f"{self.call} {self.url}: no response within {self.seconds:g} s ({type(exc).__name__})",
+                call=self.call,
+                url=self.url,
+            )
+        received = describe_size(self.reader.received) if self.reader is not None else "none"
+        return TargetError(
+            f"{self.call} {self.url}: the response did not complete within {self.seconds:g} s, the per-call "
+            f"timeout (--eval-timeout): HTTP {self.status} and {received} of body received",
+            call=self.call,
+            url=self.url,
+            status=self.status,
+            body_excerpt=_excerpt(self.reader.head()) if self.reader is not None else "",
+        )
+
+    def body_error(self, exc: BodyError) -> TargetError:
+        return _fail(self.call, self.url, self.status, str(exc), exc.head)
+
+    def read_with(self, content_encoding: str | None, content_length: str | None, limit: int) -> BodyReader:
+        try:
+            self.reader = BodyReader(content_encoding, limit, content_length)
+        except BodyError as exc:
+            raise self.body_error(exc) from None
+        return self.reader
 
 
 class HttpTarget:
@@ -84,21 +149,37 @@ class HttpTarget:
         base_url: The target's root URL, e.g. ``http://127.0.0.1:8123`` (a path
             prefix is kept: ``https://host/api`` → ``https://host/api/v1/...``).
         api_key: The bearer key sent with every call.
-        timeout_s: Per-call timeout in seconds (connect is capped at 10 s so an
+        timeout_s: Per-call deadline in seconds, from sending the request to the
+            last byte of the response (connect is capped at 10 s so an
             unreachable host fails fast).
+        max_response_bytes: Largest response body accepted, counted as received and
+            as decompressed (``--eval-max-response-bytes``, default 16 MiB).
+
+    Redirects are never followed: a 3xx is a ``TargetError`` naming its ``Location``.
     """
 
     checks_responses = True
     """Responses are checked as they are decoded (``targets.responses``), with the URL and status."""
 
-    def __init__(self, base_url: str, api_key: str, timeout_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        timeout_s: float = 60.0,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> None:
+        if max_response_bytes < 1:
+            raise ValueError(f"max_response_bytes must be at least 1, got {max_response_bytes!r}")
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
-        self._headers = {"Authorization": f"Bearer {api_key}"}
+        self.max_response_bytes = max_response_bytes
+        self._headers = {"Authorization": f"Bearer {api_key}", "Accept-Encoding": ACCEPT_ENCODING}
         self._client = httpx.Client(
             base_url=self.base_url,
             headers=self._headers,
             timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0)),
+            transport=DeadlineTransport(),
+            follow_redirects=False,
         )
         self._asession: aiohttp.ClientSession | None = None
         self._asession_loop: asyncio.AbstractEventLoop | None = None
@@ -115,18 +196,45 @@ class HttpTarget:
     # -- transport
 
     def _send(
-        self, method: str, path: str, body: dict | None = None, *, timeout: float | None = None
-    ) -> httpx.Response:
-        """Send one request; map transport failures to ``TargetUnavailable`` / ``TargetError``."""
+        self, method: str, path: str, body: dict | None = None, *, timeout: float | None = None, read: bool = True
+    ) -> tuple[int, httpx.Headers, bytes]:
+        """Send one request and read its body within the limits; return ``(status, headers, body)``.
+
+        The whole exchange ends within ``timeout`` (default ``timeout_s``) seconds.
+        ``read=False`` skips the body (``ready`` needs only the status).
+
+        Raises:
+            TargetUnavailable: nothing could connect.
+            TargetError: the deadline passed, the connection failed mid-way, or the body
+                broke a limit (its size, its content coding).
+        """
         call = f"{method} {path}"
         url = f"{self.base_url}{path}"
+        seconds = self.timeout_s if timeout is None else timeout
+        exchange = _Exchange(call, url, seconds)
         kwargs: dict[str, Any] = {}
         if body is not None:
             kwargs["json"] = body
         if timeout is not None:
-            kwargs["timeout"] = timeout
+            kwargs["timeout"] = httpx.Timeout(timeout, connect=min(timeout, 10.0))
         try:
-            return self._client.request(method, path, **kwargs)
+            with deadline(seconds):
+                request = self._client.build_request(method, path, **kwargs)
+                response = self._client.send(request, stream=True)
+                try:
+                    exchange.status = response.status_code
+                    data = b""
+                    if read:
+                        reader = exchange.read_with(
+                            response.headers.get("content-encoding"),
+                            response.headers.get("content-length"),
+                            self.max_response_bytes,
+                        )
+                        for chunk in response.iter_raw():
+                            reader.feed(chunk)
+                        data = reader.finish()
+                finally:
+                    response.close()
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             # ConnectError also covers DNS failures: nothing was sent, the host is not there.
             raise TargetUnavailable(
@@ -135,42 +243,72 @@ class HttpTarget:
                 url=url,
             ) from exc
         except httpx.TimeoutException as exc:
-            raise TargetError(
-                f"{call} {url}: no response within {self.timeout_s:g} s ({type(exc).__name__})",
-                call=call,
-                url=url,
-            ) from exc
+            raise exchange.timed_out(exc) from exc
         except httpx.HTTPError as exc:
             raise TargetError(
-                f"{call} {url}: request failed ({type(exc).__name__}: {exc})", call=call, url=url
+                f"{call} {url}: request failed ({type(exc).__name__}: {exc})",
+                call=call,
+                url=url,
+                status=exchange.status,
             ) from exc
+        except BodyError as exc:
+            raise exchange.body_error(exc) from None
+        return response.status_code, response.headers, data
 
-    def _decode(self, call: str, response: httpx.Response, check: Any) -> dict:
+    def _decode(self, call: str, sent: tuple[int, httpx.Headers, bytes], check: Any) -> dict:
         """Return the JSON object body of a 2xx response after ``check``; raise ``TargetError`` otherwise."""
-        return _decode_body(call, str(response.request.url), response.status_code, response.text, check)
+        status, headers, data = sent
+        path = call.split(" ", 1)[1]
+        return _decode_body(
+            call, f"{self.base_url}{path}", status, data, headers.get("content-type"), check, headers.get("location")
+        )
 
     def _call(self, name: str, body: dict | None) -> dict:
         method, path = _ROUTES[name]
-        response = self._send(method, path, body)
-        return self._decode(f"{method} {path}", response, CALLS[name])
+        return self._decode(f"{method} {path}", self._send(method, path, body), CALLS[name])
 
     async def _acall(self, name: str, body: dict | None) -> dict:
         method, path = _ROUTES[name]
         call = f"{method} {path}"
         url = f"{self.base_url}{path}"
+        exchange = _Exchange(call, url, self.timeout_s)
+        # aiohttp's total timeout spans connect to the last body byte: the per-call deadline.
         try:
-            async with self._session().request(method, url, json=body) as response:
-                text = await response.text()
-                status = response.status
+            async with self._session().request(method, url, json=body, allow_redirects=False) as response:
+                exchange.status = response.status
+                try:
+                    reader = exchange.read_with(
+                        response.headers.get("Content-Encoding"),
+                        response.headers.get("Content-Length"),
+                        self.max_response_bytes,
+                    )
+                    async for chunk in response.content.iter_any():
+                        reader.feed(chunk)
+                    data = reader.finish()
+                except BaseException:
+                    response.close()  # the rest of the body is not wanted: do not reuse the connection
+                    raise
+                headers = response.headers
         except (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError) as exc:
+            if exchange.status is not None:
+                raise TargetError(
+                    f"{call} {url}: request failed ({type(exc).__name__}: {exc})",
+                    call=call, url=url, status=exchange.status,
+                ) from exc  # fmt: skip
             raise TargetUnavailable(
                 f"{call} {url}: cannot connect to the target ({type(exc).__name__}: {exc})", call=call, url=url
             ) from exc
         except asyncio.TimeoutError as exc:
-            raise TargetError(f"{call} {url}: no response within {self.timeout_s:g} s", call=call, url=url) from exc
+            raise exchange.timed_out(exc) from exc
         except aiohttp.ClientError as exc:
-            raise TargetError(f"{call} {url}: request failed ({type(exc).__name__}: {exc})", call=call, url=url) from exc
-        return _decode_body(call, url, status, text, CALLS[name])
+            raise TargetError(
+                f"{call} {url}: request failed ({type(exc).__name__}: {exc})", call=call, url=url, status=exchange.status
+            ) from exc
+        except BodyError as exc:
+            raise exchange.body_error(exc) from None
+        return _decode_body(
+            call, url, exchange.status, data, headers.get("Content-Type"), CALLS[name], headers.get("Location")
+        )
 
     # -- Target protocol: each call once in _ROUTES, sync (httpx) and async (aiohttp)
 
@@ -180,10 +318,10 @@ class HttpTarget:
         Raises:
             TargetError: any other non-2xx status or a malformed body.
         """
-        response = self._send("GET", "/v1/info")
-        if response.status_code == 404:
+        sent = self._send("GET", "/v1/info")
+        if sent[0] == 404:
             return None
-        return self._decode("GET /v1/info", response, CALLS["info"])
+        return self._decode("GET /v1/info", sent, CALLS["info"])
 
     def ingest(self, document: dict) -> dict:
         """``POST /v1/documents`` (see ``Target.ingest``).
@@ -272,6 +410,7 @@ class HttpTarget:
                 headers=self._headers,
                 timeout=aiohttp.ClientTimeout(total=self.timeout_s, connect=min(self.timeout_s, 10.0)),
                 connector=aiohttp.TCPConnector(limit=0),
+                auto_decompress=False,  # bodies.BodyReader inflates, within the limit
             )
             self._asession_loop = loop
         return self._asession
@@ -290,7 +429,7 @@ class HttpTarget:
             TargetUnavailable: the target cannot be reached.
             TargetError: no response within ``timeout_s``.
         """
-        return self._send("GET", "/readyz", timeout=timeout_s).status_code
+        return self._send("GET", "/readyz", timeout=timeout_s, read=False)[0]
 
     def wait_ready(
         self,
@@ -340,7 +479,9 @@ class HttpTarget:
             time.sleep(max(0.0, min(poll_interval_s, deadline - time.monotonic())))
 
 
-def connect_url(url: str, api_key: str, timeout_s: float = 60.0) -> HttpTarget:
+def connect_url(
+    url: str, api_key: str, timeout_s: float = 60.0, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+) -> HttpTarget:
     """Return an ``HttpTarget`` for an already running server, checked once (docs/target-contract.md option 3).
 
     Sends one ``GET /readyz`` with a 5 s timeout; no polling, since a remote
@@ -349,12 +490,13 @@ def connect_url(url: str, api_key: str, timeout_s: float = 60.0) -> HttpTarget:
     Args:
         url: The target's root URL.
         api_key: The bearer key.
-        timeout_s: Per-call timeout for later calls, in seconds.
+        timeout_s: Per-call deadline for later calls, in seconds.
+        max_response_bytes: Largest response body accepted (see ``HttpTarget``).
 
     Raises:
         TargetUnavailable: the server cannot be reached or ``/readyz`` is not 200.
     """
-    target = HttpTarget(url, api_key, timeout_s=timeout_s)
+    target = HttpTarget(url, api_key, timeout_s=timeout_s, max_response_bytes=max_response_bytes)
     try:
         status = target.ready(timeout_s=URL_CONNECT_TIMEOUT_S)
     except TargetError as exc:

@@ -17,7 +17,22 @@ from __future__ import annotations
 import signal
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["SpawnError", "Target", "TargetError", "TargetUnavailable", "describe_exit", "lineage"]
+__all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "SpawnError",
+    "Target",
+    "TargetError",
+    "TargetUnavailable",
+    "describe_exit",
+    "lineage",
+]
+
+DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+"""Largest response body an ``HttpTarget`` accepts by default (``--eval-max-response-bytes``).
+
+A generate answer with its evidence is a few KiB; 16 MiB leaves room for a query
+over thousands of records while a compressed bomb or an endless body stops long
+before it costs real memory (docs/target-contract.md, "Limits")."""
 
 UNKNOWN_MODEL = "unknown"
 """Model name recorded when the lineage could not be learnt; it matches no baseline."""
@@ -26,9 +41,10 @@ UNKNOWN_MODEL = "unknown"
 class TargetError(Exception):
     """A target operation could not be completed.
 
-    Raised for a non-2xx status, a body that is not a JSON object, a response
-    missing a required field or carrying a wrong type, a read timeout, or a
-    dropped connection. The message names the call, the URL, the status (when
+    Raised for a non-2xx status (a redirect included), a body that is not a JSON
+    object (not valid in its charset, nested too deep, larger than the limit),
+    a response missing a required field or carrying a wrong type, a call that
+    did not complete by its deadline, or a dropped connection. The message names the call, the URL, the status (when
     one was received) and an excerpt of the body (at most 500 characters).
 
     Attributes:

@@ -9,6 +9,13 @@ HTTP response (adding the URL, the status and a body excerpt to the message);
 ``ItemRunner`` calls it for targets that do not check their own responses
 (in-process ``Target`` objects), so every response is checked exactly once.
 
+Before any field is read, the whole response is walked once (without
+recursion): it may nest at most ``MAX_JSON_DEPTH`` levels, hold no container
+inside itself, and hold no string with a lone surrogate (not valid Unicode, so
+not UTF-8 byte offsets either). So whatever JSON-like value a target returns,
+over HTTP or in process, the check raises ``ValueError`` naming the problem and
+nothing else.
+
 Beyond field types, a generate response must hold together: each claim's
 ``start``/``end`` (UTF-8 byte offsets) slice the claim's text from the answer,
 citation markers and white space aside, and each marker a claim cites is the
@@ -17,6 +24,8 @@ marker of a returned evidence entry.
 
 from __future__ import annotations
 
+import re
+import reprlib
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -25,7 +34,13 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 from ..core.contract import VERDICTS, strip_markers
 from ..core.text import shorten
 
-__all__ = ["CALLS", "check_response", "check_generate_response"]
+__all__ = ["CALLS", "MAX_JSON_DEPTH", "check_response", "check_generate_response", "check_tree"]
+
+MAX_JSON_DEPTH = 128
+"""Deepest nesting of objects and lists a response may have (docs/target-contract.md, "Limits").
+
+A generate response nests 4 levels, a query's records as deep as their properties;
+128 is far above both and far below where Python's parser or a recursive walk fails."""
 
 
 class _Shape(BaseModel):
@@ -122,15 +137,94 @@ _KIND_WORDS = {
 }
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxdict, _REPR.maxlist, _REPR.maxtuple = 2, 4, 4, 4
+_REPR.maxstring, _REPR.maxother, _REPR.maxlong = 60, 60, 40
+
+
+def _brief(value: Any) -> str:
+    """A short repr of ``value`` for a message, whatever it is (huge, deep, or with a failing repr)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"an integer of {value.bit_length()} bits"
+    try:
+        return _REPR.repr(value)
+    except Exception:  # a repr that fails, or an integer too long to print, deep inside
+        return f"a {type(value).__name__}"
+
+
+def _tree_path(node: tuple | None) -> str:
+    keys: list[Any] = []
+    while node is not None and node[1] is not None:
+        node, key = node
+        keys.append(key)
+    path = _path(tuple(reversed(keys))) or "(the response)"
+    return path if len(path) <= 100 else f"{path[:48]}…{path[-48:]}"
+
+
+def check_tree(body: Any) -> None:
+    """Walk a JSON-like value once, iteratively; raise ``ValueError`` if it cannot be a JSON response.
+
+    Refused: nesting deeper than ``MAX_JSON_DEPTH``; a dict or list that contains
+    itself; a string (value or key) holding a lone surrogate. Dicts, lists and
+    tuples are walked; any other value is a leaf (its type is the models' business).
+    A container reached twice (shared, not circular) is walked once.
+    """
+    # Each stack entry: (value, depth, node) where node = (parent node, key) names the path;
+    # (exit_, id, None) closes a container once its children are done.
+    exit_ = object()
+    stack: list[tuple[Any, int, tuple | None]] = [(body, 1, (None, None))]
+    open_ids: set[int] = set()
+    done_ids: set[int] = set()
+    while stack:
+        value, depth, node = stack.pop()
+        if value is exit_:
+            open_ids.discard(depth)
+            done_ids.add(depth)
+            continue
+        if isinstance(value, str):
+            bad = _LONE_SURROGATE.search(value)
+            if bad:
+                raise ValueError(
+                    f"field '{_tree_path(node)}' holds a lone surrogate (U+{ord(bad.group()):04X}) at "
+                    f"character {bad.start()}: not valid Unicode text"
+                )
+            continue
+        if not isinstance(value, (dict, list, tuple)):
+            continue
+        ident = id(value)
+        if ident in open_ids:
+            raise ValueError(f"field '{_tree_path(node)}' contains itself: a response must be a tree")
+        if ident in done_ids:
+            continue
+        if depth > MAX_JSON_DEPTH:
+            raise ValueError(f"field '{_tree_path(node)}' is nested deeper than {MAX_JSON_DEPTH} levels")
+        open_ids.add(ident)
+        stack.append((exit_, ident, None))
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, str) and _LONE_SURROGATE.search(key):
+                    raise ValueError(
+                        f"a key of field '{_tree_path(node)}' holds a lone surrogate: not valid Unicode text"
+                    )
+                stack.append((item, depth + 1, (node, key)))
+        else:
+            for index, item in enumerate(value):
+                stack.append((item, depth + 1, (node, index)))
+
+
 def _path(loc: tuple[Any, ...]) -> str:
     out = ""
     for part in loc:
-        if isinstance(part, int):
+        if isinstance(part, int) and not isinstance(part, bool):
             out += f"[{part}]"
+        elif not isinstance(part, str):
+            out += f"[{_brief(part)}]"
         elif part in ("str", "int"):  # a union member's tag, not a key
             continue
         else:
-            out += f".{part}" if out else str(part)
+            out += f".{part}" if out else part
     return out
 
 
@@ -142,19 +236,20 @@ def _first_error(exc: ValidationError) -> str:
     if kind == "missing":
         return f"missing required field {_path(loc)!r}"
     if kind == "literal_error" and loc and loc[-1] == "verdict":
-        return f"field '{_path(loc)}' is {value!r}: expected one of {', '.join(VERDICTS)}"
+        return f"field '{_path(loc)}' is {_brief(value)}: expected one of {', '.join(VERDICTS)}"
     if loc and isinstance(loc[-1], int) and len(loc) >= 2 and loc[-2] == "markers":
-        return f"field '{_path(loc[:-1])}' must be a list of strings, got {value!r:.80}"
+        return f"field '{_path(loc[:-1])}' must be a list of strings, got {_brief(value)}"
     if len(loc) >= 2 and loc[-1] in ("str", "int"):
-        return f"field '{_path(loc)}' must be a string or an integer, got {value!r:.80}"
+        return f"field '{_path(loc)}' must be a string or an integer, got {_brief(value)}"
     words = _KIND_WORDS.get(kind, kind.replace("_", " "))
-    return f"field '{_path(loc)}' must be {words}, got {value!r:.80}"
+    return f"field '{_path(loc)}' must be {words}, got {_brief(value)}"
 
 
 def _validator(model: type[_Shape], then: Callable[[dict], None] | None = None) -> Callable[[Any], dict]:
     def check(body: Any) -> dict:
         if not isinstance(body, dict):
             raise ValueError(f"expected a JSON object, got {type(body).__name__}")
+        check_tree(body)
         try:
             model.model_validate(body)
         except ValidationError as exc:
@@ -177,7 +272,7 @@ def _check_generate_coherence(body: dict) -> None:
             sliced = None
         if sliced is None or " ".join(strip_markers(sliced).split()) != " ".join(strip_markers(claim["text"]).split()):
             raise ValueError(
-                f"claims[{i}] start/end ({start}, {end}) do not slice "
+                f"claims[{i}] start/end ({_brief(start)}, {_brief(end)}) do not slice "
                 f"its text {shorten(claim['text'], 80)!r} from the answer (UTF-8 byte offsets, "
                 f"docs/target-contract.md); they slice "
                 f"{shorten(sliced, 80) if sliced is not None else '(not a valid span)'!r}"
@@ -185,8 +280,8 @@ def _check_generate_coherence(body: dict) -> None:
         unknown = [m for m in claim["markers"] if m not in markers]
         if unknown:
             raise ValueError(
-                f"claims[{i}].markers names {unknown}, which no evidence entry has "
-                f"(evidence markers: {sorted(markers)})"
+                f"claims[{i}].markers names {_brief(unknown)}, which no evidence entry has "
+                f"(evidence markers: {_brief(sorted(markers))})"
             )
 
 
@@ -211,8 +306,10 @@ def check_response(call: str, body: Any) -> dict:
         ``body``, unchanged.
 
     Raises:
-        TargetError: the response breaks docs/target-contract.md; the message names
-            the call and the first bad field.
+        TargetError: the response breaks docs/target-contract.md (including a value
+            that is not a JSON object, nests too deep, contains itself or holds a lone
+            surrogate); the message names the call and the first bad field. Nothing
+            else is raised, whatever JSON-like value ``body`` is.
     """
     from .protocol import TargetError
 

@@ -26,9 +26,17 @@ from pathlib import Path
 from typing import IO, Any
 
 from .http import HttpTarget
-from .protocol import SpawnError, TargetError, TargetUnavailable, describe_exit
+from .protocol import DEFAULT_MAX_RESPONSE_BYTES, SpawnError, TargetError, TargetUnavailable, describe_exit
 
-__all__ = ["MOCK_LLM_API_KEY", "PLACEHOLDERS", "SpawnConfig", "SpawnedTarget", "reference_command"]
+__all__ = [
+    "MOCK_LLM_API_KEY",
+    "PLACEHOLDERS",
+    "SpawnConfig",
+    "SpawnedTarget",
+    "check_placeholders",
+    "fill_placeholders",
+    "reference_command",
+]
 
 MOCK_LLM_API_KEY = "groundeval-mock"
 """``OPENAI_API_KEY`` given to a spawned child routed to the mock provider (the mock ignores it)."""
@@ -42,6 +50,71 @@ exit status and log tail can explain the failure."""
 
 PLACEHOLDERS = ("port", "data_dir", "llm_url", "embed_url", "api_key")
 """Placeholder names substituted in spawn and setup commands (docs/target-contract.md)."""
+
+_TOKEN = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_-]*)\}\}|(\$?)\{([A-Za-z_][A-Za-z0-9_-]*)\}")
+"""A placeholder-shaped token: ``{{word}}`` (an escaped literal), or ``{word}`` / ``${word}``.
+
+Only a brace pair around one word is placeholder-shaped: JSON (``{"a": 1}``), awk
+programs with spaces (``{print $1}``), ``find``'s ``{}`` and brace lists (``{a,b}``)
+are not, and pass through untouched."""
+
+
+def _placeholder_list() -> str:
+    return ", ".join("{" + name + "}" for name in PLACEHOLDERS)
+
+
+def _unknown(command: str) -> list[str]:
+    return [
+        m.group(3)
+        for m in _TOKEN.finditer(command)
+        if m.group(3) is not None and not m.group(2) and m.group(3) not in PLACEHOLDERS
+    ]
+
+
+def check_placeholders(command: str) -> None:
+    """Raise ``ValueError`` if ``command`` uses a ``{word}`` that is not a placeholder.
+
+    The message names each unknown word, lists the valid placeholders and says how
+    to write a literal ``{word}`` (``{{word}}``). A shell parameter ``${word}`` is
+    not a placeholder use (docs/target-contract.md).
+    """
+    unknown = list(dict.fromkeys(_unknown(command)))
+    if not unknown:
+        return
+    names = ", ".join("{" + name + "}" for name in unknown)
+    first = unknown[0]
+    raise ValueError(
+        f"the command {command!r} uses {names}, which "
+        f"{'is not a placeholder' if len(unknown) == 1 else 'are not placeholders'}: the placeholders are "
+        f"{_placeholder_list()} (write {{{{{first}}}}} for a literal {{{first}}})"
+    )
+
+
+def fill_placeholders(command: str, values: Mapping[str, str | None]) -> str:
+    """Substitute the placeholders of ``command`` in one pass (docs/target-contract.md).
+
+    ``{name}`` (also inside a shell ``${name}``) becomes ``values[name]`` verbatim;
+    ``{{word}}`` becomes a literal ``{word}``; a ``${word}`` that is no placeholder is
+    the shell's and stays; any other brace text that is not one ``{word}`` stays.
+
+    Raises:
+        ValueError: ``command`` uses an unknown ``{word}`` (see ``check_placeholders``),
+            or a placeholder whose value is None.
+    """
+    check_placeholders(command)
+
+    def substitute(match: re.Match[str]) -> str:
+        if match.group(1) is not None:
+            return "{" + match.group(1) + "}"
+        dollar, name = match.group(2), match.group(3)
+        if name not in PLACEHOLDERS:
+            return match.group(0)  # a shell ${VAR}
+        value = values.get(name)
+        if value is None:
+            raise ValueError(f"the command {command!r} uses {{{name}}} but no value is configured for it")
+        return dollar + value
+
+    return _TOKEN.sub(substitute, command)
 
 
 def reference_command() -> str:
@@ -60,8 +133,10 @@ class SpawnConfig:
 
     ``command`` and every ``setup`` command (and every ``env`` value) may use the
     placeholders ``{port}``, ``{data_dir}``, ``{llm_url}``, ``{embed_url}`` and
-    ``{api_key}``; only those exact names are replaced (values are inserted
-    verbatim, not shell-quoted), so other braces in a shell command survive.
+    ``{api_key}`` (values are inserted verbatim, not shell-quoted). Any other
+    ``{word}`` is an error naming it (``fill_placeholders``); ``{{word}}`` is a
+    literal ``{word}``, and braces that are not one word (JSON, ``${VAR}``,
+    ``{print $1}``) survive.
     """
 
     command: str
@@ -85,7 +160,9 @@ class SpawnConfig:
     llm_api_key: str | None = MOCK_LLM_API_KEY
     """``OPENAI_API_KEY`` for the child; None leaves the inherited value alone."""
     timeout_s: float = 60.0
-    """Per-call timeout of the resulting ``HttpTarget``, in seconds."""
+    """Per-call deadline of the resulting ``HttpTarget``, in seconds."""
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    """Largest response body the resulting ``HttpTarget`` accepts, in bytes."""
     setup_timeout_s: float = 600.0
     """Seconds one setup command may run before it is killed and the spawn fails."""
     terminate_grace_s: float = 5.0
@@ -250,7 +327,8 @@ class SpawnedTarget:
         SpawnError: a setup command failed or timed out, or the child exited or
             was not ready within ``ready_timeout_s``.
         ValueError: a command uses ``{llm_url}`` / ``{embed_url}`` and the
-            config has no value for it.
+            config has no value for it, or uses a ``{word}`` that is not a
+            placeholder (the message names it and the valid ones).
     """
 
     def __init__(self, config: SpawnConfig) -> None:
@@ -316,7 +394,9 @@ class SpawnedTarget:
                 **_new_group_kwargs(),
             )
             self._watchdog = _start_watchdog(self.process.pid, config.terminate_grace_s)
-            self._target = HttpTarget(self.base_url, self.api_key, timeout_s=config.timeout_s)
+            self._target = HttpTarget(
+                self.base_url, self.api_key, timeout_s=config.timeout_s, max_response_bytes=config.max_response_bytes
+            )
             try:
                 self._target.wait_ready(config.ready_timeout_s, process=self.process)
             except TargetUnavailable as exc:
@@ -337,17 +417,7 @@ class SpawnedTarget:
 
     @staticmethod
     def _fill(command: str, values: Mapping[str, str | None]) -> str:
-        for name in PLACEHOLDERS:
-            token = "{" + name + "}"
-            if token not in command:
-                continue
-            value = values[name]
-            if value is None:
-                raise ValueError(
-                    f"the command {command!r} uses {token} but no value is configured for it"
-                )
-            command = command.replace(token, value)
-        return command
+        return fill_placeholders(command, values)
 
     def _child_env(self, values: Mapping[str, str | None]) -> dict[str, str]:
         env = dict(os.environ)

@@ -158,7 +158,7 @@ def test_help_lists_every_option_in_one_group(run, pytester):
     group = text.split("groundeval: gate grounded-answer quality:")[1].split("\n\n")[0]
     for name in (
         "dataset", "spawn", "setup", "url", "api-key", "report", "baseline", "floors", "strict",
-        "timeout", "ready-timeout", "model-generate", "model-embed",
+        "timeout", "ready-timeout", "model-generate", "model-embed", "max-response-bytes",
     ):
         assert f"--eval-{name}" in group, name
 
@@ -167,6 +167,31 @@ def test_spawn_and_url_together_is_a_usage_error(run, pytester, smoke):
     result = run(f"--eval-dataset={smoke}", "--eval-spawn=x", "--eval-url=http://127.0.0.1:1", "--eval-api-key=k")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--eval-spawn and --eval-url both given*"])
+
+
+@pytest.mark.parametrize("flag", ["--eval-spawn", "--eval-setup"])
+def test_an_unknown_spawn_placeholder_is_a_usage_error(run, pytester, smoke, flag):
+    result = run(f"--eval-dataset={smoke}", "--eval-spawn=serve --port {port}", f"{flag}=serve --port {{prot}}", spawn=True)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{flag}: the command 'serve --port {{prot}}' uses {{prot}}, which is not a placeholder*"])
+    result.stderr.fnmatch_lines(["*the placeholders are {port}, {data_dir}, {llm_url}, {embed_url}, {api_key}*"])
+
+
+def test_max_response_bytes_is_resolved_from_flag_ini_and_env(pytester, monkeypatch):
+    from pytest_groundeval.plugin.options import resolve_settings
+    from pytest_groundeval.targets.protocol import DEFAULT_MAX_RESPONSE_BYTES
+
+    assert resolve_settings(pytester.parseconfig()).max_response_bytes == DEFAULT_MAX_RESPONSE_BYTES
+    assert resolve_settings(pytester.parseconfig("--eval-max-response-bytes=2MiB")).max_response_bytes == 2 << 20
+    assert resolve_settings(pytester.parseconfig("--eval-max-response-bytes=1000")).max_response_bytes == 1000
+    monkeypatch.setenv("GROUNDEVAL_MAX_RESPONSE_BYTES", "64 KiB")
+    assert resolve_settings(pytester.parseconfig()).max_response_bytes == 64 << 10
+    monkeypatch.setenv("GROUNDEVAL_MAX_RESPONSE_BYTES", "0")
+    with pytest.raises(pytest.UsageError, match="'0' is not a valid value for env GROUNDEVAL_MAX_RESPONSE_BYTES"):
+        resolve_settings(pytester.parseconfig())
+    pytester.makeini("[pytest]\neval_max_response_bytes = 16MB\n")
+    with pytest.raises(pytest.UsageError, match="'16MB' is not a valid value for ini eval_max_response_bytes: expected"):
+        resolve_settings(pytester.parseconfig())
 
 
 def test_missing_dataset_is_a_usage_error(run, pytester):

@@ -109,7 +109,7 @@ def fake(tmp_path_factory: pytest.TempPathFactory):
 def test_placeholders_are_substituted_and_other_braces_survive(tmp_path: Path) -> None:
     command = (
         f"{FAKE} --port {{port}} --api-key {{api_key}} --data-dir {{data_dir}} "
-        f"--llm {{llm_url}} --embed {{embed_url}} --extra '{{\"a\": 1}}' --name {{unknown}}"
+        f"--llm {{llm_url}} --embed {{embed_url}} --extra '{{\"a\": 1}}' --name {{{{unknown}}}}"
     )
     with SpawnedTarget(spawn_config(tmp_path, command)) as spawned:
         argv = echo(spawned)["argv"]
