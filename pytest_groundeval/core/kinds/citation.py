@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from ..contract import MARKER_IN_TEXT_PATTERN
-from ..evidence import EvidenceBlock, describe_review, review_answer
+from ..evidence import OptionalEvidenceBlock, describe_review, review_answer
 from ..outcome import ItemOutcome
 from ..text import shorten
 from ..wire import WireModel
@@ -120,7 +120,7 @@ class CitationItem(ItemBase):
     """Corpus label to restrict retrieval to, or null."""
     sources: list[SourceMetadata] = Field(default_factory=list)
     """Metadata of the sources the answer may cite."""
-    evidence: EvidenceBlock | None = None
+    evidence: OptionalEvidenceBlock = None
     """Optional evidence-risk block (docs/evidence-risk.md)."""
 
     @model_validator(mode="after")
