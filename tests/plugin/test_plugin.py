@@ -69,7 +69,7 @@ def test_report_is_complete_and_valid(run, pytester, smoke):
     result = run(f"--eval-dataset={smoke}", f"--eval-report={report}")
     assert result.ret == 0
     parsed = validate(report)
-    assert parsed.dataset_version == "v1"
+    assert parsed.dataset_version == "smoke-1"
     assert parsed.models.generate == "mock-generate" and parsed.models.embed == "mock-embed"
     assert sorted(i.id for i in parsed.items) == sorted(
         i["id"] for i in json.loads((smoke / "manifest.json").read_text())["items"]
