@@ -13,12 +13,14 @@ from functools import cached_property
 from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal, Union
 
+import regex
 from pydantic import Field, StringConstraints, TypeAdapter, ValidationInfo, field_validator, model_validator
 
 from ..kinds import all_kinds, kind_of
 from ..kinds.base import ManifestIndex, NonEmpty, RuleError
 from ..wire import WireModel
 from .errors import HASH_PATTERN
+
 
 def version_problem(value: Any) -> str | None:
     """Why ``value`` is not a dataset version, or None when it is one (docs/dataset.md).
@@ -74,6 +76,20 @@ ITEM_ADAPTER: TypeAdapter[Any] = TypeAdapter(Item)
 """Validates one item (built once; ``Manifest`` validates all items in one pass)."""
 
 
+def compile_mention_pattern(pattern: str) -> regex.Pattern[str]:
+    """Compile a ``mentionPattern`` (docs/citation.md) so that its matching can be bounded in time.
+
+    The ``regex`` package in its ``VERSION0`` mode reads Python ``re`` syntax (named
+    groups ``(?P<name>...)`` included) and, unlike ``re``, takes a ``timeout`` on
+    ``finditer``: a pattern that backtracks catastrophically, such as
+    ``(?P<speaker>(\\w+\\s?)+)\\(``, is stopped instead of hanging the session.
+
+    Raises:
+        regex.error: not a valid regular expression.
+    """
+    return regex.compile(pattern, flags=regex.VERSION0)
+
+
 class CorpusEntry(WireModel):
     """One corpus document as the manifest declares it (docs/dataset.md)."""
 
@@ -114,7 +130,10 @@ class Manifest(WireModel):
     corpus_hashes: dict[str, Digest] = Field(default_factory=dict)
     """Corpus file name → xxh3_64 hex digest of its raw bytes."""
     mention_pattern: str | None = None
-    """Regex whose named groups are metadata fields, e.g. ``(?P<speaker>[A-Z]\\w+ \\w+)`` (docs/citation.md)."""
+    """Regex whose named groups are metadata fields, e.g. ``(?P<speaker>[A-Z]\\w+ \\w+)`` (docs/citation.md).
+
+    Python ``re`` syntax, run by the ``regex`` package so that each paragraph's
+    matching is bounded in time (``core.kinds.citation.MENTION_TIMEOUT_S``)."""
     items: list[Item]
     """The items, in order; each becomes one pytest test."""
 
@@ -124,17 +143,17 @@ class Manifest(WireModel):
         if value is None:
             return value
         try:
-            compiled = re.compile(value)
-        except (re.error, OverflowError, RecursionError, ValueError) as exc:
+            compiled = compile_mention_pattern(value)
+        except (regex.error, OverflowError, RecursionError, ValueError, TypeError) as exc:
             raise ValueError(f"not a valid regular expression: {exc}") from None
         if not compiled.groupindex:
             raise ValueError("needs at least one named group, e.g. (?P<speaker>...), naming a metadata field")
         return value
 
     @cached_property
-    def mention_regex(self) -> re.Pattern[str] | None:
-        """``mention_pattern`` compiled, or None."""
-        return None if self.mention_pattern is None else re.compile(self.mention_pattern)
+    def mention_regex(self) -> regex.Pattern[str] | None:
+        """``mention_pattern`` compiled with the ``regex`` package (``compile_mention_pattern``), or None."""
+        return None if self.mention_pattern is None else compile_mention_pattern(self.mention_pattern)
 
     @model_validator(mode="after")
     def _cross_references(self, info: ValidationInfo) -> "Manifest":
