@@ -26,7 +26,7 @@ from .corpus import CorpusDocument, _decode_utf8, _hash_mismatch, _json_error, _
 from ..kinds.base import ID_PATTERN
 from .errors import DatasetError, _key_part, describe_validation_error
 from .manifest import ITEM_ADAPTER, AnyItem, Manifest, version_problem
-from .strict_json import (
+from ..strict_json import (
     DECODER,
     LENIENT,
     SURROGATE_ESCAPE,

@@ -1,4 +1,4 @@
-"""The JSON values a manifest may hold, and where the first one it may not hold is (docs/dataset.md).
+"""JSON values a manifest or a request body may not hold, and where the first one is (docs/dataset.md, docs/target-contract.md).
 
 Python's ``json`` accepts more than JSON tools agree on, and everything the
 loader accepts is later sent to a target as JSON. So a manifest is refused when
@@ -142,6 +142,10 @@ DECODER = json.JSONDecoder(
 )
 """A JSON decoder raising ``Refused`` on the first value a manifest may not hold (C speed)."""
 
+NUMBERS_ONLY = json.JSONDecoder(parse_int=_checked_int, parse_float=_checked_float, parse_constant=_refuse_constant)
+"""Like ``DECODER`` but a repeated key keeps its last value, as JSON parsers commonly do (for
+request bodies: the reference target, docs/target-contract.md)."""
+
 LENIENT = json.JSONDecoder(parse_int=lambda _: 0, parse_float=lambda _: 0.0, parse_constant=lambda _: None)
 """A decoder that never refuses a number (each reads as 0 or null), for reading around a known problem."""
 
@@ -161,13 +165,16 @@ class Problem:
     what: str
 
 
-def first_problem(text: str, pos: int, path: Sequence[str | int] = ()) -> Problem | None:
+def first_problem(
+    text: str, pos: int, path: Sequence[str | int] = (), *, duplicates: bool = True
+) -> Problem | None:
     """Walk the JSON value starting at ``text[pos]`` and return its first refused value, or None.
 
     Args:
         text: The whole document.
         pos: Offset where the value starts (no leading whitespace).
         path: The value's JSON path parts from the document root.
+        duplicates: Whether a repeated key is a problem (``DECODER``) or not (``NUMBERS_ONLY``).
 
     Returns:
         The first problem in document order, or None when the value holds none,
@@ -175,12 +182,12 @@ def first_problem(text: str, pos: int, path: Sequence[str | int] = ()) -> Proble
         what it knows).
     """
     try:
-        return _walk(text, pos, tuple(path))[0]
+        return _walk(text, pos, tuple(path), duplicates)[0]
     except (ValueError, IndexError, RecursionError):
         return None
 
 
-def _walk(text: str, pos: int, path: tuple[str | int, ...]) -> tuple[Problem | None, int]:
+def _walk(text: str, pos: int, path: tuple[str | int, ...], duplicates: bool) -> tuple[Problem | None, int]:
     skip = _WHITESPACE.match
     char = text[pos]
     if char == "{":
@@ -196,13 +203,13 @@ def _walk(text: str, pos: int, path: tuple[str | int, ...]) -> tuple[Problem | N
             what = lone_surrogate_problem(key)
             if what is not None:
                 return Problem(key_at, path, f"the key {key!r} {what}"), pos
-            if key in seen:
+            if duplicates and key in seen:
                 return Problem(key_at, path, duplicate_key_message(key)), pos
             seen.add(key)
             pos = skip(text, pos).end()
             if text[pos] != ":":
                 raise ValueError("expected ':'")
-            problem, pos = _walk(text, skip(text, pos + 1).end(), (*path, key))
+            problem, pos = _walk(text, skip(text, pos + 1).end(), (*path, key), duplicates)
             if problem is not None:
                 return problem, pos
             pos = skip(text, pos).end()
@@ -217,7 +224,7 @@ def _walk(text: str, pos: int, path: tuple[str | int, ...]) -> tuple[Problem | N
             return None, pos + 1
         index = 0
         while True:
-            problem, pos = _walk(text, pos, (*path, index))
+            problem, pos = _walk(text, pos, (*path, index), duplicates)
             if problem is not None:
                 return problem, pos
             pos = skip(text, pos).end()
