@@ -36,8 +36,8 @@ from pytest_groundeval.core.evidence import TIERS, EvidenceBlock, Tier, Verdict,
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_SRC = Path("/work/shared/data/expertqa/rand_test.first180.jsonl")
 DEFAULT_OUT = REPO / "datasets" / "expertqa"
-VERSION = "v1"
-"""Manifest format version (docs/dataset.md); the only one the loader accepts."""
+VERSION = "expertqa-1"
+"""The dataset version (docs/dataset.md): a label of its own, so a baseline of another dataset never applies."""
 
 QUESTIONS_FILE = "questions.txt"
 """The corpus document: the expert questions, one per line, in row order (line ``row + 1``

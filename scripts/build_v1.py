@@ -302,7 +302,9 @@ def text_document(paragraphs: Sequence[str]) -> bytes:
 class DatasetBuilder:
     """Accumulates corpus files, manifest corpus entries and items, in the order they are added."""
 
-    def __init__(self) -> None:
+    def __init__(self, version: str) -> None:
+        self.version = version
+        """The dataset version written into the manifest (docs/dataset.md: each dataset has its own)."""
         self.files: dict[str, bytes] = {}
         self.corpus: list[dict[str, str]] = []
         self.items: list[dict[str, Any]] = []
@@ -321,7 +323,7 @@ class DatasetBuilder:
         if duplicates:
             raise BuildError(f"duplicate item ids: {duplicates}")
         return {
-            "version": "v1",
+            "version": self.version,
             "corpus": self.corpus,
             "corpusHashes": {file: xxhash.xxh3_64_hexdigest(content) for file, content in self.files.items()},
             "items": self.items,
@@ -905,7 +907,7 @@ def build_datasets(data: Path) -> dict[str, dict[str, bytes]]:
     Raises:
         BuildError: a source file is missing, malformed, or yields too few items.
     """
-    v1, hard = DatasetBuilder(), DatasetBuilder()
+    v1, hard = DatasetBuilder("v1"), DatasetBuilder("hard-1")
     add_halueval(v1, read_halueval(data / HALUEVAL_FILE))
     for lang, file in TRUTHFULQA_FILES.items():
         add_truthfulqa(v1, hard, lang, _load_json(data / file))

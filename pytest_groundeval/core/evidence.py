@@ -17,9 +17,9 @@ import math
 import unicodedata
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from .wire import WireModel
 
@@ -192,6 +192,18 @@ class EvidenceBlock(WireModel):
                         f"source id {source_id!r}; declared sources: {sorted(source_at)}"
                     )
         return self
+
+
+def _empty_block_is_none(value: Any) -> Any:
+    # docs/evidence-risk.md: an empty block is no block, so a dataset can be adopted before it is annotated.
+    return None if isinstance(value, dict) and not value else value
+
+
+OptionalEvidenceBlock = Annotated[EvidenceBlock | None, BeforeValidator(_empty_block_is_none)]
+"""An item's ``evidence`` field: a block, or none (absent, ``null`` or ``{}``; docs/evidence-risk.md).
+
+No block reviews as ``reviewed: false``, score 1.0, "no evidence block on this item";
+a block that is present but malformed is still a validation error."""
 
 
 def _first_index_of_ids(field: str, ids: list[str], what: str) -> dict[str, int]:

@@ -31,6 +31,7 @@ from ..targets.protocol import Target, TargetError, TargetUnavailable
 from ..targets.responses import check_response
 from .evidence import describe_review, review_answer
 from .kinds import kind_of
+from .kinds.base import JudgeError
 from .outcome import ItemOutcome
 from .text import listed, shorten  # noqa: F401  (listed: re-exported)
 
@@ -170,10 +171,25 @@ class ItemRunner:
     def run_offline(self, item: Any, dataset: Dataset) -> ItemOutcome:
         """Judge an item that needs no target: a ``review`` item or a citation item with a recorded answer.
 
+        Judging a recorded answer calls no target, so nothing bounds it but the judging
+        itself: whatever it raises (a ``JudgeError`` such as a mention pattern that timed
+        out, or any other exception) makes the item an error naming the item and the cause,
+        never a crash of the session.
+
         Raises:
             TypeError: the item needs a target.
+            ItemError: judging failed; carries the errored outcome.
         """
-        return kind_of(item).run_offline(item, dataset)
+        kind = kind_of(item)
+        if kind.needs_target(item):
+            raise TypeError(f"{item.kind} item {item.id} needs a target")
+        try:
+            return kind.run_offline(item, dataset)
+        except JudgeError as exc:
+            raise ItemError(errored_outcome(item, str(exc))) from exc
+        except Exception as exc:
+            message = f"judging the recorded answer of {item.kind} item {item.id!r} raised {type(exc).__name__}: {exc}"
+            raise ItemError(errored_outcome(item, message)) from exc
 
     @staticmethod
     def needs_target(item: Any) -> bool:
@@ -216,9 +232,12 @@ class ItemRunner:
     async def _run_target_item(self, item: Any, dataset: Dataset) -> ItemOutcome:
         kind = kind_of(item)
         if not kind.needs_target(item):
-            return kind.run_offline(item, dataset)
+            return self.run_offline(item, dataset)
         try:
             return await kind.run(self, item, dataset)
+        except JudgeError as exc:
+            # The dataset's fault, not the target's: an error for this item, no streak counted.
+            raise ItemError(errored_outcome(item, str(exc))) from exc
         except TargetError as exc:
             reason = self._diagnose(exc) if self._diagnose else None
             message = f"{exc}\n{reason}" if reason else str(exc)

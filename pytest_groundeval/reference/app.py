@@ -13,7 +13,6 @@ Errors are JSON ``{"error": {"code", "message", "field"}}``: 400
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -25,6 +24,7 @@ import aiohttp
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
+from ..core import strict_json
 from . import bitemporal, store
 from .models import CompareRequest, DocumentRequest, GenerateRequest, QueryRequest, RecordRequest
 from .provider import ProviderClient, ProviderError, ProviderSettings, Usage
@@ -155,18 +155,53 @@ def _field_path(loc: tuple[Any, ...]) -> str | None:
     return ".".join(parts) or None
 
 
+def parse_json_body(raw: bytes) -> Any:
+    """Decode a request body; whatever a client sends is a 400 or a 422, never a 500.
+
+    Refused as 422 ``validation_error`` naming the field (``strict_json``, the rules a
+    manifest follows too): ``NaN``/``Infinity``, a number that overflows a float, an
+    integer outside ±(2**53 − 1), a lone surrogate (it cannot be stored or answered
+    as UTF-8), nesting too deep to decode.
+
+    Raises:
+        ApiError: 400 ``invalid_json`` when the body is not UTF-8 JSON; 422 as above.
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ApiError(400, "invalid_json", f"request body is not valid UTF-8 at byte {exc.start}: {exc.reason}") from None
+    try:
+        data = strict_json.NUMBERS_ONLY.decode(text)
+    except strict_json.Refused as exc:
+        raise _refused(text, str(exc)) from None
+    except RecursionError:
+        raise ApiError(422, "validation_error", "request body nests too deeply to decode") from None
+    except ValueError as exc:
+        raise ApiError(400, "invalid_json", f"request body is not valid JSON: {exc}") from None
+    if "\\u" in text and strict_json.SURROGATE_ESCAPE.search(text):
+        problem = strict_json.first_problem(text, len(text) - len(text.lstrip(" \t\r\n")), duplicates=False)
+        if problem is not None:
+            raise _refused(text, problem.what, problem)
+    return data
+
+
+def _refused(text: str, what: str, problem: strict_json.Problem | None = None) -> ApiError:
+    if problem is None:
+        problem = strict_json.first_problem(text, len(text) - len(text.lstrip(" \t\r\n")), duplicates=False)
+    path = _field_path(problem.path) if problem is not None else None
+    what = problem.what if problem is not None else what
+    return ApiError(422, "validation_error", f"{path}: {what}" if path else what, path)
+
+
 async def read_body(request: web.Request, model: type[M]) -> M:
     """Parse and validate the JSON body.
 
     Raises:
         ApiError: 400 ``invalid_json`` when the body is not JSON; 422
-            ``validation_error`` naming the first bad field (all errors in ``details``).
+            ``validation_error`` naming the first bad field (all errors in ``details``),
+            also for values JSON tools disagree on (``parse_json_body``).
     """
-    raw = await request.read()
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        raise ApiError(400, "invalid_json", f"request body is not valid JSON: {exc}") from None
+    data = parse_json_body(await request.read())
     if not isinstance(data, dict):
         raise ApiError(422, "validation_error", "request body must be a JSON object")
     try:

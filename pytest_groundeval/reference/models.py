@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, StrictInt, StrictStr, ValidationInfo, field_validator
 
 from ..core.wire import WireModel
 from .bitemporal import ValidInterval, parse_instant
@@ -132,9 +132,9 @@ class QueryRequest(WireModel):
     """Only records with this label; None: any label."""
     target: str | None = None
     """Only the record with this id; None: any record."""
-    as_of_tx: int | None = None
-    """Transaction time, ms since epoch; None: now."""
-    as_of_valid: str | int | None = None
+    as_of_tx: StrictInt | None = None
+    """Transaction time, ms since epoch; None: now (strict: ``true`` or ``"5"`` are refused, not read as numbers)."""
+    as_of_valid: StrictStr | StrictInt | None = None
     """Valid time, RFC 3339 (or ms since epoch); None: now."""
 
     @field_validator("as_of_valid")
@@ -158,7 +158,7 @@ class CompareRequest(WireModel):
     """Only the record with this id; None: any record."""
     label: str | None = None
     """Only records with this label; None: any label."""
-    from_tx: int
-    """Earlier transaction time, ms since epoch."""
-    to_tx: int | None = None
+    from_tx: StrictInt
+    """Earlier transaction time, ms since epoch (strict, as ``QueryRequest.as_of_tx``)."""
+    to_tx: StrictInt | None = None
     """Later transaction time, ms since epoch; None: now."""

@@ -44,6 +44,8 @@ from pytest_groundeval.core.kinds.temporal import (
 from pytest_groundeval.core.kinds.qa import ExpectedEvidence, QaItem
 from pytest_groundeval.core.kinds.review import ReviewItem
 
+REPO = Path(__file__).resolve().parents[2]
+
 # --------------------------------------------------------------------------- builders
 
 NOTES = [
@@ -563,16 +565,38 @@ def test_missing_manifest(tmp_path: Path) -> None:
     assert "no such dataset directory or manifest.json" in str(load_error(tmp_path / "nowhere"))
 
 
-@pytest.mark.parametrize("version", ["1", 1, None, "", "v", "v1 beta", "version2"])
-def test_wrong_version(tmp_path: Path, version: Any) -> None:
+@pytest.mark.parametrize(
+    ("version", "fragment"),
+    [
+        (1, "expected a string"),
+        (None, "expected a string"),
+        ("", "expected a non-empty label"),
+        ("   ", "expected a non-empty label"),
+        # re.match(r"...$") let a trailing newline through: "v1\n" printed as v1 but was not v1.
+        ("v1\n", "character 2 ('\\n', U+000A) is a control or format character"),
+        ("v1\t2", "U+0009"),
+        ("v\u200b1", "U+200B"),
+        (" v1", "leading or trailing whitespace"),
+    ],
+)
+def test_wrong_version(tmp_path: Path, version: Any, fragment: str) -> None:
     error = load_error(write_dataset(tmp_path, extra={"version": version}))
-    assert f"invalid dataset version {version!r}" in str(error) and "'v1', 'v2'" in str(error)
+    assert str(error).startswith(f"{tmp_path / 'manifest.json'}: field version: invalid dataset version {version!r}: ")
+    assert fragment in str(error)
     assert error.json_path == "version"
 
 
-@pytest.mark.parametrize("version", ["v2", "v1.1", "v3-rc1"])
-def test_bumped_versions_load(tmp_path: Path, version: str) -> None:
+@pytest.mark.parametrize("version", ["v1", "v2", "v1.1", "v3-rc1", "2026-11-30", "rc-3", "holdout-1", "smoke-1", "Åsa 2"])
+def test_any_printable_label_is_a_version(tmp_path: Path, version: str) -> None:
+    # docs/dataset.md: a dataset version is a label its owner chooses.
     assert load_dataset(write_dataset(tmp_path, extra={"version": version})).version == version
+
+
+def test_shipped_datasets_have_distinct_versions() -> None:
+    roots = sorted(path.parent for path in (REPO / "datasets").glob("*/manifest.json"))
+    versions = {root.name: json.loads((root / "manifest.json").read_text(encoding="utf-8"))["version"] for root in roots}
+    assert versions["v1"] == "v1"
+    assert len(set(versions.values())) == len(versions), versions
 
 
 def test_unknown_top_level_key(tmp_path: Path) -> None:
@@ -634,7 +658,9 @@ MALFORMED = [
      "items[0].evidence.claims[0].assertiveness", "review-dose", "expected one of 'definitive', 'likely' or 'tentative'"),
     ({**REVIEW, "evidence": {**REVIEW["evidence"], "claims": [{**REVIEW["evidence"]["claims"][0], "sourceIds": ["s9"]}]}},
      "items[0].evidence", "review-dose", "'s9'"),
-    ({k: v for k, v in REVIEW.items() if k != "evidence"}, "items[0].evidence", "review-dose", "required field is missing"),
+    ({**REVIEW, "evidence": {"claims": "none yet"}}, "items[0].evidence.claims", "review-dose",
+     'expected a JSON array, got "none yet"'),
+    ({**REVIEW, "evidence": []}, "items[0].evidence", "review-dose", "expected a JSON object, got []"),
     ({**REVIEW, "response": {"text": "x"}}, "items[0].response.answer", "review-dose", "required field is missing"),
     ({**QA, "evidence": {"minScore": "high"}}, "items[0].evidence.minScore", "qa-project-alpha",
      "input should be a valid number"),
@@ -725,7 +751,123 @@ def test_nan_min_score_is_refused(tmp_path: Path) -> None:
     text = (root / "manifest.json").read_text(encoding="utf-8").replace('"minScore": 0.5', '"minScore": NaN')
     (root / "manifest.json").write_text(text, encoding="utf-8")
     error = load_error(root)
-    assert error.json_path == "items[0].evidence.minScore" and "minScore must be a number in [0, 1], got nan" in str(error)
+    assert error.json_path == "items[0].evidence.minScore" and "NaN is not a JSON number" in str(error)
+
+
+def _edited(root: Path, old: str, new: str) -> Path:
+    path = root / "manifest.json"
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    return root
+
+
+def _line_of(root: Path, needle: str, occurrence: int = 1) -> int:
+    text = (root / "manifest.json").read_text(encoding="utf-8")
+    at = -1
+    for _ in range(occurrence):
+        at = text.index(needle, at + 1)
+    return text.count("\n", 0, at) + 1
+
+
+# Every value a manifest may not hold, wherever it is (docs/dataset.md): the old loader let all of
+# these through (the surrogates only outside ``question``), and a target then got them as JSON.
+REFUSED_VALUES = [
+    # (old text, new text, json path, item id or None, message fragment)
+    ('"label": "PRICE"', '"label": "PR\\ud800ICE"', "items[2].setup[0].label", "temporal-price",
+     "lone UTF-16 surrogate (\\ud800 at character 2)"),
+    ('"sku": "A"', '"sku": "\\udfff"', "items[2].setup[0].properties.sku", "temporal-price", "lone UTF-16 surrogate"),
+    ('"sku": "A"', '"s\\udc00": "A"', "items[2].setup[0].properties", "temporal-price", "the key 's\\udc00'"),
+    ('"price": 10', '"price": NaN', "items[2].setup[0].properties.price", "temporal-price", "NaN is not a JSON number"),
+    ('"price": 10', '"price": -Infinity', "items[2].setup[0].properties.price", "temporal-price", "-Infinity is not"),
+    ('"price": 10', '"price": 1e400', "items[2].setup[0].properties.price", "temporal-price",
+     "the number 1e400 is too large for a 64-bit float"),
+    ('"asOfTx": "$tx:v2-1"', '"asOfTx": 1e400', "items[2].probe.asOfTx", "temporal-price", "1e400"),
+    ('"price": 10', '"price": 9007199254740992', "items[2].setup[0].properties.price", "temporal-price",
+     "outside ±9007199254740991"),
+    ('"price": 10', '"price": -' + "9" * 5000, "items[2].setup[0].properties.price", "temporal-price", "(5000 digits)"),
+    ('"2 tablets daily"', '"2 tablets\\ud83d daily"', "items[4].evidence.claims[0].text", "review-dose", "surrogate"),
+    ('"format": "text"', '"format": "te\\udc80xt"', "corpus[1].format", None, "lone UTF-16 surrogate"),
+    ('"id": "qa-project-alpha"', '"id": "qa-\\ud800"', "items[0].id", "items[0]", "lone UTF-16 surrogate"),
+]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "json_path", "item_id", "fragment"),
+    REFUSED_VALUES,
+    ids=["label-surrogate", "property-surrogate", "key-surrogate", "nan", "infinity", "1e400", "asOfTx-1e400",
+         "int-2**53", "int-5000-digits", "claim-surrogate", "corpus-surrogate", "id-surrogate"],
+)
+def test_values_a_manifest_may_not_hold_are_refused_naming_item_field_and_line(
+    dataset_dir: Path, old: str, new: str, json_path: str, item_id: str | None, fragment: str
+) -> None:
+    root = _edited(dataset_dir, old, new)
+    error = load_error(root)
+    manifest = root / "manifest.json"
+    who = "" if item_id is None else (f"item {item_id} (no valid id), " if item_id.startswith("items[") else f"item {item_id!r}, ")
+    line = _line_of(root, new.split(":")[0] if new.startswith('"s\\') else new)
+    assert str(error).startswith(f"{manifest}: line {line}: {who}field {json_path}: "), str(error)
+    assert fragment in str(error)
+    assert (error.path, error.item_id, error.json_path) == (manifest, item_id, json_path)
+
+
+def test_paired_surrogate_escapes_and_the_largest_exact_integer_load(dataset_dir: Path) -> None:
+    # json.dumps writes an emoji as a pair of escapes: that is text, not a lone surrogate.
+    root = _edited(dataset_dir, '"sku": "A"', '"sku": "\\ud83d\\ude00", "n": 9007199254740991, "m": -9007199254740991')
+    dataset = load_dataset(root)
+    step = dataset.by_id["temporal-price"].setup[0]
+    assert step.properties["sku"] == "\U0001F600" and step.properties["n"] == 2**53 - 1
+
+
+def test_duplicate_key_names_the_item_and_the_line(dataset_dir: Path) -> None:
+    root = _edited(dataset_dir, '"sku": "A",', '"sku": "A",\n "sku": "B",')
+    error = load_error(root)
+    line = _line_of(root, '"sku": "B"')
+    assert str(error) == (
+        f"{root / 'manifest.json'}: line {line}: item 'temporal-price', field items[2].setup[0].properties: "
+        "duplicate key 'sku' in one JSON object; the later value would silently win, so remove one"
+    )
+    assert (error.item_id, error.json_path) == ("temporal-price", "items[2].setup[0].properties")
+
+
+def test_duplicate_key_in_an_item_without_a_valid_id_names_its_index(dataset_dir: Path) -> None:
+    root = _edited(dataset_dir, '"id": "adv-moon",', '"id": 7, "id": 8,')
+    error = load_error(root)
+    line = _line_of(root, '"id": 7')
+    assert str(error).startswith(f"{root / 'manifest.json'}: line {line}: item items[1] (no valid id), field items[1]: ")
+    assert "duplicate key 'id'" in str(error) and error.item_id == "items[1]"
+
+
+def test_duplicate_top_level_key_names_its_line(dataset_dir: Path) -> None:
+    root = _edited(dataset_dir, '"version": "v1",', '"version": "v1",\n  "version": "v2",')
+    error = load_error(root)
+    assert str(error).startswith(f"{root / 'manifest.json'}: line 3: duplicate key 'version'"), str(error)
+
+
+# --------------------------------------------------------------------------- review items without a block
+
+
+@pytest.mark.parametrize("evidence", ["absent", None, {}], ids=["absent", "null", "empty"])
+def test_review_item_without_an_evidence_block_loads_and_is_not_reviewed(tmp_path: Path, evidence: Any) -> None:
+    # docs/evidence-risk.md: an un-annotated row scores 1.0 with reviewed: false and says why.
+    from pytest_groundeval.core.runner import ItemRunner
+
+    item = {k: v for k, v in REVIEW.items() if k != "evidence"}
+    if evidence != "absent":
+        item["evidence"] = evidence
+    dataset = load_dataset(write_dataset(tmp_path, items=[item]))
+    assert dataset.items[0].evidence is None
+    outcome = ItemRunner(None).run_offline(dataset.items[0], dataset)
+    assert outcome.passed and outcome.error is None
+    review = outcome.evidence_review
+    assert review is not None and (review.reviewed, review.score) == (False, 1.0)
+    assert "no evidence block on this item" in outcome.detail and "reviewed: false" in outcome.detail
+
+
+def test_an_empty_evidence_block_counts_as_none_on_every_kind(tmp_path: Path) -> None:
+    items = [{**QA, "evidence": {}}, {**ADVERSARIAL, "evidence": {}}, {**CITATION, "evidence": {}}]
+    dataset = load_dataset(write_dataset(tmp_path, items=items))
+    assert [item.evidence for item in dataset.items] == [None, None, None]
 
 
 def test_snake_case_keys_are_reported_in_camel_case(tmp_path: Path) -> None:

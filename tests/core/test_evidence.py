@@ -467,7 +467,7 @@ def test_readme_agreement_figures_are_current() -> None:
 
 def test_expertqa_manifest_is_well_formed() -> None:
     manifest = json.loads((EXPERTQA / "manifest.json").read_text(encoding="utf-8"))
-    assert manifest["version"] == "v1"
+    assert manifest["version"] == "expertqa-1"
     for name, digest in manifest["corpusHashes"].items():
         assert xxhash.xxh3_64_hexdigest((EXPERTQA / "corpus" / name).read_bytes()) == digest
     assert [c["file"] for c in manifest["corpus"]] == list(manifest["corpusHashes"])

@@ -6,15 +6,21 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import time
 import unicodedata
 from pathlib import Path
 
 import pytest
+import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_groundeval.core.kinds import citation
 from pytest_groundeval.core.kinds.citation import (
     NO_CITATION_DETAIL,
+    MentionTimeout,
+    mentions,
     PARAGRAPH_TEXT_CHARS,
     judge_citation,
     normalise_field,
@@ -23,7 +29,7 @@ from pytest_groundeval.core.kinds.citation import (
 )
 from pytest_groundeval.core.kinds.citation import CitationItem
 from pytest_groundeval.core.dataset import load_dataset
-from pytest_groundeval.core.runner import ItemRunner
+from pytest_groundeval.core.runner import ItemError, ItemRunner
 from pytest_groundeval.core.metrics import compute_metrics
 from pytest_groundeval.core.outcome import ItemOutcome
 
@@ -45,8 +51,11 @@ def citation_item(**fields) -> CitationItem:
     return CitationItem.model_validate({"id": "cit-test", "kind": "citation", **fields})
 
 
-def judge(answer: str, sources=SOURCES, regex=SPEAKER_PARTY, **item_fields) -> ItemOutcome:
-    return judge_citation(citation_item(**item_fields), answer=answer, sources=sources, mention_regex=regex)
+def judge(answer: str, sources=SOURCES, regex=SPEAKER_PARTY, mention_timeout_s=None, **item_fields) -> ItemOutcome:
+    return judge_citation(
+        citation_item(**item_fields), answer=answer, sources=sources, mention_regex=regex,
+        mention_timeout_s=mention_timeout_s,
+    )
 
 
 def paragraph_records(outcome: ItemOutcome) -> list[dict]:
@@ -453,6 +462,89 @@ def test_runner_generates_for_a_question_and_judges_with_the_evidence_markers():
     assert first["deterministicPass"] is True
     assert second["missingMarkers"] == ["S2"]
     assert outcome.passed is False
+
+
+# --- bounded mention matching (issue 12, point 9) ---------------------------------------------------
+
+# Catastrophic under both re and regex: every split of the a's into "a" and "aa" is tried.
+CATASTROPHIC = r"(?P<speaker>(a|aa)+)b"
+# The pattern that hung a session past 180 s under re: (\w+\s?)+ splits a run of word characters 2**n ways.
+ISSUE_PATTERN = r"(?P<speaker>(\w+\s?)+)\("
+
+
+def _copy_citation_smoke(tmp_path: Path, pattern: str, answer: str | None = None) -> Path:
+    root = tmp_path / "citation-smoke"
+    shutil.copytree(CITATION_SMOKE, root)
+    manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    manifest["mentionPattern"] = pattern
+    if answer is not None:
+        manifest["items"][0]["response"]["answer"] = answer
+    (root / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False), encoding="utf-8")
+    return root
+
+
+def test_a_catastrophic_mention_pattern_is_stopped_naming_pattern_paragraph_and_item():
+    answer = "Intro.\n\n" + "a" * 40 + " said so [1]."
+    started = time.perf_counter()
+    with pytest.raises(MentionTimeout) as info:
+        judge(answer, regex=re.compile(CATASTROPHIC), mention_timeout_s=0.05)
+    assert time.perf_counter() - started < 5  # unbounded, this is 2**40 steps
+    message = str(info.value)
+    assert repr(CATASTROPHIC) in message and "paragraph 1 of item 'cit-test'" in message
+    assert (info.value.item_id, info.value.paragraph) == ("cit-test", 1)
+
+
+def test_mention_patterns_run_with_the_regex_package_and_keep_re_syntax(tmp_path: Path):
+    dataset = load_dataset(_copy_citation_smoke(tmp_path, ISSUE_PATTERN))
+    compiled = dataset.manifest.mention_regex
+    assert isinstance(compiled, regex.Pattern) and compiled.groupindex == {"speaker": 1}
+    # Under re this paragraph (48 word characters, no "(") took longer than any CI job waits.
+    assert list(mentions("Annabergsvägenochlarsholmsgatanmötsvidtorgetsnart [1]", compiled)) == []
+    # The smoke dataset's own pattern, with named groups and \u escapes, matches as under re.
+    smoke = load_dataset(CITATION_SMOKE).manifest.mention_regex
+    text = "Anna Berg (S) and \u00c5sa Lindqvist (MP) spoke [1]."
+    assert list(mentions(text, smoke)) == [m.groupdict() for m in re.finditer(smoke.pattern, text)]
+
+
+def test_a_recorded_item_whose_pattern_times_out_is_an_error_not_a_hang(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(citation, "MENTION_TIMEOUT_S", 0.05)
+    root = _copy_citation_smoke(tmp_path, CATASTROPHIC, answer="a" * 40 + " [1]")
+    dataset = load_dataset(root)
+    with pytest.raises(ItemError) as info:
+        ItemRunner(None).run_offline(dataset.items[0], dataset)
+    outcome = info.value.outcome
+    assert outcome.errored and not outcome.passed and info.value.cause is None  # no target streak
+    assert repr(CATASTROPHIC) in outcome.error and "item 'cit-smoke-two-speakers'" in outcome.error
+    # The other items of the dataset still judge normally.
+    assert ItemRunner(None).run_offline(dataset.by_id["cit-smoke-missing-source"], dataset).error is None
+
+
+def test_a_target_item_whose_pattern_times_out_is_an_error_and_not_the_targets_fault(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(citation, "MENTION_TIMEOUT_S", 0.05)
+    dataset = load_dataset(_copy_citation_smoke(tmp_path, CATASTROPHIC))
+    item = CitationItem.model_validate({"id": "cit-live", "kind": "citation", "question": "Who?", "find": "DEBATE"})
+    response = {"answer": "a" * 40 + " [S1].", "traceId": None,
+                "evidence": [{"marker": "S1", "document": "citation-smoke/debate.txt", "start": 0, "end": 4}],
+                "claims": []}
+    with pytest.raises(ItemError) as info:
+        ItemRunner(ScriptedTarget(response)).run(item, dataset)
+    assert info.value.cause is None and "item 'cit-live'" in info.value.outcome.error
+
+
+def test_a_recorded_item_whose_judging_raises_is_an_errored_outcome(monkeypatch):
+    from pytest_groundeval.core.kinds import review
+
+    def broken(block, answer):
+        raise RuntimeError("scorer table missing")
+
+    monkeypatch.setattr(review, "review_answer", broken)
+    dataset = load_dataset(REPO / "datasets" / "expertqa")
+    item = dataset.items[0]
+    with pytest.raises(ItemError) as info:
+        ItemRunner(None).run_offline(item, dataset)
+    assert info.value.outcome.error == (
+        f"judging the recorded answer of review item {item.id!r} raised RuntimeError: scorer table missing"
+    )
 
 
 # --- the citation-smoke dataset -------------------------------------------------------------------

@@ -129,29 +129,29 @@ def _second_dataset(pytester: pytest.Pytester, smoke: Path, version: str, break_
 
 def test_two_datasets_are_gated_one_by_one(run, pytester, smoke):
     # The same item ids in both manifests: nothing may merge.
-    other = _second_dataset(pytester, smoke, "v1-other", break_temporal=True)
+    other = _second_dataset(pytester, smoke, "smoke-1-other", break_temporal=True)
     report = pytester.path / "r.json"
     result = run(f"--eval-dataset={smoke}", "other", f"--eval-report={report}")
     result.assert_outcomes(passed=19, failed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # one gate fails, so the session does
     # Each dataset has its own section, in the order its items ran; the verdict comes last.
     result.stdout.fnmatch_lines(
-        ["*groundeval gate: v1 *", "dataset v1 *items 10 (failed 0, errors 0)", "*", "gate v1: PASS"]
+        ["*groundeval gate: smoke-1 *", "dataset smoke-1 *items 10 (failed 0, errors 0)", "*", "gate smoke-1: PASS"]
     )
     result.stdout.fnmatch_lines(
         [
-            "*groundeval gate: v1-other*",
-            "dataset v1-other *items 10 (failed 1, errors 0)",
+            "*groundeval gate: smoke-1-other*",
+            "dataset smoke-1-other *items 10 (failed 1, errors 0)",
             "temporalAccuracy*0.6667*FAIL*",
-            "gate v1-other: FAIL",
+            "gate smoke-1-other: FAIL",
         ]
     )
-    result.stdout.fnmatch_lines(["gate: FAIL (v1-other)"])
+    result.stdout.fnmatch_lines(["gate: FAIL (smoke-1-other)"])
     data = json.loads(report.read_text())
     by_version = {d["datasetVersion"]: d for d in data["datasets"]}
-    assert sorted(by_version) == ["v1", "v1-other"]
+    assert sorted(by_version) == ["smoke-1", "smoke-1-other"]
     assert [len(d["items"]) for d in data["datasets"]] == [10, 10]
-    assert by_version["v1"]["gate"]["passed"] is True and by_version["v1-other"]["gate"]["passed"] is False
+    assert by_version["smoke-1"]["gate"]["passed"] is True and by_version["smoke-1-other"]["gate"]["passed"] is False
     from pytest_groundeval.cli import main as groundeval
 
     assert groundeval(["gate", "--report", str(report)]) == 1
@@ -254,7 +254,7 @@ def test_items_of_a_killed_run_are_recovered(pytester, smoke, shared_target):
     assert groundeval(["report", "--recover", str(report)]) == 0
     data = json.loads(report.read_text())
     assert data["interrupted"] is True and data["gate"]["passed"] is False
-    assert data["datasetVersion"] == "v1" and data["models"]["generate"] == "mock-generate"
+    assert data["datasetVersion"] == "smoke-1" and data["models"]["generate"] == "mock-generate"
     assert len(data["items"]) >= 2 and all(not i["notRun"] for i in data["items"])
     assert list(report.parent.glob(f".{report.name}.*.tmp")) == []
     assert groundeval(["gate", "--report", str(report)]) == 1

@@ -71,7 +71,7 @@ def test_report_is_complete_and_valid(run, pytester, smoke):
     result = run(f"--eval-dataset={smoke}", f"--eval-report={report}")
     assert result.ret == 0
     parsed = validate(report)
-    assert parsed.dataset_version == "v1"
+    assert parsed.dataset_version == "smoke-1"
     assert parsed.models.generate == "mock-generate" and parsed.models.embed == "mock-embed"
     assert sorted(i.id for i in parsed.items) == sorted(
         i["id"] for i in json.loads((smoke / "manifest.json").read_text())["items"]
@@ -278,6 +278,45 @@ def test_review_items_start_no_mock_and_no_target(run, pytester):
     gated = run(f"--eval-dataset={dataset}", f"--eval-floors={floors}")
     assert gated.ret == pytest.ExitCode.TESTS_FAILED
     gated.stdout.fnmatch_lines(["evidenceRiskScore*0.3333 >= 0.5000*FAIL*", "gate: FAIL"])
+
+
+def test_a_review_item_not_yet_annotated_is_collected_and_passes_unreviewed(run, pytester):
+    # docs/evidence-risk.md: an un-annotated row scores 1.0 with reviewed: false, so a dataset
+    # can be adopted before it is fully annotated (it used to be refused at collection).
+    dataset = pytester.path / "reviews"
+    shutil.copytree(ROOT / "datasets" / "expertqa", dataset)
+    manifest = json.loads((dataset / "manifest.json").read_text(encoding="utf-8"))
+    first, second = manifest["items"][:2]
+    del first["evidence"]
+    second["evidence"] = {}
+    manifest["items"] = [first, second]
+    (dataset / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    report = pytester.path / "r.json"
+    result = run(f"--eval-dataset={dataset}", f"--eval-report={report}")
+    result.assert_outcomes(passed=2)
+    items = read_report(report)["items"]
+    assert [(i["evidenceReview"]["reviewed"], i["evidenceReview"]["score"]) for i in items] == [(False, 1.0)] * 2
+    assert read_report(report)["metrics"]["evidenceRiskScore"] is None  # no block was reviewed
+
+
+def test_a_mention_pattern_that_times_out_errors_its_item_and_the_run_goes_on(run, pytester, monkeypatch):
+    from pytest_groundeval.core.kinds import citation
+
+    monkeypatch.setattr(citation, "MENTION_TIMEOUT_S", 0.05)
+    dataset = pytester.path / "cites"
+    shutil.copytree(ROOT / "datasets" / "citation-smoke", dataset)
+    manifest = json.loads((dataset / "manifest.json").read_text(encoding="utf-8"))
+    pattern = r"(?P<speaker>(a|aa)+)b"  # 2**n ways to split a run of a's: hangs without a bound
+    manifest["mentionPattern"] = pattern
+    manifest["items"][0]["response"]["answer"] = "a" * 40 + " [1]"
+    (dataset / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    report = pytester.path / "r.json"
+    result = run(f"--eval-dataset={dataset}", f"--eval-report={report}")
+    assert result.parseoutcomes().get("errors") == 1
+    result.stdout.fnmatch_lines(["*citation item cit-smoke-two-speakers could not be run: mentionPattern*"])
+    errored = [i for i in read_report(report)["items"] if i["error"]]
+    assert [i["id"] for i in errored] == ["cit-smoke-two-speakers"] and repr(pattern) in errored[0]["error"]
+    assert len(read_report(report)["items"]) == len(manifest["items"])  # every other item was judged
 
 
 def test_spawn_target_that_fails_to_start_shows_command_exit_code_and_log(run, pytester, smoke):

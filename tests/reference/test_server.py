@@ -388,6 +388,53 @@ def test_invalid_json_is_400(ref: Reference, route: str) -> None:
     assert _error(response, 400)["code"] == "invalid_json"
 
 
+# What a client can send that Python's json reads but no JSON tool agrees on, or that cannot be
+# stored: each was a 500 (or a non-standard NaN in an answer) and is a 422 naming the field.
+UNSENDABLE = [
+    ("/v1/records", b'{"op": "create", "label": "L", "properties": {"price": NaN}}', "properties.price", "NaN"),
+    ("/v1/records", b'{"op": "create", "label": "L", "properties": {"p": [1, -Infinity]}}', "properties.p.1", "Infinity"),
+    ("/v1/records", b'{"op": "create", "label": "L", "properties": {"p": 1e400}}', "properties.p", "64-bit float"),
+    ("/v1/records", b'{"op": "create", "label": "PR\\ud800", "properties": {}}', "label", "lone UTF-16 surrogate"),
+    ("/v1/records", b'{"op": "create", "label": "L", "properties": {"k\\udc00": 1}}', "properties", "lone UTF-16"),
+    ("/v1/generate", b'{"question": "Who? \\ud800"}', "question", "lone UTF-16 surrogate"),
+    ("/v1/documents", b'{"name": "n", "contentHash": "h", "format": "text", "content": "x\\udfff"}', "content", "surrogate"),
+    ("/v1/query", b'{"asOfTx": 1000000000000000000000000000000}', "asOfTx", "outside"),
+    ("/v1/query", b'{"asOfTx": 1e400}', "asOfTx", "64-bit float"),
+    ("/v1/compare", b'{"fromTx": 99999999999999999999}', "fromTx", "outside"),
+    ("/v1/query", b'{"asOfValid": 9007199254740991000}', "asOfValid", "outside"),
+    ("/v1/generate", b'{"question": ["a list"]}', "question", "string"),
+    ("/v1/records", b'{"op": "create", "label": "L", "properties": "not an object"}', "properties", "dictionary"),
+    ("/v1/query", b'{"asOfTx": true}', "asOfTx", "integer"),
+    ("/v1/compare", b'"just a string"', None, "JSON object"),
+    ("/v1/query", b"[" * 50000 + b"]" * 50000, None, "nests too deeply"),
+]
+
+
+@pytest.mark.parametrize(
+    ("route", "body", "field", "fragment"),
+    UNSENDABLE,
+    ids=["nan", "infinity", "1e400", "label-surrogate", "key-surrogate", "question-surrogate", "content-surrogate",
+         "huge-asOfTx", "asOfTx-1e400", "huge-fromTx", "huge-asOfValid", "question-list", "properties-string",
+         "asOfTx-true", "not-an-object", "deep-nesting"],
+)
+def test_whatever_a_client_sends_is_a_422_naming_the_field_never_a_500(
+    ref: Reference, route: str, body: bytes, field: str | None, fragment: str
+) -> None:
+    with ref.client() as client:
+        response = client.post(route, content=body, headers={"Content-Type": "application/json"})
+    error = _error(response, 422)
+    assert error["code"] == "validation_error" and error["field"] == field
+    assert fragment in error["message"]
+    assert "internal error" not in ref.log_path.read_text(encoding="utf-8")
+
+
+def test_a_body_that_is_not_utf8_is_400(ref: Reference) -> None:
+    with ref.client() as client:
+        response = client.post("/v1/generate", content=b'{"question": "caf\xe9"}', headers={"Content-Type": "application/json"})
+    error = _error(response, 400)
+    assert error["code"] == "invalid_json" and "not valid UTF-8 at byte 17" in error["message"]
+
+
 # --------------------------------------------------------------- bitemporal
 
 

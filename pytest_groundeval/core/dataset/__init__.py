@@ -16,7 +16,7 @@ from __future__ import annotations
 from .corpus import CHUNK_SIZE, HASH_BUFFER_SIZE, CorpusDocument, canonical_json, canonical_text, hash_file
 from .errors import DatasetError
 from .loader import Dataset, load_dataset
-from .manifest import ITEM_ADAPTER, VERSION_PATTERN, AnyItem, CorpusEntry, Item, Manifest
+from .manifest import ITEM_ADAPTER, AnyItem, CorpusEntry, Item, Manifest, version_problem
 
 __all__ = [
     "AnyItem",
@@ -29,9 +29,9 @@ __all__ = [
     "ITEM_ADAPTER",
     "Item",
     "Manifest",
-    "VERSION_PATTERN",
     "canonical_json",
     "canonical_text",
     "hash_file",
     "load_dataset",
+    "version_problem",
 ]

@@ -10,6 +10,7 @@ of the bad field.
 
 from __future__ import annotations
 
+import bisect
 import gc
 import json
 import re
@@ -22,8 +23,19 @@ from typing import Any
 from pydantic import ValidationError
 
 from .corpus import CorpusDocument, _decode_utf8, _hash_mismatch, _json_error, _load_document, _read_hashed
-from .errors import DatasetError, describe_validation_error
-from .manifest import ITEM_ADAPTER, VERSION_PATTERN, AnyItem, Manifest
+from ..kinds.base import ID_PATTERN
+from .errors import DatasetError, _key_part, describe_validation_error
+from .manifest import ITEM_ADAPTER, AnyItem, Manifest, version_problem
+from ..strict_json import (
+    DECODER,
+    LENIENT,
+    SURROGATE_ESCAPE,
+    DuplicateKey,
+    Problem,
+    Refused,
+    duplicate_key_message,
+    first_problem,
+)
 
 
 @dataclass
@@ -34,7 +46,7 @@ class Dataset:
         root: The dataset directory.
         manifest_path: Its ``manifest.json``.
         manifest: The validated manifest.
-        version: The dataset version (``v1``, ``v2``, …; see ``VERSION_PATTERN``).
+        version: The dataset version, a label its owner chooses (``v1``, ``smoke-1``; see ``version_problem``).
         documents: Corpus entry name → loaded document, in manifest order.
         items: Items in manifest order.
         item_lines: Item id → 1-based line of the item's object in ``manifest.json``.
@@ -112,50 +124,47 @@ def _locate(path: Path) -> tuple[Path, Path]:
     return path, path.parent
 
 
-class _DuplicateKey(Exception):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result = dict(pairs)
-    if len(result) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _DuplicateKey(key)
-            seen.add(key)
-    return result
-
-
-_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 
 
+class _Flagged(Exception):
+    """The fast scanner met a refused value inside the value starting at ``pos`` (path ``path``)."""
+
+    def __init__(self, pos: int, path: tuple[str | int, ...], cause: Refused) -> None:
+        super().__init__(str(cause))
+        self.pos, self.path, self.cause = pos, path, cause
+
+
 def _read_manifest(manifest_path: Path) -> tuple[dict[str, Any], list[int]]:
-    """Parse manifest.json; return the object and the 1-based line of each item."""
+    """Parse manifest.json; return the object and the 1-based line of each item.
+
+    Raises:
+        DatasetError: not readable, not UTF-8, not JSON, not an object, or holding a
+            value a manifest may not hold (``strict_json``), named by item, field and line.
+    """
     try:
         data = manifest_path.read_bytes()
     except OSError as exc:
         raise DatasetError(f"{manifest_path}: cannot read: {exc.strerror or exc}", path=manifest_path) from None
     text = _decode_utf8(data, manifest_path)
     try:
-        raw, offsets = _scan_manifest(text)
-        return raw, _offsets_to_lines(text, offsets)
-    except (json.JSONDecodeError, _DuplicateKey, ValueError, IndexError, RecursionError):
+        raw, offsets, spans = _scan_manifest(text)
+    except _Flagged as flagged:
+        problem = first_problem(text, flagged.pos, flagged.path)
+        raise _refusal(text, problem, flagged.cause, manifest_path) from None
+    except (json.JSONDecodeError, Refused, ValueError, IndexError, RecursionError):
         pass
+    else:
+        if "\\u" in text:
+            _check_surrogate_escapes(text, spans, offsets, manifest_path)
+        return raw, _offsets_to_lines(text, offsets)
     # The fast scanner gives up on anything unusual; the standard parser then explains.
     try:
-        parsed = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+        parsed = DECODER.decode(text)
     except json.JSONDecodeError as exc:
         raise _json_error(exc, manifest_path) from None
-    except _DuplicateKey as exc:
-        raise DatasetError(
-            f"{manifest_path}: duplicate key {exc.key!r} in one JSON object; the later value would "
-            "silently win, so remove one",
-            path=manifest_path,
-        ) from None
+    except Refused as exc:
+        raise _refusal(text, first_problem(text, _WHITESPACE.match(text).end()), exc, manifest_path) from None
     except (ValueError, RecursionError) as exc:
         raise DatasetError(f"{manifest_path}: unreadable JSON: {exc}", path=manifest_path) from None
     if not isinstance(parsed, dict):
@@ -167,20 +176,28 @@ def _read_manifest(manifest_path: Path) -> tuple[dict[str, Any], list[int]]:
     raise DatasetError(f"{manifest_path}: could not read the manifest's items", path=manifest_path)  # pragma: no cover
 
 
-def _scan_manifest(text: str) -> tuple[dict[str, Any], list[int]]:
+def _scan_manifest(text: str) -> tuple[dict[str, Any], list[int], list[tuple[int, int, tuple[str | int, ...]]]]:
     """Parse the top-level object by hand so each item's start offset comes for free.
 
     Each value is decoded by the C scanner (``raw_decode``), so this is one parse
     at C speed, not a second pass over the text. Raises on anything not a JSON
     object; the caller then reparses with ``json.loads`` for a precise message.
+
+    Returns:
+        The object; each item's start offset; and ``(start, end, (key,))`` of every
+        top-level value, in document order.
+
+    Raises:
+        _Flagged: a value holds something ``strict_json`` refuses; says which value.
     """
     skip = _WHITESPACE.match
-    decode = _DECODER.raw_decode
+    decode = DECODER.raw_decode
     pos = skip(text, 0).end()
     if text[pos] != "{":
         raise ValueError("not an object")
     result: dict[str, Any] = {}
     offsets: list[int] = []
+    spans: list[tuple[int, int, tuple[str | int, ...]]] = []
     pos = skip(text, pos + 1).end()
     if text[pos] == "}":
         pos += 1
@@ -188,17 +205,25 @@ def _scan_manifest(text: str) -> tuple[dict[str, Any], list[int]]:
         while True:
             if text[pos] != '"':
                 raise ValueError("expected a key")
-            key, pos = decode(text, pos)
+            try:
+                key, pos = decode(text, pos)
+            except Refused:  # pragma: no cover - a key is a plain string
+                raise ValueError("bad key") from None
             if key in result:
-                raise _DuplicateKey(key)
+                raise _Flagged(skip(text, 0).end(), (), DuplicateKey(key)) from None
             pos = skip(text, pos).end()
             if text[pos] != ":":
                 raise ValueError("expected ':'")
             pos = skip(text, pos + 1).end()
+            start = pos
             if key == "items" and text[pos] == "[":
                 result[key], offsets, pos = _scan_items(text, pos)
             else:
-                result[key], pos = decode(text, pos)
+                try:
+                    result[key], pos = decode(text, pos)
+                except Refused as exc:
+                    raise _Flagged(start, (key,), exc) from None
+            spans.append((start, pos, (key,)))
             pos = skip(text, pos).end()
             if text[pos] == ",":
                 pos = skip(text, pos + 1).end()
@@ -209,20 +234,24 @@ def _scan_manifest(text: str) -> tuple[dict[str, Any], list[int]]:
             break
     if skip(text, pos).end() != len(text):
         raise ValueError("extra data")
-    return result, offsets
+    return result, offsets, spans
 
 
 def _scan_items(text: str, pos: int) -> tuple[list[Any], list[int], int]:
     skip = _WHITESPACE.match
-    decode = _DECODER.raw_decode
+    decode = DECODER.raw_decode
     items: list[Any] = []
     offsets: list[int] = []
     pos = skip(text, pos + 1).end()
     if text[pos] == "]":
         return items, offsets, pos + 1
     while True:
-        offsets.append(pos)
-        value, pos = decode(text, pos)
+        start = pos
+        offsets.append(start)
+        try:
+            value, pos = decode(text, pos)
+        except Refused as exc:
+            raise _Flagged(start, ("items", len(items)), exc) from None
         items.append(value)
         pos = skip(text, pos).end()
         if text[pos] == ",":
@@ -231,6 +260,86 @@ def _scan_items(text: str, pos: int) -> tuple[list[Any], list[int], int]:
         if text[pos] != "]":
             raise ValueError("expected ',' or ']'")
         return items, offsets, pos + 1
+
+
+def _check_surrogate_escapes(
+    text: str, spans: list[tuple[int, int, tuple[str | int, ...]]], offsets: list[int], manifest_path: Path
+) -> None:
+    """Refuse a lone surrogate, looking only at the values where a surrogate escape is written.
+
+    Paired escapes (``\\ud83d\\ude00``, what ``json.dumps`` writes for an emoji) are
+    fine and common, so only the top-level values and items holding an escape are
+    walked, not the whole manifest.
+
+    Args:
+        text: The manifest.
+        spans: ``(start, end, (key,))`` of each top-level value, in document order.
+        offsets: Start offset of each item, in order.
+        manifest_path: For the message.
+    """
+    starts = [start for start, _, _ in spans]
+    walked: set[tuple[int, int]] = set()
+    for match in SURROGATE_ESCAPE.finditer(text):
+        at = match.start()
+        top = bisect.bisect_right(starts, at) - 1
+        if top < 0 or at >= spans[top][1]:
+            where = (-1, -1)  # in a top-level key: walk the whole manifest
+        elif spans[top][2] == ("items",) and offsets and at >= offsets[0]:
+            where = (top, bisect.bisect_right(offsets, at) - 1)
+        else:
+            where = (top, -1)
+        if where in walked:
+            continue
+        walked.add(where)
+        if where[0] < 0:
+            problem = first_problem(text, _WHITESPACE.match(text).end())
+        elif where[1] >= 0:
+            problem = first_problem(text, offsets[where[1]], ("items", where[1]))
+        else:
+            start, _, path = spans[top]
+            problem = first_problem(text, start, path)
+        if problem is not None:
+            raise _refusal(text, problem, None, manifest_path)
+
+
+def _refusal(text: str, problem: Problem | None, cause: Refused | None, manifest_path: Path) -> DatasetError:
+    """The error for a refused value: file, line, item (id, else index) and JSON path."""
+    if problem is None:  # the walk could not place it; say what the decoder said
+        what = duplicate_key_message(cause.key) if isinstance(cause, DuplicateKey) else str(cause)
+        return DatasetError(f"{manifest_path}: {what}", path=manifest_path)
+    line = text.count("\n", 0, problem.offset) + 1
+    json_path = _path_text(problem.path)
+    item_id = None
+    where = ""
+    if len(problem.path) >= 2 and problem.path[0] == "items" and isinstance(problem.path[1], int):
+        item_id = _item_id_at(text, problem.path[1])
+        where = f"item {item_id} (no valid id), " if item_id.startswith("items[") else f"item {item_id!r}, "
+    field_part = f"field {json_path}: " if json_path else ""
+    return DatasetError(
+        f"{manifest_path}: line {line}: {where}{field_part}{problem.what}",
+        path=manifest_path,
+        item_id=item_id,
+        json_path=json_path or None,
+    )
+
+
+def _item_id_at(text: str, index: int) -> str:
+    """The id of ``items[index]`` read leniently, or ``items[index]`` when it has no valid one."""
+    try:
+        items = LENIENT.decode(text).get("items")
+        item_id = items[index].get("id")
+    except (ValueError, AttributeError, IndexError, TypeError, RecursionError):
+        item_id = None
+    if isinstance(item_id, str) and re.match(ID_PATTERN, item_id):
+        return item_id
+    return f"items[{index}]"
+
+
+def _path_text(parts: tuple[str | int, ...]) -> str:
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else _key_part(part, first=not text)
+    return text
 
 
 def _offsets_to_lines(text: str, offsets: list[int]) -> list[int]:
@@ -245,14 +354,14 @@ def _offsets_to_lines(text: str, offsets: list[int]) -> list[int]:
 
 
 def _validate_manifest(raw: dict[str, Any], manifest_path: Path, root: Path) -> Manifest:
-    version = raw.get("version")
-    if "version" in raw and not (isinstance(version, str) and re.match(VERSION_PATTERN, version)):
-        raise DatasetError(
-            f"{manifest_path}: invalid dataset version {version!r}; expected 'v' and a number, "
-            "optionally with a suffix ('v1', 'v2', 'v1.1'); bump it whenever the corpus or items change",
-            path=manifest_path,
-            json_path="version",
-        )
+    if "version" in raw:
+        problem = version_problem(raw["version"])
+        if problem is not None:
+            raise DatasetError(
+                f"{manifest_path}: field version: invalid dataset version {raw['version']!r}: {problem}",
+                path=manifest_path,
+                json_path="version",
+            )
     _validate_items_in_place(raw, root)
     try:
         return Manifest.model_validate(raw, context={"dataset": root})

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from functools import cached_property
 from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal, Union
 
+import regex
 from pydantic import Field, StringConstraints, TypeAdapter, ValidationInfo, field_validator, model_validator
 
 from ..kinds import all_kinds, kind_of
@@ -19,10 +21,48 @@ from ..kinds.base import ManifestIndex, NonEmpty, RuleError
 from ..wire import WireModel
 from .errors import HASH_PATTERN
 
-VERSION_PATTERN = r"^v[0-9]+([._-][A-Za-z0-9]+)*$"
-"""A dataset version: ``v1``, ``v2``, ``v1.1``, ``v3-rc1``. The manifest format is v1 whatever
-the version; the version names the dataset's content and is bumped when the corpus or items
-change (docs/dataset.md), so a baseline is only compared with a run of the same version (docs/gate.md)."""
+
+def version_problem(value: Any) -> str | None:
+    """Why ``value`` is not a dataset version, or None when it is one (docs/dataset.md).
+
+    A dataset version is a label its owner chooses (``v1``, ``2026-11-30``,
+    ``rc-3``, ``holdout-1``): any non-empty string without control or format
+    characters (a newline or a zero-width space would print the same as another
+    version but compare different) and without surrounding whitespace. The version
+    names the dataset's content and is bumped when the corpus or items change, so a
+    baseline is only compared with a run of the same version (docs/gate.md); the
+    manifest format is v1 whatever the version.
+
+    Args:
+        value: The manifest's ``version`` value, of any JSON type.
+
+    Returns:
+        A plain reason, or None.
+    """
+    if not isinstance(value, str):
+        return f"expected a string naming this dataset's content, e.g. 'v1' or 'smoke-1', got a JSON {_json_type(value)}"
+    if not value.strip():
+        return "expected a non-empty label naming this dataset's content, e.g. 'v1' or 'smoke-1'"
+    for index, char in enumerate(value):
+        if unicodedata.category(char) in _UNPRINTABLE:
+            return (
+                f"character {index} ({char!r}, U+{ord(char):04X}) is a control or format character; "
+                "a version is a printable label such as 'v1', 'smoke-1' or '2026-11-30'"
+            )
+    if value != value.strip():
+        return "has leading or trailing whitespace, so it would not equal the same label written without it"
+    return None
+
+
+_UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
+"""Unicode categories a version may not hold: control, format, surrogate, private use, line and paragraph separators."""
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "boolean", int: "number", float: "number", list: "array", dict: "object"}.get(type(value), type(value).__name__)
+
 
 Digest = Annotated[str, StringConstraints(pattern=HASH_PATTERN)]
 
@@ -34,6 +74,20 @@ Item = Annotated[AnyItem, Field(discriminator="kind")]
 
 ITEM_ADAPTER: TypeAdapter[Any] = TypeAdapter(Item)
 """Validates one item (built once; ``Manifest`` validates all items in one pass)."""
+
+
+def compile_mention_pattern(pattern: str) -> regex.Pattern[str]:
+    """Compile a ``mentionPattern`` (docs/citation.md) so that its matching can be bounded in time.
+
+    The ``regex`` package in its ``VERSION0`` mode reads Python ``re`` syntax (named
+    groups ``(?P<name>...)`` included) and, unlike ``re``, takes a ``timeout`` on
+    ``finditer``: a pattern that backtracks catastrophically, such as
+    ``(?P<speaker>(\\w+\\s?)+)\\(``, is stopped instead of hanging the session.
+
+    Raises:
+        regex.error: not a valid regular expression.
+    """
+    return regex.compile(pattern, flags=regex.VERSION0)
 
 
 class CorpusEntry(WireModel):
@@ -70,13 +124,16 @@ class Manifest(WireModel):
     """
 
     version: str
-    """Manifest format version; only ``v1``."""
+    """The dataset version: a label its owner chooses, bumped when the corpus or items change (``version_problem``)."""
     corpus: list[CorpusEntry] = Field(default_factory=list)
     """The documents ingested into the target."""
     corpus_hashes: dict[str, Digest] = Field(default_factory=dict)
     """Corpus file name → xxh3_64 hex digest of its raw bytes."""
     mention_pattern: str | None = None
-    """Regex whose named groups are metadata fields, e.g. ``(?P<speaker>[A-Z]\\w+ \\w+)`` (docs/citation.md)."""
+    """Regex whose named groups are metadata fields, e.g. ``(?P<speaker>[A-Z]\\w+ \\w+)`` (docs/citation.md).
+
+    Python ``re`` syntax, run by the ``regex`` package so that each paragraph's
+    matching is bounded in time (``core.kinds.citation.MENTION_TIMEOUT_S``)."""
     items: list[Item]
     """The items, in order; each becomes one pytest test."""
 
@@ -86,17 +143,17 @@ class Manifest(WireModel):
         if value is None:
             return value
         try:
-            compiled = re.compile(value)
-        except (re.error, OverflowError, RecursionError, ValueError) as exc:
+            compiled = compile_mention_pattern(value)
+        except (regex.error, OverflowError, RecursionError, ValueError, TypeError) as exc:
             raise ValueError(f"not a valid regular expression: {exc}") from None
         if not compiled.groupindex:
             raise ValueError("needs at least one named group, e.g. (?P<speaker>...), naming a metadata field")
         return value
 
     @cached_property
-    def mention_regex(self) -> re.Pattern[str] | None:
-        """``mention_pattern`` compiled, or None."""
-        return None if self.mention_pattern is None else re.compile(self.mention_pattern)
+    def mention_regex(self) -> regex.Pattern[str] | None:
+        """``mention_pattern`` compiled with the ``regex`` package (``compile_mention_pattern``), or None."""
+        return None if self.mention_pattern is None else compile_mention_pattern(self.mention_pattern)
 
     @model_validator(mode="after")
     def _cross_references(self, info: ValidationInfo) -> "Manifest":

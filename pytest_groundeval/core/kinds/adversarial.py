@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import field_validator
 
 from ..contract import strip_markers
-from ..evidence import EvidenceBlock
+from ..evidence import OptionalEvidenceBlock
 from ..outcome import ItemOutcome
 from ..scoring import claim_coverage
 from ..text import listed, shorten
@@ -37,7 +37,7 @@ class AdversarialItem(ItemBase):
     """``ECHO: <falsehood>`` (emitted uncited) or ``ECHO-CITED: <falsehood>`` (cited to the first evidence block)."""
     find: str | None = None
     """Corpus label to restrict retrieval to, or null."""
-    evidence: EvidenceBlock | None = None
+    evidence: OptionalEvidenceBlock = None
     """Optional evidence-risk block (docs/evidence-risk.md)."""
 
     @field_validator("question")

@@ -62,6 +62,12 @@ class RuleError(ValueError):
         self.json_path = json_path
 
 
+class JudgeError(Exception):
+    """Judging an item failed for a reason of the dataset, not of the target (e.g. a mention
+    pattern that timed out). The runner records the item as an error naming the cause, and
+    it does not count toward the target's "N in a row" stop."""
+
+
 def _check_tags(tags: list[str]) -> list[str]:
     for i, tag in enumerate(tags):
         if tag in RESERVED_TAGS:

@@ -9,6 +9,11 @@ transitions without a marker are dropped. Each judged paragraph is checked for
   (named groups are metadata fields, e.g. ``speaker``, ``party``) disagrees with
   every cited source on some field that source's metadata has.
 
+Mention matching is bounded: each paragraph gets ``MENTION_TIMEOUT_S`` of
+matching (the ``regex`` package's ``timeout``), and a pattern that runs out of
+it makes the item an error naming the pattern and the item (``MentionTimeout``),
+not a hung session.
+
 ``judge_citation`` judges one answer against a marker → metadata map;
 ``source_map`` builds that map from an item's ``sources``, its recorded
 ``response`` and a target's evidence list. ``CitationKind`` calls both: with the
@@ -29,16 +34,18 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+import regex
 from pydantic import Field, model_validator
 
 from ..contract import MARKER_IN_TEXT_PATTERN
-from ..evidence import EvidenceBlock, describe_review, review_answer
+from ..evidence import OptionalEvidenceBlock, describe_review, review_answer
 from ..outcome import ItemOutcome
 from ..text import shorten
 from ..wire import WireModel
 from .base import (
     CEILING_RATE,
     ItemBase,
+    JudgeError,
     Kind,
     ManifestIndex,
     MarkerName,
@@ -56,6 +63,8 @@ if TYPE_CHECKING:
 __all__ = [
     "CitationItem",
     "JudgeVerdict",
+    "MENTION_TIMEOUT_S",
+    "MentionTimeout",
     "NO_CITATION_DETAIL",
     "PARAGRAPH_TEXT_CHARS",
     "ParagraphLabel",
@@ -136,7 +145,7 @@ class CitationItem(ItemBase):
     """Corpus label to restrict retrieval to, or null."""
     sources: list[SourceMetadata] = Field(default_factory=list)
     """Metadata of the sources the answer may cite."""
-    evidence: EvidenceBlock | None = None
+    evidence: OptionalEvidenceBlock = None
     """Optional evidence-risk block (docs/evidence-risk.md)."""
     paragraph_labels: list[ParagraphLabel] = Field(default_factory=list)
     """Human labels of the recorded answer's paragraphs, to measure a judge against (docs/citation.md)."""
@@ -192,9 +201,49 @@ NO_CITATION_DETAIL = (
 MAX_KNOWN_MARKERS = 10
 """Known markers named in a ``missingSource`` line before the rest are counted."""
 
+MENTION_TIMEOUT_S = 1.0
+"""Seconds of ``mentionPattern`` matching allowed per paragraph before the item is an error.
+
+Far above what a sane pattern needs on a paragraph (microseconds), far below a
+CI job's patience: a catastrophically backtracking pattern is caught on its
+first paragraph instead of hanging the session."""
+
 _MARKER_RE = re.compile(MARKER_IN_TEXT_PATTERN)
 # A blank line is a line holding only whitespace; any run of them separates paragraphs.
 _PARAGRAPH_BREAK_RE = re.compile(r"\n[^\S\n]*\n\s*")
+
+
+class MentionTimeout(JudgeError):
+    """The dataset's ``mentionPattern`` ran out of its time on a paragraph (docs/citation.md).
+
+    Attributes:
+        pattern: The pattern as written in the manifest.
+        paragraph: Index of the paragraph it was matching.
+        timeout_s: The budget it ran out of, in seconds.
+        item_id: The item being judged, once known.
+    """
+
+    def __init__(self, pattern: str, paragraph: int, timeout_s: float, item_id: str | None = None) -> None:
+        self.pattern, self.paragraph, self.timeout_s, self.item_id = pattern, paragraph, timeout_s, item_id
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = f" of item {self.item_id!r}" if self.item_id is not None else ""
+        return (
+            f"mentionPattern {self.pattern!r} was stopped after {self.timeout_s:g} s on paragraph "
+            f"{self.paragraph}{where}; it most likely backtracks catastrophically (nested quantifiers such as "
+            "(\\w+\\s?)+ try every way to split a line); make each repetition match one way only, "
+            "e.g. (?P<speaker>\\w+(?: \\w+)*) (docs/citation.md)"
+        )
+
+
+def _bounded(mention_regex: regex.Pattern[str] | re.Pattern[str]) -> regex.Pattern[str]:
+    # A stdlib pattern (callers' own code) cannot be bounded: run the same pattern with ``regex``.
+    if isinstance(mention_regex, re.Pattern):
+        flags = mention_regex.flags & ~(re.ASCII | re.UNICODE)
+        flags |= regex.ASCII if mention_regex.flags & re.ASCII else 0
+        return regex.compile(mention_regex.pattern, flags=flags | regex.VERSION0)
+    return mention_regex
 
 
 # --------------------------------------------------------------------------- sources
@@ -332,7 +381,9 @@ def judge_paragraph(
     index: int,
     text: str,
     sources: Mapping[str, Mapping[str, str]],
-    mention_regex: re.Pattern[str] | None,
+    mention_regex: regex.Pattern[str] | re.Pattern[str] | None,
+    *,
+    timeout_s: float | None = None,
 ) -> ParagraphVerdict:
     """Run the deterministic checks on one paragraph that cites at least one marker.
 
@@ -341,9 +392,13 @@ def judge_paragraph(
         text: The paragraph.
         sources: Marker → metadata (see ``source_map``).
         mention_regex: The dataset's compiled ``mentionPattern``, or None (no mention check).
+        timeout_s: Seconds of matching allowed on this paragraph (default ``MENTION_TIMEOUT_S``).
 
     Returns:
         The verdict: unknown markers, and one mismatch text per distinct failing mention.
+
+    Raises:
+        MentionTimeout: the pattern ran out of ``timeout_s``.
     """
     markers = cited_markers(text)
     verdict = ParagraphVerdict(index=index, text=text, markers=markers)
@@ -353,25 +408,47 @@ def judge_paragraph(
         # With every cited marker unknown there is no metadata to compare: the paragraph
         # already fails as missingSource, and a mismatch would only repeat that.
         return verdict
-    for mention in mentions(text, mention_regex):
+    try:
+        found = list(mentions(text, mention_regex, timeout_s=timeout_s))
+    except MentionTimeout as exc:
+        raise MentionTimeout(exc.pattern, index, exc.timeout_s) from None
+    for mention in found:
         mismatch = mention_mismatch(mention, cited, sources)
         if mismatch is not None and mismatch not in verdict.metadata_mismatch:
             verdict.metadata_mismatch.append(mismatch)
     return verdict
 
 
-def mentions(text: str, mention_regex: re.Pattern[str]) -> Iterable[dict[str, str]]:
+def mentions(
+    text: str, mention_regex: regex.Pattern[str] | re.Pattern[str], *, timeout_s: float | None = None
+) -> Iterable[dict[str, str]]:
     """Each match of ``mention_regex`` in ``text`` as ``{field: value}``.
 
     Named groups that did not take part in the match, or matched only whitespace,
     are left out; an empty match (a pattern that can match nothing) is no mention.
+    A stdlib ``re`` pattern is run with the ``regex`` package, so the bound holds too.
+
+    Args:
+        text: One paragraph.
+        mention_regex: The compiled ``mentionPattern``.
+        timeout_s: Seconds of matching allowed over the whole of ``text`` (default ``MENTION_TIMEOUT_S``,
+            read when called).
+
+    Raises:
+        MentionTimeout: matching ran out of ``timeout_s`` (paragraph index 0; ``judge_paragraph`` sets it).
     """
-    for match in mention_regex.finditer(text):
-        if not match.group(0):
-            continue
-        fields = {name: value for name, value in match.groupdict().items() if value and value.strip()}
-        if fields:
-            yield fields
+    bounded = _bounded(mention_regex)
+    if timeout_s is None:
+        timeout_s = MENTION_TIMEOUT_S
+    try:
+        for match in bounded.finditer(text, timeout=timeout_s):
+            if not match.group(0):
+                continue
+            fields = {name: value for name, value in match.groupdict().items() if value and value.strip()}
+            if fields:
+                yield fields
+    except TimeoutError:
+        raise MentionTimeout(bounded.pattern, 0, timeout_s) from None
 
 
 def disagreements(mention: Mapping[str, str], metadata: Mapping[str, str]) -> list[str]:
@@ -414,7 +491,8 @@ def judge_citation(
     *,
     answer: str,
     sources: Mapping[str, Mapping[str, str]],
-    mention_regex: re.Pattern[str] | None,
+    mention_regex: regex.Pattern[str] | re.Pattern[str] | None,
+    mention_timeout_s: float | None = None,
 ) -> ItemOutcome:
     """Judge an answer to a citation item with the deterministic checks of docs/citation.md.
 
@@ -430,6 +508,7 @@ def judge_citation(
         sources: Marker as it appears in the brackets → metadata (see ``source_map``).
         mention_regex: The dataset's compiled ``mentionPattern`` (``Manifest.mention_regex``),
             or None to check markers only.
+        mention_timeout_s: Seconds of mention matching allowed per paragraph (default ``MENTION_TIMEOUT_S``).
 
     Returns:
         An ``ItemOutcome`` of kind ``citation`` whose ``extra`` holds JSON built-ins:
@@ -438,12 +517,19 @@ def judge_citation(
         mismatch *or* an unknown marker), ``citationParagraphsDropped`` (int:
         paragraphs without a marker) and ``citationParagraphs`` (one dict per judged
         paragraph, see ``ParagraphVerdict.to_extra``).
+
+    Raises:
+        MentionTimeout: ``mention_regex`` ran out of ``mention_timeout_s`` on a paragraph;
+            the message names the pattern, the paragraph and the item.
     """
     verdicts: list[ParagraphVerdict] = []
     all_paragraphs = paragraphs(answer)
     for index, text in enumerate(all_paragraphs):
         if _MARKER_RE.search(text):
-            verdicts.append(judge_paragraph(index, text, sources, mention_regex))
+            try:
+                verdicts.append(judge_paragraph(index, text, sources, mention_regex, timeout_s=mention_timeout_s))
+            except MentionTimeout as exc:
+                raise MentionTimeout(exc.pattern, exc.paragraph, exc.timeout_s, item.id) from None
     failing = [verdict for verdict in verdicts if not verdict.deterministic_pass]
     review = review_answer(item.evidence, answer) if item.evidence is not None else None
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 from pydantic import Discriminator, Field, Tag
 
 from ..contract import strip_markers
-from ..evidence import EvidenceBlock
+from ..evidence import OptionalEvidenceBlock
 from ..outcome import ItemOutcome
 from ..scoring import best_truth, claim_is_true, evidence_found
 from ..text import listed, shorten
@@ -68,7 +68,7 @@ class QaItem(ItemBase):
     """Strings that must occur in retrieved evidence spans; a ``{document, text}`` pins the document."""
     truths: list[NonEmpty] = Field(default_factory=list)
     """True statements; a claim the target marks ``supported`` must be one of them (docs/scoring.md)."""
-    evidence: EvidenceBlock | None = None
+    evidence: OptionalEvidenceBlock = None
     """Optional evidence-risk block reviewed against the answer (docs/evidence-risk.md)."""
 
     @property

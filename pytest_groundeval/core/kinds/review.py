@@ -1,7 +1,10 @@
 """review items: a recorded answer reviewed against an evidence block, no target call (docs/evidence-risk.md).
 
 Runs offline: ``review_answer`` scores the recorded answer against the block;
-the item passes when the score reaches the block's ``minScore``. Its score feeds
+the item passes when the score reaches the block's ``minScore``. An item with no
+block yet (absent, ``null`` or ``{}``) is not reviewed: it scores 1.0 with
+``reviewed: false`` and says so, so a dataset can be adopted before every row is
+annotated (docs/evidence-risk.md); a malformed block is still a dataset error. Its score feeds
 evidenceRiskScore, which every kind's evidence block contributes to (``core.metrics``).
 """
 
@@ -9,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from ..evidence import EvidenceBlock, describe_review, review_answer
+from ..evidence import OptionalEvidenceBlock, describe_review, review_answer
 from ..outcome import ItemOutcome
 from .base import ItemBase, Kind, RecordedAnswer
 
@@ -24,8 +27,8 @@ class ReviewItem(ItemBase):
     """Always ``review``."""
     response: RecordedAnswer
     """The recorded answer."""
-    evidence: EvidenceBlock
-    """The block the answer is reviewed against."""
+    evidence: OptionalEvidenceBlock = None
+    """The block the answer is reviewed against; none (absent, ``null`` or ``{}``) means not yet annotated."""
 
 
 class ReviewKind(Kind):
@@ -37,11 +40,17 @@ class ReviewKind(Kind):
 
     def run_offline(self, item: ReviewItem, dataset: Dataset) -> ItemOutcome:
         review = review_answer(item.evidence, item.response.answer)
+        if not review.passed:
+            detail = describe_review(review)
+        elif not review.reviewed:
+            detail = f"not reviewed (score {review.score:.3f}, reviewed: false): {review.reason}"
+        else:
+            detail = f"evidence-risk score {review.score:.3f}"
         return ItemOutcome(
             id=item.id,
             kind="review",
             passed=review.passed,
-            detail=describe_review(review) if not review.passed else f"evidence-risk score {review.score:.3f}",
+            detail=detail,
             evidence_review=review,
         )
 
