@@ -92,6 +92,8 @@ class ItemRunner:
         self._ingested: dict[str, asyncio.Future] = {}
         self.models: dict = {"generate": "unknown", "embed": "unknown"}
         """The model lineage of the target, set by whoever knows it (docs/target-contract.md)."""
+        self.journal: Any = None
+        """The xdist worker's crash journal (``plugin.crash.WorkerJournal``), when the plugin runs it."""
         self.dispatcher: Any = None
         """The ``dispatch.ItemDispatcher`` feeding this runner, when the plugin runs it."""
         self.stop_reason: str | None = None

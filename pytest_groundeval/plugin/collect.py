@@ -15,7 +15,7 @@ import pytest
 from ..core.dataset import Dataset, DatasetError, load_dataset
 from ..core.kinds import kind_of
 from ..core.outcome import ItemOutcome
-from ..core.runner import ItemError
+from ..core.runner import ItemError, errored_outcome
 from .record import record_outcome, record_run
 
 
@@ -103,7 +103,11 @@ class EvalItem(pytest.Function):
         runner = self.funcargs[name]
         record_run(self, self.dataset.version, runner.models)
         error = None
+        poisoned = runner.journal.poisoned(self.nodeid) if self.uses_target and runner.journal else None
         try:
+            if poisoned is not None:
+                # It was in flight when a worker crashed: one of those crashed it (plugin/crash.py).
+                raise ItemError(errored_outcome(self.eval_item, poisoned))
             if self.uses_target:
                 self.outcome = runner.dispatcher.outcome_for(self)
             else:

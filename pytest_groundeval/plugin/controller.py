@@ -121,6 +121,7 @@ class GateSession:
         self.usage_error: str | None = None
         self.interrupted_by: str | None = None
         self.report_path: Path | None = None
+        self.journal: Any = None
         # Read and validate the floors and the baselines before any item runs: against a
         # paid target, a typo found after the run wastes the whole run.
         self.floors = self._load_floors()
@@ -147,8 +148,57 @@ class GateSession:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         raise KeyboardInterrupt("SIGTERM")
 
+    # -- crashed xdist workers (plugin/crash.py) ----------------------------------------
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        if self.journal is None:
+            from .crash import ControllerJournal
+
+            self.journal = ControllerJournal()
+        from .crash import WORKERINPUT_KEY
+
+        node.workerinput[WORKERINPUT_KEY] = str(self.journal.directory)
+
+    def _reported(self, nodeid: str) -> bool:
+        node = eval_node_kind(nodeid)
+        run = self.runs.get(nodeid.split("::")[0])
+        return node is not None and run is not None and node[1] in run.seen
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        # Before xdist hands the dead worker's pending items to others: poison its in-flight ones.
+        if error is not None and self.journal is not None:
+            self.journal.worker_died(node.gateway.id, self._reported)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem: str, report: Any, sched: Any) -> None:
+        if self.journal is None or eval_node_kind(crashitem) is None:
+            return None
+        worker = report.node.gateway.id
+        in_flight = self.journal.in_flight.get(worker, [])
+        if crashitem in in_flight:
+            from .crash import crash_message
+
+            report.longrepr = crash_message(worker, in_flight)
+        elif crashitem in self.journal.done.get(worker, ()) and crashitem not in self.journal.rerun:
+            # Its call had finished: not the culprit. Run it again, once, to report its real result.
+            self.journal.rerun.add(crashitem)
+            try:
+                sched.mark_test_pending(crashitem)
+            except NotImplementedError:  # a scheduler that cannot (--dist loadscope)
+                report.longrepr = (
+                    f"worker {worker} crashed after this item's target call had finished, but before its "
+                    "result was reported; the result went with the worker"
+                )
+            else:
+                report.outcome = "rerun"
+        return None
+
     @pytest.hookimpl
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.journal is not None:
+            self.journal.cleanup()
         if self._previous_sigterm is not None:
             try:
                 if signal.getsignal(signal.SIGTERM) == self._on_sigterm:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .crash import WorkerJournal
 from .record import mock_key, position_key, settings_key, spawned_key
 from .xdist import queued_indices, worker_id
 
@@ -154,17 +155,37 @@ def groundeval_runner(request: pytest.FixtureRequest, groundeval_target: Any) ->
     if problem is not None:
         stop_session(request, problem)
     aclose = getattr(groundeval_target, "aclose", None)
+    journal = WorkerJournal.for_worker(request.config)
+    runner.journal = journal
+
+    async def run(test_item: Any) -> Any:
+        if journal is None:
+            return await runner.run_async(test_item.eval_item, test_item.dataset)
+        journal.sent(test_item.nodeid)
+        try:
+            return await runner.run_async(test_item.eval_item, test_item.dataset)
+        finally:
+            journal.done(test_item.nodeid)
+
+    def eligible(test_item: Any) -> bool:
+        if not (isinstance(test_item, EvalItem) and test_item.uses_target):
+            return False
+        # An item that was in flight when a worker crashed is never sent again.
+        return journal is None or journal.poisoned(test_item.nodeid) is None
+
     runner.dispatcher = ItemDispatcher(
-        lambda test_item: runner.run_async(test_item.eval_item, test_item.dataset),
+        run,
         concurrency=settings.concurrency,
         upcoming=lambda test_item: upcoming_items(request.session, test_item),
-        eligible=lambda test_item: isinstance(test_item, EvalItem) and test_item.uses_target,
+        eligible=eligible,
         on_close=aclose if inspect.iscoroutinefunction(aclose) else None,
     )
     try:
         yield runner
     finally:
         runner.dispatcher.close()
+        if journal is not None:
+            journal.close()
 
 
 def upcoming_items(session: pytest.Session, current: pytest.Item) -> Iterator[pytest.Item]:

@@ -70,9 +70,11 @@ def test_credentials_in_the_url_are_refused_and_never_printed(run, pytester, smo
 
 CRASHING_TARGET = """
 import os
+import time
 import pytest
 
 CRASH_ON = {crash!r}
+SLOW_ON = {slow!r}
 
 @pytest.fixture(scope="session")
 def groundeval_target(groundeval_target):
@@ -81,6 +83,8 @@ def groundeval_target(groundeval_target):
             return getattr(groundeval_target, name)
 
         def generate(self, question, find):
+            if any(question.startswith(prefix) for prefix in SLOW_ON):
+                time.sleep(1.0)
             if any(question.startswith(prefix) for prefix in CRASH_ON):
                 os._exit(1)
             return groundeval_target.generate(question, find)
@@ -92,7 +96,7 @@ def groundeval_target(groundeval_target):
 def test_items_that_never_ran_after_the_restart_budget_are_errors(run, pytester, smoke):
     # Three items crash their worker; with one restart allowed xdist gives up, and the
     # items it never handed out must be accounted for, not dropped.
-    pytester.makeconftest(CRASHING_TARGET.format(crash=("What is", "När", "How long")))
+    pytester.makeconftest(CRASHING_TARGET.format(crash=("What is", "När", "How long"), slow=()))
     report = pytester.path / "r.json"
     result = run(f"--eval-dataset={smoke}", "-n", "2", "--max-worker-restart=1", f"--eval-report={report}",
                  "--eval-concurrency=1")
@@ -108,6 +112,32 @@ def test_items_that_never_ran_after_the_restart_budget_are_errors(run, pytester,
     result.stdout.fnmatch_lines(["*never ran; they count as errors (notRun)*", "gate: FAIL"])
     # The temporal metric is measured over every temporal item, not skipped as n/a.
     assert data["metrics"]["temporalAccuracy"] is not None
+
+
+# -- 6. a crash blamed on the items in flight --------------------------------------------------
+
+
+def test_a_crash_is_blamed_on_the_items_in_flight_and_the_culprit_is_not_retried(run, pytester, smoke):
+    # The second question makes the in-process target end its worker while the first (slow)
+    # is the item pytest is running: xdist alone would blame the first and hand the second
+    # to a new worker, which it would crash too.
+    pytester.makeconftest(CRASHING_TARGET.format(crash=("När",), slow=("What is",)))
+    report = pytester.path / "r.json"
+    result = run(f"--eval-dataset={smoke}", "-n", "1", "--eval-concurrency=4", f"--eval-report={report}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert result.stdout.str().count("replacing crashed worker") == 1  # the culprit never ran again
+    data = json.loads(report.read_text())
+    items = {i["id"]: i for i in data["items"]}
+    assert len(items) == 10 and data["metrics"]["items"] == 10  # every item accounted for, once
+    culprit = items["qa-smoke-goteborg-office"]
+    assert culprit["error"] and "crashed while" in culprit["error"] and "qa-smoke-goteborg-office" in culprit["error"]
+    blamed = [i for i in items.values() if i["error"] and "crashed while" in i["error"]]
+    # Every item blamed is named in the culprit's message; the others kept their real results.
+    assert all(i["id"] in culprit["error"] for i in blamed)
+    assert all(i["pass"] for i in items.values() if i not in blamed)
+    assert data["metrics"]["errors"] == len(blamed)
+    # The item xdist blamed (the slow first one) was in flight too, and says so.
+    assert items["qa-smoke-alpha-budget"] in blamed
 
 
 # -- 4. several datasets in one session ------------------------------------------------------
