@@ -289,3 +289,25 @@ def test_items_of_a_killed_run_are_recovered(pytester, smoke, shared_target):
     assert list(report.parent.glob(f".{report.name}.*.tmp")) == []
     assert groundeval(["gate", "--report", str(report)]) == 1
     assert groundeval(["report", "--recover", str(report)]) == 2  # nothing left to recover
+
+
+# -- 14. the summary's words ------------------------------------------------------------------
+
+
+def test_a_target_that_never_started_still_names_the_dataset(run, pytester, smoke):
+    command = f"{sys.executable} -c \"import sys; sys.exit(3)\""
+    result = run(f"--eval-dataset={smoke}", f"--eval-spawn={command}", "-k", "qa")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["dataset smoke-1  lineage*items 4 (failed 0, errors 4)*"])
+    result.stdout.no_fnmatch_line("dataset unknown*")
+
+
+def test_one_silent_qa_item_is_one_item_in_the_gate_text():
+    from pytest_groundeval.core.gate import evaluate_gate
+    from pytest_groundeval.core.metrics import compute_metrics
+    from pytest_groundeval.core.outcome import ItemOutcome
+
+    metrics = compute_metrics([ItemOutcome(id="q", kind="qa", passed=False, evidence_expected=1)])
+    result = evaluate_gate(metrics, dataset_version="v1", models={"generate": "g", "embed": "e"})
+    reasons = [c.reason for c in result.checks if c.metric == "claimSupportPrecision"]
+    assert reasons == ["1 qa item ran but the target returned no claims: nothing supported, nothing to measure"]

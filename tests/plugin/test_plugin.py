@@ -757,7 +757,7 @@ def test_a_target_that_answers_nothing_fails_the_gate(run, pytester, smoke):
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            "claimSupportPrecision*FAIL*4 qa item(s) ran but the target returned no claims*",
+            "claimSupportPrecision*FAIL*4 qa items ran but the target returned no claims*",
             "claimSupportRecall*FAIL*returned no claims*",
             "gate: FAIL",
         ]

@@ -94,7 +94,8 @@ def _silent(metrics: Metrics) -> str | None:
     """Why an unmeasured claim metric FAILs: qa items ran and the target returned no claim for any."""
     qa = metrics.items_by_kind.get("qa", 0)
     if qa > 0 and metrics.qa_claims == 0:
-        return f"{qa} qa item(s) ran but the target returned no claims: nothing supported, nothing to measure"
+        ran = "1 qa item ran" if qa == 1 else f"{qa} qa items ran"
+        return f"{ran} but the target returned no claims: nothing supported, nothing to measure"
     return None
 
 
