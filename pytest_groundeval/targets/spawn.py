@@ -27,6 +27,7 @@ from typing import IO, Any
 
 from .http import HttpTarget
 from .protocol import DEFAULT_MAX_RESPONSE_BYTES, SpawnError, TargetError, TargetUnavailable, describe_exit
+from .watchdog import group_alive as _group_alive
 
 __all__ = [
     "MOCK_LLM_API_KEY",
@@ -216,59 +217,11 @@ def _kill_group(process: subprocess.Popen, sig: int) -> None:
             process.kill()
 
 
-_WATCHDOG = """
-import os, signal, sys, time
-pgid, grace = int(sys.argv[1]), float(sys.argv[2])
-sys.stdin.buffer.read()  # returns when the harness closes the pipe, or dies
-
-def alive():
-    # Zombies count as gone: in a container whose init does not reap, an exited
-    # process stays a zombie in the group, and waiting for it would wait out the grace.
-    if not os.path.isdir("/proc/self"):
-        try:
-            os.killpg(pgid, 0)
-            return True
-        except OSError:
-            return False
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % pid, "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[2]) == pgid and fields[0] != b"Z":
-            return True
-    return False
-
-if alive():
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except OSError:
-        pass
-    deadline = time.monotonic() + grace
-    while alive() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except OSError:
-        pass
-"""
-"""Ends a spawned target's process group when the harness goes away without tearing down.
-
-pytest killed by SIGTERM or SIGKILL (a cancelled CI job, a crashed xdist worker)
-runs no fixture teardown, and the target, in a session of its own, would live on
-as an orphan. The watchdog holds the read end of a pipe whose write end only the
-harness holds; when the harness exits, however it exits, the read returns and the
-watchdog terminates the group as ``stop`` would."""
-
-
 def _start_watchdog(pgid: int, grace_s: float) -> subprocess.Popen | None:
     if os.name != "posix":
         return None
     return subprocess.Popen(
-        [sys.executable, "-c", _WATCHDOG, str(pgid), str(grace_s)],
+        [sys.executable, "-m", "pytest_groundeval.targets.watchdog", str(pgid), str(grace_s)],
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -569,33 +522,5 @@ def _terminate_group(process: subprocess.Popen, grace_s: float) -> None:
         time.sleep(0.05)
     _kill_group(process, signal.SIGKILL)
     process.wait()
-
-
-def _group_alive(pgid: int) -> bool:
-    """True while any process of group ``pgid`` is running (zombies count as gone).
-
-    Zombies must not count: in containers whose init does not reap, an exited
-    grandchild stays a zombie in the group forever.
-    """
-    if not os.path.isdir("/proc/self"):
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    with os.scandir("/proc") as entries:
-        pids = [entry.name for entry in entries if entry.name.isdigit()]
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        # After the command name: state, ppid, pgrp, ...
-        if int(fields[2]) == pgid and fields[0] != b"Z":
-            return True
-    return False
 
 
