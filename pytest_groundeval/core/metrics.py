@@ -30,7 +30,7 @@ from typing import Any, Optional
 from pydantic import Field, create_model
 
 from .kinds import KIND_NAMES, all_kinds
-from .kinds.base import MetricDirection, MetricSpec, ratio
+from .kinds.base import Kind, MetricDirection, MetricSpec, ratio
 from .outcome import ItemOutcome
 from .wire import WireModel
 
@@ -148,6 +148,22 @@ def percentile(sorted_values: Sequence[float], q: float) -> float | None:
     return sorted_values[lower] + fraction * (sorted_values[upper] - sorted_values[lower])
 
 
+@dataclass(frozen=True)
+class _Dispatch:
+    own: dict[str, Any]
+    """Kind name -> kind."""
+    any: tuple[Any, ...]
+    """The kinds whose ``tally_any`` does something (it is called for every outcome)."""
+
+
+def _dispatch() -> _Dispatch:
+    kinds = all_kinds()
+    return _Dispatch(
+        own={kind.name: kind for kind in kinds},
+        any=tuple(kind for kind in kinds if type(kind).tally_any is not Kind.tally_any),
+    )
+
+
 @dataclass
 class MetricsAccumulator:
     """Incremental metrics: ``add`` outcomes one at a time, ``merge`` partial results, ``result``.
@@ -166,6 +182,7 @@ class MetricsAccumulator:
     token_sum: int = 0
     latencies_ms: array = field(default_factory=lambda: array("d"))
     tallies: dict[str, Any] = field(default_factory=lambda: {kind.name: kind.new_tally() for kind in all_kinds()})
+    _kinds: _Dispatch = field(default_factory=_dispatch, repr=False, compare=False)
 
     def add(self, outcome: ItemOutcome) -> None:
         """Fold one item's outcome into the counters.
@@ -176,12 +193,14 @@ class MetricsAccumulator:
         """
         self.items += 1
         self.errors += outcome.errored
-        for kind in all_kinds():
-            tally = self.tallies[kind.name]
-            if kind.name == outcome.kind:
-                tally.items += 1
-                kind.tally(tally, outcome)
-            kind.tally_any(tally, outcome)
+        kinds = self._kinds
+        own = kinds.own.get(outcome.kind)
+        if own is not None:
+            tally = self.tallies[outcome.kind]
+            tally.items += 1
+            own.tally(tally, outcome)
+        for kind in kinds.any:
+            kind.tally_any(self.tallies[kind.name], outcome)
         review = outcome.evidence_review
         if review is not None and review.reviewed:
             self.reviews += 1
