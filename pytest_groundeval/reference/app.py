@@ -5,6 +5,12 @@ Routes (docs/target-contract.md; ``docs/target-contract.md`` is the full contrac
 a wrong or missing key is 401): ``GET /v1/info``, ``POST /v1/documents``,
 ``/v1/generate``, ``/v1/records``, ``/v1/query``, ``/v1/compare``.
 
+Claim verification (``verify.verify_claims``: tokenising and aligning every
+claim against its cited spans, pure-Python work that holds the GIL) runs in a
+process pool of ``os.cpu_count()`` workers, one task per answer, so a large
+answer being verified does not stall the event loop and every other request
+with it (``benchmarks/bench_verify_latency.py``).
+
 Errors are JSON ``{"error": {"code", "message", "field"}}``: 400
 ``invalid_json``, 401 ``unauthorized``, 404 ``not_found``, 405
 ``method_not_allowed``, 422 ``validation_error``, 502 ``provider_error``, 500
@@ -13,8 +19,15 @@ Errors are JSON ``{"error": {"code", "message", "field"}}``: 400
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import functools
 import logging
+import multiprocessing
+import os
+import time
 import uuid
+from concurrent.futures.process import BrokenProcessPool
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +42,14 @@ from . import bitemporal, store
 from .models import CompareRequest, DocumentRequest, GenerateRequest, QueryRequest, RecordRequest
 from .provider import ProviderClient, ProviderError, ProviderSettings, Usage
 from .retrieval import DEFAULT_TOP_K, canonical_document, generation_messages, new_chunks, rank_chunks
-from .verify import DECOMPOSITION_RESPONSE_FORMAT, decomposition_messages, parse_decomposition, verify_claim
+from .verify import (
+    DECOMPOSITION_RESPONSE_FORMAT,
+    ClaimCheck,
+    decomposition_messages,
+    lower_priority,
+    parse_decomposition,
+    verify_claims,
+)
 
 log = logging.getLogger("pytest_groundeval.reference")
 
@@ -66,6 +86,12 @@ class ReferenceConfig:
     """Port to bind; 0 picks a free one."""
     log_level: str = "INFO"
     """Python logging level name for the server log."""
+    verify_executor: str = "process"
+    """Where claims are verified: ``process`` (a process pool, the default), ``thread`` (a thread
+    pool: off the loop, but the GIL still makes the loop wait) or ``inline`` (on the event loop,
+    as before; for comparison in ``benchmarks/bench_verify_latency.py``). See :data:`VERIFY_EXECUTORS`."""
+    verify_workers: int | None = None
+    """Workers of the verification pool; None: ``os.cpu_count()``."""
 
 
 @dataclass
@@ -77,9 +103,14 @@ class ServerState:
     provider: ProviderClient | None = None
     ready: bool = False
     session: aiohttp.ClientSession | None = field(default=None, repr=False)
+    verifier: concurrent.futures.Executor | None = field(default=None, repr=False)
+    """The verification pool (None: verify inline on the loop)."""
 
 
 STATE = web.AppKey("state", ServerState)
+
+VERIFY_EXECUTORS = ("process", "thread", "inline")
+"""Values of ``ReferenceConfig.verify_executor``."""
 
 
 class ApiError(Exception):
@@ -286,9 +317,12 @@ async def post_generate(request: web.Request) -> web.Response:
         claims = parse_decomposition(content, answer)
 
     spans = {e.marker: e.chunk.text for e in evidence}
+    started = time.perf_counter()
+    log.info("%s verifying %d claims against %d evidence blocks", trace_id, len(claims), len(spans))
+    checks = await verify_answer(_state(request), [(c.text, c.markers) for c in claims], spans)
+    log.info("%s verified %d claims in %.1f ms", trace_id, len(claims), (time.perf_counter() - started) * 1000)
     claim_bodies = []
-    for claim in claims:
-        check = verify_claim(claim.text, claim.markers, spans)
+    for claim, check in zip(claims, checks):
         log.info("%s claim %r: %s (%s)", trace_id, claim.text, check.verdict, check.reason)
         claim_bodies.append(
             {"text": claim.text, "start": claim.start, "end": claim.end, "markers": claim.markers, "verdict": check.verdict}
@@ -354,6 +388,73 @@ async def post_compare(request: web.Request) -> web.Response:
     return web.json_response(result)
 
 
+# ------------------------------------------------------------ verification
+
+
+def verify_workers(config: ReferenceConfig) -> int:
+    """Size of the verification pool: ``config.verify_workers``, else ``os.cpu_count()`` (at least 1)."""
+    return max(1, config.verify_workers or os.cpu_count() or 1)
+
+
+def new_verifier(config: ReferenceConfig) -> concurrent.futures.Executor | None:
+    """The executor ``config.verify_executor`` names (None for ``inline``).
+
+    The process pool forks its workers from a ``forkserver`` that has already
+    imported the verifier, so a worker starts in milliseconds and inherits
+    none of the server's threads, sockets or SQLite handles (``spawn`` where
+    there is no forkserver). Workers run at a lower priority
+    (``verify.lower_priority``) so that the loop gets the core first.
+
+    Raises:
+        ValueError: an unknown ``verify_executor``.
+    """
+    kind = config.verify_executor
+    if kind == "inline":
+        return None
+    if kind == "thread":
+        return concurrent.futures.ThreadPoolExecutor(verify_workers(config), thread_name_prefix="verify")
+    if kind != "process":
+        raise ValueError(f"verify_executor must be one of {', '.join(VERIFY_EXECUTORS)}, got {kind!r}")
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([verify_claims.__module__])
+    else:  # pragma: no cover - Windows
+        context = multiprocessing.get_context("spawn")
+    return concurrent.futures.ProcessPoolExecutor(verify_workers(config), mp_context=context, initializer=lower_priority)
+
+
+async def verify_answer(
+    state: ServerState, claims: list[tuple[str, list[str]]], evidence: dict[str, str]
+) -> list[ClaimCheck]:
+    """Verify one answer's claims (``verify.verify_claims``) on the state's pool, as one task.
+
+    One task per answer: a large answer occupies one worker and leaves the
+    others to small requests. A pool whose worker died (``BrokenProcessPool``)
+    is replaced once and the task retried; a second failure propagates (500).
+    """
+    if state.verifier is None or not claims:
+        return verify_claims(claims, evidence)
+    loop = asyncio.get_running_loop()
+    try:
+        return await loop.run_in_executor(state.verifier, verify_claims, claims, evidence)
+    except BrokenProcessPool:
+        log.warning("the verification pool lost a worker; starting a new pool")
+        broken, state.verifier = state.verifier, new_verifier(state.config)
+        broken.shutdown(wait=False, cancel_futures=True)
+        return await loop.run_in_executor(state.verifier, verify_claims, claims, evidence)
+
+
+def _warm(verifier: concurrent.futures.Executor, workers: int) -> None:
+    """Start the pool's workers now, not on the first answer (fire and forget; failures are logged)."""
+
+    def logged(future: concurrent.futures.Future[Any]) -> None:
+        if not future.cancelled() and future.exception() is not None:
+            log.warning("verification pool warm-up failed: %s", future.exception())
+
+    for _ in range(workers):
+        verifier.submit(verify_claims, [], {}).add_done_callback(logged)
+
+
 # --------------------------------------------------------------------- app
 
 
@@ -395,6 +496,9 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
             max_attempts=config.provider_attempts,
         ),
     )
+    state.verifier = new_verifier(config)
+    if state.verifier is not None:
+        _warm(state.verifier, verify_workers(config))
     state.ready = True
     try:
         yield
@@ -402,3 +506,6 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         state.ready = False
         await state.session.close()
         await state.store.close()
+        if state.verifier is not None:
+            shutdown = functools.partial(state.verifier.shutdown, wait=True, cancel_futures=True)
+            await asyncio.get_running_loop().run_in_executor(None, shutdown)

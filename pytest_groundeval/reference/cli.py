@@ -43,7 +43,7 @@ from pathlib import Path
 from aiohttp import web
 
 from . import store
-from .app import ReferenceConfig, create_app
+from .app import VERIFY_EXECUTORS, ReferenceConfig, create_app
 
 PORT_FILE_NAME = "reference.port"
 """File in the data dir that receives the bound port once the server listens."""
@@ -88,6 +88,18 @@ def _serve_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     )
     parser.add_argument("--top-k", type=int, default=4, help="Evidence blocks per answer")
     parser.add_argument("--log-level", default=env.get("GROUNDEVAL_LOG_LEVEL", "INFO"), help="Python logging level")
+    parser.add_argument(
+        "--verify-executor",
+        choices=VERIFY_EXECUTORS,
+        default=env.get("GROUNDEVAL_VERIFY_EXECUTOR", "process"),
+        help="Where claims are verified: a process pool (default), a thread pool, or inline on the event loop",
+    )
+    parser.add_argument(
+        "--verify-workers",
+        type=int,
+        default=env.get("GROUNDEVAL_VERIFY_WORKERS"),
+        help="Workers of the verification pool (default: the machine's CPU count)",
+    )
     return parser
 
 
@@ -109,6 +121,8 @@ def config_from_args(argv: list[str], env: Mapping[str, str]) -> ReferenceConfig
             "groundeval reference: no provider URL: pass --llm-url, or set GROUNDEVAL_LLM_URL or OPENAI_BASE_URL "
             "(an OpenAI-style base URL ending in /v1)"
         )
+    if args.verify_workers is not None and args.verify_workers < 1:
+        raise _UsageError(f"groundeval reference: --verify-workers must be at least 1, got {args.verify_workers}")
     if args.provider_timeout <= 0:
         raise _UsageError(f"groundeval reference: --provider-timeout must be positive, got {args.provider_timeout}")
     return ReferenceConfig(
@@ -124,6 +138,8 @@ def config_from_args(argv: list[str], env: Mapping[str, str]) -> ReferenceConfig
         host=args.host,
         port=args.port,
         log_level=args.log_level.upper(),
+        verify_executor=args.verify_executor,
+        verify_workers=args.verify_workers,
     )
 
 
