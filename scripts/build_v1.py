@@ -3,7 +3,7 @@
 The output is a pure function of the input files: the same sources give the
 same bytes (deterministic ordering, no timestamps, ``json.dumps(...,
 ensure_ascii=False, indent=2)`` plus a trailing newline), so
-``tests/test_datasets_v1.py`` can rebuild into a temporary directory and compare.
+``tests/datasets/test_v1.py`` can rebuild into a temporary directory and compare.
 
 Sources and what each becomes (the design is explained in ``datasets/v1/README.md``):
 
