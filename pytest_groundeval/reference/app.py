@@ -46,8 +46,8 @@ from .verify import (
     DECOMPOSITION_RESPONSE_FORMAT,
     ClaimCheck,
     decomposition_messages,
-    lower_priority,
     parse_decomposition,
+    pool_worker_init,
     verify_claims,
 )
 
@@ -403,7 +403,8 @@ def new_verifier(config: ReferenceConfig) -> concurrent.futures.Executor | None:
     imported the verifier, so a worker starts in milliseconds and inherits
     none of the server's threads, sockets or SQLite handles (``spawn`` where
     there is no forkserver). Workers run at a lower priority
-    (``verify.lower_priority``) so that the loop gets the core first.
+    (``verify.lower_priority``) so that the loop gets the core first, and end
+    when the server process ends, however it ends (``verify.exit_with``).
 
     Raises:
         ValueError: an unknown ``verify_executor``.
@@ -420,7 +421,9 @@ def new_verifier(config: ReferenceConfig) -> concurrent.futures.Executor | None:
         context.set_forkserver_preload([verify_claims.__module__])
     else:  # pragma: no cover - Windows
         context = multiprocessing.get_context("spawn")
-    return concurrent.futures.ProcessPoolExecutor(verify_workers(config), mp_context=context, initializer=lower_priority)
+    return concurrent.futures.ProcessPoolExecutor(
+        verify_workers(config), mp_context=context, initializer=pool_worker_init, initargs=(os.getpid(),)
+    )
 
 
 async def verify_answer(

@@ -61,6 +61,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
+import threading
+import time
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -726,6 +729,54 @@ def lower_priority() -> None:
             os.nice(WORKER_NICENESS)
         except OSError:  # pragma: no cover - not permitted: run at normal priority
             pass
+
+
+SERVER_POLL_S = 1.0
+"""How often a pool worker looks for its server where it cannot wait on a process handle (no ``os.pidfd_open``)."""
+
+
+def pool_worker_init(server_pid: int) -> None:
+    """Initializer of the server's verification pool workers: :func:`lower_priority`, then :func:`exit_with`.
+
+    Args:
+        server_pid: The process id of the server that made the pool.
+    """
+    lower_priority()
+    exit_with(server_pid)
+
+
+def exit_with(server_pid: int) -> None:
+    """End this process as soon as the process ``server_pid`` has ended, from a daemon thread.
+
+    A pool worker blocks on its task queue, whose write end it holds itself,
+    so a server killed outright (SIGKILL, an OOM kill) would leave the workers
+    and, through them, the forkserver running for good. An orderly stop
+    (SIGTERM, SIGINT, cleanup) shuts the pool down first and never gets here.
+    Waits on a process file descriptor (``os.pidfd_open``, Linux); elsewhere
+    polls ``os.kill(server_pid, 0)`` every :data:`SERVER_POLL_S` seconds.
+    A server already gone when this runs ends the worker at once.
+    """
+    try:
+        handle = os.pidfd_open(server_pid) if hasattr(os, "pidfd_open") else None
+    except ProcessLookupError:
+        os._exit(0)
+    except OSError:  # pragma: no cover - a kernel without pidfd: poll instead
+        handle = None
+
+    def watch() -> None:
+        if handle is not None:
+            select.select([handle], [], [])  # readable once the process has ended
+            os._exit(0)
+        while True:  # pragma: no cover - platforms without pidfd_open
+            time.sleep(SERVER_POLL_S)
+            try:
+                os.kill(server_pid, 0)
+            except ProcessLookupError:
+                os._exit(0)
+            except PermissionError:
+                pass  # alive, owned by someone else
+
+    threading.Thread(target=watch, name="verify-exit-with-server", daemon=True).start()
 
 
 def _check(claim: str, cited: Sequence[str], index: EvidenceIndex) -> ClaimCheck:

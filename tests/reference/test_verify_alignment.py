@@ -10,13 +10,26 @@ not a timing.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from pytest_groundeval.reference.app import ReferenceConfig, ServerState, new_verifier, verify_answer, verify_workers
-from pytest_groundeval.reference.verify import align_claim, EvidenceIndex, same_word, verify_claim, verify_claims
+from pytest_groundeval.reference.verify import (
+    EvidenceIndex,
+    align_claim,
+    pool_worker_init,
+    same_word,
+    verify_claim,
+    verify_claims,
+)
 from pytest_groundeval.core.scoring import claim_is_true
 
 FERRY = (
@@ -207,3 +220,31 @@ def test_near_miss_manifest_classes_are_the_ones_tested_here() -> None:
     manifest = json.loads((Path(__file__).resolve().parents[2] / "datasets" / "near-miss" / "manifest.json").read_text("utf-8"))
     classes = {t for item in manifest["items"] for t in item["tags"]} & set(CASES)
     assert classes == set(CASES)
+
+
+def _gone(pid: int, within_s: float) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_pool_workers_end_when_their_server_is_killed_outright() -> None:
+    # A stand-in "server" (a real child process) made the pool; SIGKILL it and its workers must go too.
+    server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    context = multiprocessing.get_context("forkserver")
+    pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=pool_worker_init, initargs=(server.pid,))
+    try:
+        worker = pool.submit(os.getpid).result(timeout=30)
+        assert not _gone(worker, 0.2)  # alive while the server is
+        server.kill()
+        server.wait()
+        assert _gone(worker, 5.0), "the pool worker outlived its server"
+    finally:
+        server.kill()
+        server.wait()
+        pool.shutdown(wait=True, cancel_futures=True)
