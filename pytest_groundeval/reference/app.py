@@ -448,14 +448,21 @@ async def verify_answer(
 
 
 def _warm(verifier: concurrent.futures.Executor, workers: int) -> None:
-    """Start the pool's workers now, not on the first answer (fire and forget; failures are logged)."""
+    """Start the pool's workers now, not on the first answer (fire and forget; failures are logged, never raised).
+
+    Starting the forkserver and its workers blocks the caller for a few
+    hundred milliseconds, so the server calls this on a thread, not the loop.
+    """
 
     def logged(future: concurrent.futures.Future[Any]) -> None:
         if not future.cancelled() and future.exception() is not None:
             log.warning("verification pool warm-up failed: %s", future.exception())
 
-    for _ in range(workers):
-        verifier.submit(verify_claims, [], {}).add_done_callback(logged)
+    try:
+        for _ in range(workers):
+            verifier.submit(verify_claims, [], {}).add_done_callback(logged)
+    except Exception as exc:  # a pool already shut down or broken: the first answer finds out and says so
+        log.warning("verification pool warm-up failed: %s", exc)
 
 
 # --------------------------------------------------------------------- app
@@ -500,8 +507,10 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         ),
     )
     state.verifier = new_verifier(config)
-    if state.verifier is not None:
-        _warm(state.verifier, verify_workers(config))
+    loop = asyncio.get_running_loop()
+    warming = None
+    if state.verifier is not None:  # off the loop, so that the server is ready without waiting for its workers
+        warming = loop.run_in_executor(None, _warm, state.verifier, verify_workers(config))
     state.ready = True
     try:
         yield
@@ -509,6 +518,8 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         state.ready = False
         await state.session.close()
         await state.store.close()
+        if warming is not None:
+            await warming  # never raises (_warm logs); the pool is not shut down under it
         if state.verifier is not None:
             shutdown = functools.partial(state.verifier.shutdown, wait=True, cancel_futures=True)
-            await asyncio.get_running_loop().run_in_executor(None, shutdown)
+            await loop.run_in_executor(None, shutdown)
