@@ -59,7 +59,7 @@ DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data"
 DEFAULT_OUT = REPO_ROOT / "datasets" / "near-miss"
 
 VERSION = "v1-near-miss"
-"""The dataset's version (the loader requires ``v<number>…``; distinct from ``v1``)."""
+"""The dataset's version: its own label, distinct from ``v1`` (docs/dataset.md)."""
 
 HALUEVAL_FILE = "halueval/qa_one-turn_data.first400.jsonl"
 TIMEQA_FILE = "timeqa/human_annotated_test.json"
