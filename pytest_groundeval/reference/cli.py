@@ -121,6 +121,11 @@ def config_from_args(argv: list[str], env: Mapping[str, str]) -> ReferenceConfig
             "groundeval reference: no provider URL: pass --llm-url, or set GROUNDEVAL_LLM_URL or OPENAI_BASE_URL "
             "(an OpenAI-style base URL ending in /v1)"
         )
+    if args.verify_executor not in VERIFY_EXECUTORS:  # argparse checks choices on the flag, not on an env default
+        raise _UsageError(
+            f"groundeval reference: GROUNDEVAL_VERIFY_EXECUTOR must be one of {', '.join(VERIFY_EXECUTORS)}, "
+            f"got {args.verify_executor!r}"
+        )
     if args.verify_workers is not None and args.verify_workers < 1:
         raise _UsageError(f"groundeval reference: --verify-workers must be at least 1, got {args.verify_workers}")
     if args.provider_timeout <= 0:
