@@ -23,10 +23,6 @@ from .store import HistoryStore
 JudgeFactory = Callable[[argparse.Namespace], Judge]
 """Builds the judge for ``rejudge`` from its parsed arguments (``judge_url``, ``judge_model``)."""
 
-NO_JUDGE = (
-    "no judge is available to this command yet: pass --judge-url and --judge-model once the LLM judge "
-    "is installed (docs/history.md, 'Rejudging')"
-)
 
 _MAX_LISTED = 20
 
@@ -104,7 +100,16 @@ def _metric(name: str, value: Any) -> str:
 
     if isinstance(value, bool) or not isinstance(value, (int, float, type(None))):
         return str(value)
+    if isinstance(value, int):
+        return str(value)  # a count (items, errors, qaClaims)
     return format_value(name, value)
+
+
+def _is_rate(name: str) -> bool:
+    from ..core.gate import METRIC_DIRECTIONS
+
+    direction = METRIC_DIRECTIONS.get(name)
+    return direction is None or direction.rate
 
 
 def _ms(value: float | None) -> str:
@@ -182,16 +187,18 @@ def format_comparison(cmp: Comparison) -> list[str]:
     lines = [
         f"A {cmp.a.id[:12]}  {_when(cmp.a.started_ms)}  {cmp.a.status}  {cmp.a.label or '-'}",
         f"B {cmp.b.id[:12]}  {_when(cmp.b.started_ms)}  {cmp.b.status}  {cmp.b.label or '-'}",
-        f"{'metric':<26} {'A':>10} {'B':>10} {'B - A':>10}",
+        f"{'metric':<26} {'A':>13} {'B':>13} {'B - A':>10}",
     ]
     for m in cmp.metrics:
         if m.delta is None:
             delta = ""
         elif float(m.a).is_integer() and float(m.b).is_integer() and m.name in ("errors", "items", "qaClaims"):
             delta = f"{int(m.delta):+d}"
-        else:
+        elif _is_rate(m.name):
             delta = f"{m.delta:+.4f}"
-        lines.append(f"{m.name:<26} {_metric(m.name, m.a):>10} {_metric(m.name, m.b):>10} {delta:>10}")
+        else:
+            delta = f"{m.delta:+.1f}"  # ms and tokens, as the values are printed
+        lines.append(f"{m.name:<26} {_metric(m.name, m.a):>13} {_metric(m.name, m.b):>13} {delta:>10}")
     lines.append("verdicts (A -> B): " + ", ".join(
         f"{k} {cmp.verdicts_a.get(k, 0)} -> {cmp.verdicts_b.get(k, 0)}" for k in cmp.verdicts_b
     ))
@@ -279,8 +286,10 @@ def _rejudge_parser() -> _Parser:
     return parser
 
 
-def _no_judge(_args: argparse.Namespace) -> Judge:
-    raise HistoryError(NO_JUDGE)
+def _llm_judge(args: argparse.Namespace) -> Judge:
+    from .judge import judge_from_args
+
+    return judge_from_args(args)
 
 
 def rejudge_main(argv: list[str], judge_factory: JudgeFactory | None = None) -> int:
@@ -289,7 +298,8 @@ def rejudge_main(argv: list[str], judge_factory: JudgeFactory | None = None) -> 
     Args:
         argv: Arguments after ``rejudge``.
         judge_factory: Builds the judge from the parsed arguments; raises ``HistoryError``
-            when it cannot. The default has no judge yet and exits 2 with ``NO_JUDGE``.
+            when it cannot. The default is the LLM judge (``history.judge.judge_from_args``):
+            ``--judge-url`` and ``--judge-model`` are then required.
 
     Returns:
         0 when every selected paragraph was judged; 1 when the judge failed on some
@@ -304,10 +314,15 @@ def rejudge_main(argv: list[str], judge_factory: JudgeFactory | None = None) -> 
         print(f"groundeval rejudge: {exc}", file=sys.stderr)
         return 2
     try:
-        judge = (judge_factory or _no_judge)(args)
-        with _open(args.history) as store:
-            progress = tty_progress(sys.stderr) if sys.stderr.isatty() else None
-            result = rejudge_run(store, args.run, judge, all_paragraphs=args.all, progress=progress)
+        judge = (judge_factory or _llm_judge)(args)
+        try:
+            with _open(args.history) as store:
+                progress = tty_progress(sys.stderr) if sys.stderr.isatty() else None
+                result = rejudge_run(store, args.run, judge, all_paragraphs=args.all, progress=progress)
+        finally:
+            close = getattr(judge, "close", None)
+            if callable(close):
+                close()
     except HistoryError as exc:
         print(f"groundeval rejudge: {exc}", file=sys.stderr)
         return 2

@@ -53,6 +53,10 @@ class JudgeRequest:
     answer: str | None
     sources: Any
     """The item's stored sources (marker → metadata and text), or None."""
+    dataset: str | None = None
+    """The run's dataset manifest path as recorded (``config.dataset.path``), to read sources from."""
+    trace: Any = None
+    """The item's stored compact trace (``evidence`` spans the answer cited), or None."""
 
 
 @dataclass(frozen=True)
@@ -70,7 +74,11 @@ class JudgeVerdict:
 
 
 Judge = Callable[[JudgeRequest], "JudgeVerdict | Mapping[str, Any]"]
-"""A judge: one paragraph in, one verdict out; raises when it cannot judge."""
+"""A judge: one paragraph in, one verdict out; raises when it cannot judge.
+
+A judge may also have ``judge_many(requests) -> list[verdict | Exception]`` (one entry
+per request, in order): ``rejudge_run`` then hands it each batch at once, so an LLM
+judge can ask several paragraphs concurrently."""
 
 Progress = Callable[[int, int], None]
 """Progress callback: ``(done, total)`` after each paragraph."""
@@ -146,7 +154,8 @@ def rejudge_run(
     run_id = store.resolve_run(ref)
     runs, items, j = schema.runs, schema.items, schema.judgments
     with store.engine.connect() as conn:
-        run = conn.execute(select(runs.c.finished_ms, runs.c.config, runs.c.gate).where(runs.c.id == run_id)).one()
+        run = conn.execute(select(runs.c.finished_ms, runs.c.config, runs.c.gate, runs.c.dataset_path)
+                           .where(runs.c.id == run_id)).one()
         if run.finished_ms is None:
             raise HistoryError(
                 f"run {run_id[:12]} has no finish time (killed or still running): rejudging would store metrics "
@@ -154,7 +163,7 @@ def rejudge_run(
             )
         query = (
             select(j.c.id, j.c.paragraph, j.c.text, j.c.markers, j.c.metadata_mismatch, items.c.item_id,
-                   items.c.question, items.c.answer, items.c.sources)
+                   items.c.question, items.c.answer, items.c.sources, items.c.trace)
             .join(items, items.c.id == j.c.item)
             .where(j.c.run_id == run_id)
             .order_by(j.c.item, j.c.paragraph)
@@ -164,9 +173,8 @@ def rejudge_run(
         selected = conn.execute(query).all()
     result = RejudgeResult(run_id=run_id, candidates=len(selected))
     pending: list[dict[str, Any]] = []
-    for done, row in enumerate(selected, 1):
-        where = f"item {row.item_id!r} paragraph {row.paragraph}"
-        request = JudgeRequest(
+    requests = [
+        JudgeRequest(
             run_id=run_id,
             item_id=row.item_id,
             paragraph=row.paragraph,
@@ -176,10 +184,33 @@ def rejudge_run(
             question=row.question,
             answer=row.answer,
             sources=row.sources,
+            dataset=run.dataset_path,
+            trace=row.trace,
         )
-        try:
-            raw = judge(request)
-        except Exception as exc:  # noqa: BLE001 - any judge failure leaves the paragraph unjudged, counted
+        for row in selected
+    ]
+    many = getattr(judge, "judge_many", None)
+
+    def answers(start: int) -> list[Any]:
+        chunk = requests[start:start + WRITE_BATCH]
+        if many is not None:
+            return list(many(chunk))
+        out: list[Any] = []
+        for request in chunk:
+            try:
+                out.append(judge(request))
+            except Exception as exc:  # noqa: BLE001 - any judge failure leaves the paragraph unjudged, counted
+                out.append(exc)
+        return out
+
+    batch: list[Any] = []
+    for done, row in enumerate(selected, 1):
+        where = f"item {row.item_id!r} paragraph {row.paragraph}"
+        if (done - 1) % WRITE_BATCH == 0:
+            batch = answers(done - 1)
+        raw = batch[(done - 1) % WRITE_BATCH]
+        if isinstance(raw, Exception):
+            exc = raw
             result.errors += 1
             if len(result.error_messages) < 5:
                 result.error_messages.append(f"{row.item_id}#{row.paragraph}: {exc}")

@@ -66,7 +66,8 @@ def test_a_bad_url_exits_2(capsys) -> None:
 def test_rejudge_without_a_judge_says_so(store: HistoryStore, history_url: str, capsys) -> None:
     run_id = _run(store, [_data.citation("c", [_data.paragraph(0)])], label="x", started_ms=1)
     assert rejudge_main([run_id, "--history", history_url]) == 2
-    assert "no judge is available" in capsys.readouterr().err
+    assert "rejudge needs a judge: --judge-url URL" in capsys.readouterr().err
+    assert rejudge_main([run_id, "--judge-url", "http://127.0.0.1:9/v1", "--history", history_url]) == 2
 
 
 def test_the_progress_bar_redraws_one_line() -> None:
