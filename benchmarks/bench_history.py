@@ -1,4 +1,4 @@
-"""Benchmark: the cost of recording run history (docs/history.md), standalone until the plugin writes it.
+"""Benchmark: the cost of recording run history (docs/history.md): the writer alone, and real plugin sessions.
 
 Run: ``python benchmarks/bench_history.py [--items 2000] [--rounds 5] [--batch 100]
 [--postgres URL] [--session-rounds 5]`` (about a minute by default).
@@ -19,10 +19,8 @@ own cost per item. That ratio is against the aggregation work alone, which is
 tiny; the figure with a goal (≤ 1.05×) is against a whole run. So, unless
 ``--session-rounds 0``, the script also times real plugin sessions of
 ``--items`` qa items against ``instant_target.py`` (as benchmark 1 does),
-alternately without history and with ``_history_recorder.py``, a stand-in for
-the controller's history calls loaded with ``-p``, and reports their ratio.
-When the controller writes history itself, point the *with* side at
-``--eval-history`` instead of the stand-in.
+alternately without history and with ``--eval-history=sqlite:///…`` (the
+controller recording every outcome), and reports their ratio.
 """
 
 from __future__ import annotations
@@ -107,8 +105,8 @@ def timed_side(batch: list[dict], work: Path, url: str | None, batch_size: int) 
 def session_seconds(items: int, rounds: int, batch: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Wall time of plugin sessions over ``items`` qa items against the instant target, without and with history.
 
-    The *with* side loads ``_history_recorder`` (``-p``), which records every outcome
-    to a fresh SQLite history as the controller will; sides alternate round by round.
+    The *with* side passes ``--eval-history`` (a SQLite history that exists already, as
+    for every run but a project's first); sides alternate round by round.
     """
     from synthetic import write_dataset
 
@@ -126,16 +124,17 @@ def session_seconds(items: int, rounds: int, batch: int) -> tuple[dict[str, list
                     # A history that exists already, as for every run but a project's first:
                     # creating the schema (which loads SQLAlchemy) is a one-time cost.
                     HistoryWriter.open(f"sqlite:///{db}").close()
-                    env = h.pytest_env(path=[h.BENCH_DIR], BENCH_HISTORY_URL=f"sqlite:///{db}",
-                                       BENCH_HISTORY_BATCH=str(batch))
-                    argv = [*cmd, "-p", "_history_recorder"]
+                    env, argv = h.pytest_env(), [*cmd, f"--eval-history=sqlite:///{db}"]
                 else:
                     env, argv = h.pytest_env(), cmd
                 measured = h.check(h.run_measured(argv, cwd=work, env=env), side)
                 if f"{items} passed" not in measured.output:
                     raise RuntimeError(f"{side}: not every item passed:\n" + measured.output[-1500:])
-                if "with sqlite" in side and f"history: {items} items recorded" not in measured.output:
-                    raise RuntimeError(f"{side}: the history did not record every item:\n" + measured.output[-1500:])
+                if "with sqlite" in side:
+                    with HistoryStore.open(f"sqlite:///{db}") as store, store.engine.connect() as conn:
+                        recorded = conn.exec_driver_sql("SELECT count(*) FROM items").scalar()
+                    if recorded != items:
+                        raise RuntimeError(f"{side}: the history recorded {recorded} of {items} items")
                 walls[side].append(measured.wall_s)
                 cpus[side].append(measured.cpu_s)
             print(f"  session round {round_ + 1}: "
@@ -147,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--batch", type=int, default=100, help="items per history commit")
+    parser.add_argument("--batch", type=int, default=100, help="items per history commit (in process; the plugin: 100)")
     parser.add_argument("--postgres", help="also write to this PostgreSQL database (postgresql://…)")
     parser.add_argument("--session-rounds", type=int, default=5, help="plugin sessions to time (0: skip)")
     args = parser.parse_args(argv)

@@ -266,10 +266,18 @@ class GateSession:
                     by_key.setdefault(item.nodeid.split("::")[0], []).append(eval_item)
             for key, items in by_key.items():
                 self.history.note_items(key, items)
+            self._open_history_runs()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self._expect(ids)
+        if self.history is not None:
+            self._open_history_runs()
+
+    def _open_history_runs(self) -> None:
+        """One history run per dataset, as soon as its items are known (docs/history.md)."""
+        for run in self.runs.values():
+            self.history.open(run, self._applied_floors())
 
     # -- per report ---------------------------------------------------------------
 

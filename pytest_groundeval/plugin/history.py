@@ -127,6 +127,14 @@ class SessionHistory:
             )  # fmt: skip
         return recorder
 
+    def open(self, run: Any, floors: Mapping[str, Any] | None) -> None:
+        """Record the start of ``run``'s history run (once); never raises (see ``add``)."""
+        if self.failure is None:
+            try:
+                self._recorder(run, floors)
+            except Exception as exc:  # noqa: BLE001 - reported in the summary
+                self.failure = f"{type(exc).__name__}: {exc}"
+
     def add(self, run: Any, wire: Mapping[str, Any], floors: Mapping[str, Any] | None) -> None:
         """Record one outcome (its wire dict) of ``run`` (a ``controller.DatasetRun``); never raises.
 
@@ -157,11 +165,10 @@ class SessionHistory:
         A dataset whose items never reported still gets its run (with no items).
         """
         for run in runs:
+            if self.failure is not None:
+                break
             try:
                 recorder = self._recorder(run, floors)
-                if self.failure is not None:
-                    recorder.close()
-                    continue
                 recorder.finish(
                     metrics=run.metrics.to_wire() if run.metrics is not None else None,
                     gate=run.gate.to_wire() if run.gate is not None else None,
