@@ -100,9 +100,15 @@ def _metric(name: str, value: Any) -> str:
 
     if isinstance(value, bool) or not isinstance(value, (int, float, type(None))):
         return str(value)
-    if isinstance(value, int):
-        return str(value)  # a count (items, errors, qaClaims)
+    if isinstance(value, int) or (not _has_bound(name) and value is not None and float(value).is_integer()):
+        return str(int(value))  # a count (items, errors, qaClaims)
     return format_value(name, value)
+
+
+def _has_bound(name: str) -> bool:
+    from ..core.gate import METRIC_DIRECTIONS
+
+    return name in METRIC_DIRECTIONS
 
 
 def _is_rate(name: str) -> bool:
