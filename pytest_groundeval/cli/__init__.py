@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "generate-questions": (
         "pytest_groundeval.judge.generate", "generate_main", "Generate citation items from a corpus with an LLM"
     ),
+    "history": ("pytest_groundeval.history.cli", "history_main", "List, show and compare recorded runs"),
+    "rejudge": ("pytest_groundeval.history.cli", "rejudge_main", "Judge a recorded run's answers again"),
 }
 
 USAGE = "usage: groundeval [--version] {" + ",".join(COMMANDS) + "} [options]\n\n" + "\n".join(

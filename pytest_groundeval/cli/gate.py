@@ -1,4 +1,4 @@
-"""``groundeval gate``: re-apply the gate to a saved report, with no target (docs/gate.md)."""
+"""``groundeval gate``: re-apply the gate to a saved report or a stored run, with no target (docs/gate.md, docs/history.md)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,16 @@ from ._args import Parser, ParserExit, UsageError
 
 def _gate_parser() -> Parser:
     parser = Parser(prog="groundeval gate", description="Re-apply gate floors to a saved report")
-    parser.add_argument("--report", required=True, help="Report JSON written by --eval-report")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--report", help="Report JSON written by --eval-report")
+    source.add_argument(
+        "--history", metavar="RUN", help="A run stored by --eval-history: id, unique id prefix, 'latest' or 'latest~N'"
+    )
+    parser.add_argument(
+        "--history-url",
+        metavar="URL",
+        help="History database of --history (default: $GROUNDEVAL_HISTORY, else .groundeval/history.db)",
+    )
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
         "--baseline", help="Earlier report to compare retrieval recall with, instead of the one the run recorded"
@@ -35,7 +44,10 @@ def _gate_parser() -> Parser:
 
 
 def gate_main(argv: list[str]) -> int:
-    """``groundeval gate --report R [--baseline B | --no-baseline] [--floors F]``.
+    """``groundeval gate --report R | --history RUN [--baseline B | --no-baseline] [--floors F]``.
+
+    ``--history RUN`` gates a run stored in the history (docs/history.md) exactly as
+    ``--report`` gates its report: the floors, baseline and lineage the run recorded.
 
     Without ``--floors`` the floors the run recorded are applied (the defaults for a
     report that records none); without ``--baseline`` or ``--no-baseline``, the baseline
@@ -55,8 +67,21 @@ def gate_main(argv: list[str]) -> int:
     except UsageError as exc:
         print(f"groundeval gate: {exc}", file=sys.stderr)
         return 2
+    if args.history_url is not None and args.history is None:
+        print("groundeval gate: --history-url needs --history RUN", file=sys.stderr)
+        return 2
+    if args.history is not None:
+        from ..history.errors import HistoryError
+
+        try:
+            reports = [_stored_report(args)]
+        except HistoryError as exc:
+            print(f"groundeval gate: {exc}", file=sys.stderr)
+            return 2
+        args.report = f"history run {args.history}"
     try:
-        reports = read_reports(args.report)
+        if args.history is None:
+            reports = read_reports(args.report)
         explicit_baseline = read_report(args.baseline) if args.baseline else None
         explicit_floors = load_floors(args.floors) if args.floors else None
     except (ReportError, FloorsError) as exc:
@@ -75,6 +100,16 @@ def gate_main(argv: list[str]) -> int:
         failing = [r.dataset_version for r, ok in zip(reports, verdicts) if not ok]
         print(f"gate: {'PASS' if all(verdicts) else 'FAIL (' + ', '.join(failing) + ')'}")
     return 0 if all(verdicts) else 1
+
+
+def _stored_report(args: Any) -> Report:
+    """The stored run ``args.history`` as a report (raises ``HistoryError``)."""
+    from ..history.reports import report_from_history
+    from ..history.store import HistoryStore
+    from ..history.urls import url_from_sources
+
+    with HistoryStore.open(url_from_sources(args.history_url)) as store:
+        return report_from_history(store, args.history)
 
 
 def _gate_one(report: Report, args: Any, explicit_baseline: Report | None, explicit_floors: dict | None) -> bool:

@@ -53,3 +53,29 @@ def strip_markers(text: str) -> str:
     ``"Det har fyrtio anställda."``.
     """
     return _MARKER_RUN_RE.sub("", text).strip()
+
+
+RUN_ID_HEADER = "X-Groundeval-Run-Id"
+"""Request header naming the run (its id in the history, docs/history.md) on every target call of an item."""
+
+ITEM_ID_HEADER = "X-Groundeval-Item-Id"
+"""Request header naming the dataset item a target call belongs to (absent on corpus ingests)."""
+
+RUN_ID_ENV = "GROUNDEVAL_RUN_ID"
+"""Environment variable a spawned target gets: the session id (docs/target-contract.md, "Run and item ids")."""
+
+
+def dataset_run_id(session_id: str, dataset_key: str) -> str:
+    """The run id of one dataset of a session: 32 lowercase hex digits (docs/history.md).
+
+    A session gates each dataset (each manifest) on its own, so each has its own run
+    in the history. The id is derived, so the controller and every xdist worker name
+    the same run without talking to each other.
+
+    Args:
+        session_id: The session id (``GROUNDEVAL_RUN_ID``).
+        dataset_key: The manifest's part of the node ids, e.g. ``datasets/v1/manifest.json``.
+    """
+    import hashlib
+
+    return hashlib.sha256(f"{session_id}\0{dataset_key}".encode()).hexdigest()[:32]

@@ -19,6 +19,7 @@ the rest with ``__getattr__`` is never bypassed.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import time
 import uuid
@@ -27,7 +28,7 @@ from concurrent.futures import Executor
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ..targets.protocol import Target, TargetError, TargetUnavailable
+from ..targets.protocol import Target, TargetError, TargetUnavailable, call_ids
 from ..targets.responses import check_response
 from .evidence import describe_review, review_answer
 from .kinds import kind_of
@@ -43,6 +44,33 @@ UNAVAILABLE_STREAK = 3
 
 ERROR_STREAK = 10
 """Items in a row that could not be run (any cause) before the target counts as broken."""
+
+TOOL_TRACE_KEYS = ("tool", "calls", "hits", "hitCount")
+"""The ``toolTrace`` entry fields kept in ``extra.toolTrace`` (ids and counts; anything else is dropped)."""
+
+_generated: contextvars.ContextVar[list[dict] | None] = contextvars.ContextVar("groundeval_generated", default=None)
+"""The generate responses of the item running in the current task (for ``extra.toolTrace``/``iterations``)."""
+
+
+def agent_extra(responses: list[dict]) -> dict[str, Any]:
+    """``extra.toolTrace`` and ``extra.iterations`` from an item's generate responses (docs/target-contract.md).
+
+    Tool entries keep only ``TOOL_TRACE_KEYS``, in response order; iterations are summed.
+    Keys the responses do not carry are left out, so an item's ``extra`` only grows when
+    the target reports a trace.
+    """
+    extra: dict[str, Any] = {}
+    traces = [r["toolTrace"] for r in responses if r.get("toolTrace") is not None]
+    if traces:
+        extra["toolTrace"] = [
+            {key: entry[key] for key in TOOL_TRACE_KEYS if entry.get(key) is not None}
+            for trace in traces
+            for entry in trace
+        ]
+    counts = [r["iterations"] for r in responses if r.get("iterations") is not None]
+    if counts:
+        extra["iterations"] = sum(counts)
+    return extra
 
 class ItemError(Exception):
     """An item could not be run.
@@ -73,6 +101,8 @@ class ItemRunner:
             its exit code and log tail when it has died), or None when it has nothing to add.
         executor: where a sync target's methods run (default: the loop's default executor).
             Size it to the concurrency, or calls queue behind each other.
+        call_run_id: ``(dataset) -> run id`` sent as ``X-Groundeval-Run-Id`` with the calls of
+            that dataset's items (``protocol.call_ids``; docs/target-contract.md); default ``run_id``.
     """
 
     def __init__(
@@ -83,9 +113,11 @@ class ItemRunner:
         mock_tokens: Callable[[], int] | None = None,
         diagnose: Callable[[TargetError], str | None] | None = None,
         executor: Executor | None = None,
+        call_run_id: Callable[[Dataset], str] | None = None,
     ) -> None:
         self.target = target
         self.run_id = run_id or uuid.uuid4().hex
+        self._call_run_id = call_run_id
         self._mock_tokens = mock_tokens
         self._diagnose = diagnose
         self._executor = executor
@@ -121,7 +153,11 @@ class ItemRunner:
             response = await getattr(self.target, "a" + name)(*args)
         else:
             method = getattr(self.target, name)
-            response = await asyncio.get_running_loop().run_in_executor(self._executor, partial(method, *args))
+            # The executor thread sees this task's context (the run and item ids of the call).
+            context = contextvars.copy_context()
+            response = await asyncio.get_running_loop().run_in_executor(
+                self._executor, partial(context.run, method, *args)
+            )
         if getattr(type(self.target), "checks_responses", False):
             # Checked where it was decoded (HttpTarget), with the URL and status. The class must
             # say so itself: a wrapper delegating with __getattr__ may alter responses.
@@ -142,6 +178,8 @@ class ItemRunner:
         done = self._ingested.get(key)
         if done is None:
             done = self._ingested[key] = asyncio.get_running_loop().create_future()
+            # The corpus belongs to the run, not to the item that happened to ingest it.
+            ids = call_ids.set((call_ids.get()[0], None))
             try:
                 for doc in dataset.documents.values():
                     await self.call(
@@ -160,6 +198,8 @@ class ItemRunner:
                 done.set_exception(exc if isinstance(exc, Exception) else TargetError("ingest cancelled"))
                 done.exception()  # mark retrieved
                 raise
+            finally:
+                call_ids.reset(ids)
             done.set_result(None)
         else:
             await asyncio.shield(done)
@@ -235,8 +275,14 @@ class ItemRunner:
         kind = kind_of(item)
         if not kind.needs_target(item):
             return self.run_offline(item, dataset)
+        run_id = self._call_run_id(dataset) if self._call_run_id is not None else self.run_id
+        ids = call_ids.set((run_id, item.id))
+        responses: list[dict] = []
+        generated = _generated.set(responses)
         try:
-            return await kind.run(self, item, dataset)
+            outcome = await kind.run(self, item, dataset)
+            extra = agent_extra(responses)
+            return outcome.model_copy(update={"extra": {**outcome.extra, **extra}}) if extra else outcome
         except JudgeError as exc:
             # The dataset's fault, not the target's: an error for this item, no streak counted.
             raise ItemError(errored_outcome(item, str(exc))) from exc
@@ -244,6 +290,9 @@ class ItemRunner:
             reason = self._diagnose(exc) if self._diagnose else None
             message = f"{exc}\n{reason}" if reason else str(exc)
             raise ItemError(errored_outcome(item, message), cause=exc, death=reason) from exc
+        finally:
+            _generated.reset(generated)
+            call_ids.reset(ids)
 
     # -- generate ---------------------------------------------------------------
 
@@ -261,6 +310,9 @@ class ItemRunner:
         start = time.perf_counter()
         response = await self.call("generate", item.question, item.find)
         latency_ms = (time.perf_counter() - start) * 1000.0
+        generated = _generated.get()
+        if generated is not None:
+            generated.append(response)
         usage = response.get("usage") or {}
         prompt = usage.get("promptTokens")
         completion = usage.get("completionTokens")
@@ -327,4 +379,4 @@ def errored_outcome(item: Any, error: str) -> ItemOutcome:
     return kind_of(item).errored(item, error)
 
 
-__all__ = ["ItemError", "ItemRunner", "errored_outcome", "listed"]
+__all__ = ["ItemError", "ItemRunner", "agent_extra", "errored_outcome", "listed"]

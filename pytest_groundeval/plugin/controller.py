@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import signal
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..core.kinds import KIND_NAMES
-from .record import RUN_PROPERTY, USER_PROPERTY
+from .record import RUN_PROPERTY, SESSION_WORKERINPUT, USER_PROPERTY, session_key
 
 if TYPE_CHECKING:
     from ..core.outcome import ItemOutcome
@@ -122,14 +123,41 @@ class GateSession:
         self.interrupted_by: str | None = None
         self.report_path: Path | None = None
         self.journal: Any = None
+        self.session_id = uuid.uuid4().hex
+        """The session id: sent to the target (``GROUNDEVAL_RUN_ID``), the root of each dataset's run id."""
+        config.stash[session_key] = self.session_id
         # Read and validate the floors and the baselines before any item runs: against a
         # paid target, a typo found after the run wastes the whole run.
         self.floors = self._load_floors()
         self.explicit_baseline = self._load_baseline(settings.baseline) if settings.baseline else None
         if settings.dataset is not None and settings.baseline is None:
             self._load_baseline(self._dataset_baseline(settings.dataset))
+        self.history: Any = None
+        if settings.history is not None:
+            # Opened before any item runs: a database that cannot be opened is a usage error now.
+            from .history import SessionHistory
+
+            self.history = SessionHistory(
+                settings.history, settings.label, self.session_id, self.started_at_ms, self._options()
+            )
         self._previous_sigterm: Any = None
         self._install_sigterm()
+
+    def _options(self) -> dict:
+        """The options recorded with a run in the history (``config.options``; no secrets)."""
+        s = self.settings
+        return {
+            "target": "url" if s.url else ("spawn" if s.spawn else "reference"),
+            "url": s.url,
+            "spawn": s.spawn,
+            "concurrency": s.concurrency,
+            "timeoutS": s.timeout_s,
+            "strict": s.strict,
+            "report": str(s.report) if s.report else None,
+            "baseline": str(s.baseline) if s.baseline else None,
+            "floorsFile": str(s.floors) if s.floors else None,
+            "workers": getattr(self.config.option, "numprocesses", None),
+        }
 
     # -- SIGTERM ------------------------------------------------------------------
 
@@ -159,6 +187,8 @@ class GateSession:
         from .crash import WORKERINPUT_KEY
 
         node.workerinput[WORKERINPUT_KEY] = str(self.journal.directory)
+        # The session id: each worker's target calls carry it (docs/target-contract.md).
+        node.workerinput[SESSION_WORKERINPUT] = self.session_id
 
     def _reported(self, nodeid: str) -> bool:
         node = eval_node_kind(nodeid)
@@ -199,6 +229,8 @@ class GateSession:
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.journal is not None:
             self.journal.cleanup()
+        if self.history is not None:
+            self.history.close()
         if self._previous_sigterm is not None:
             try:
                 if signal.getsignal(signal.SIGTERM) == self._on_sigterm:
@@ -226,14 +258,30 @@ class GateSession:
         # A plain run: session.items is the selection (after -k/-m deselection). Under
         # xdist the controller collects nothing; workers tell it what they collected.
         self._expect(item.nodeid for item in session.items)
+        if self.history is not None:
+            by_key: dict[str, list] = {}
+            for item in session.items:
+                eval_item = getattr(item, "eval_item", None)
+                if eval_item is not None and eval_node_kind(item.nodeid) is not None:
+                    by_key.setdefault(item.nodeid.split("::")[0], []).append(eval_item)
+            for key, items in by_key.items():
+                self.history.note_items(key, items)
+            self._open_history_runs()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self._expect(ids)
+        if self.history is not None:
+            self._open_history_runs()
+
+    def _open_history_runs(self) -> None:
+        """One history run per dataset, as soon as its items are known (docs/history.md)."""
+        for run in self.runs.values():
+            self.history.open(run, self._applied_floors())
 
     # -- per report ---------------------------------------------------------------
 
-    def _add(self, run: DatasetRun, outcome: ItemOutcome) -> None:
+    def _add(self, run: DatasetRun, outcome: ItemOutcome, wire: dict | None = None) -> None:
         if outcome.id in run.seen:
             return
         run.seen.add(outcome.id)
@@ -248,6 +296,8 @@ class GateSession:
         run.accumulator.add(outcome)
         if run.writer is not None:
             run.writer.add_item(outcome)
+        if self.history is not None:
+            self.history.add(run, wire if wire is not None else outcome.to_wire(), self._applied_floors())
         if outcome.error is not None:
             run.errored += 1
             run.not_run += outcome.not_run
@@ -289,7 +339,7 @@ class GateSession:
 
         wire = props.get(USER_PROPERTY)
         if wire is not None and (report.when == "call" or report.failed):
-            self._add(run, ItemOutcome.model_validate(wire))
+            self._add(run, ItemOutcome.model_validate(wire), wire)
         elif report.failed and report.when != "teardown":
             # No outcome: a crashed worker's synthetic report, or a fixture that failed
             # before the item could run. It is an error, counted, never dropped.
@@ -318,6 +368,12 @@ class GateSession:
         else:
             outcome = ItemOutcome(id=item_id, kind=kind, passed=False, error=error, detail=error)
         return outcome.model_copy(update={"not_run": True}) if not_run else outcome
+
+    def _applied_floors(self) -> dict:
+        """The bounds the gate applies: the floors file's, else the defaults."""
+        from ..core.gate import DEFAULT_FLOORS
+
+        return dict(DEFAULT_FLOORS) if self.floors is None else self.floors
 
     def _load_floors(self) -> Any:
         """The floors file, validated; None without one.
@@ -449,6 +505,8 @@ class GateSession:
             if extra:
                 run.gate = run.gate.model_copy(update={"passed": False, "checks": [*run.gate.checks, *extra]})
         self._write_report(interrupted, floors)
+        if self.history is not None:
+            self.history.finish(self.runs.values(), floors, interrupted)
         if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
             return
         failed = (
@@ -518,6 +576,8 @@ class GateSession:
             self._summarise(tr, run, format_check, unbounded_lines, titled=len(runs) > 1)
         if self.settings.report is not None:
             tr.write_line(f"report: {_shown(self.settings.report)}")
+        if self.history is not None:
+            self._summarise_history(tr, runs)
         passed = all(run.gate.passed for run in runs)
         if len(runs) > 1:
             failing = [run.manifest_version() for run in runs if not run.gate.passed]
@@ -527,6 +587,19 @@ class GateSession:
             tr.write_line("gate: PASS", green=True, bold=True)
         else:
             tr.write_line("gate: FAIL", red=True, bold=True)
+
+    def _summarise_history(self, tr: Any, runs: list[DatasetRun]) -> None:
+        from ..history.urls import describe_url
+
+        history = self.history
+        if history.failure is not None:
+            from .history import HISTORY_FAILED
+
+            tr.write_line(HISTORY_FAILED + history.failure, red=True)
+            return
+        where = describe_url(history.writer.url)
+        for run in runs:
+            tr.write_line(f"history: run {history.run_id(run.key)} ({run.manifest_version()}) in {where}")
 
     def _summarise(self, tr: Any, run: DatasetRun, format_check: Any, unbounded_lines: Any, *, titled: bool) -> None:
         m = run.models or {}

@@ -7,6 +7,7 @@ implements ``pytest_groundeval.targets.Target`` (docs/target-contract.md).
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .crash import WorkerJournal
-from .record import mock_key, position_key, settings_key, spawned_key
+from .record import mock_key, position_key, session_key, settings_key, spawned_key
 from .xdist import queued_indices, worker_id
 
 if TYPE_CHECKING:
@@ -89,6 +90,7 @@ def groundeval_target(request: pytest.FixtureRequest) -> Iterator[Any]:
         embed_url=mock.base_url,
         worker_id=worker,
         base_dir=request.getfixturevalue("tmp_path_factory").mktemp("groundeval-target"),
+        run_id=session_id(request.config),
     )
     spawned = targets.SpawnedTarget(config)
     problem = None
@@ -126,6 +128,7 @@ def groundeval_runner(request: pytest.FixtureRequest, groundeval_target: Any) ->
     """
     import inspect
 
+    from ..core.contract import dataset_run_id
     from ..core.runner import ItemRunner
     from ..targets.protocol import TargetError, lineage
     from .collect import EvalItem
@@ -139,9 +142,22 @@ def groundeval_runner(request: pytest.FixtureRequest, groundeval_target: Any) ->
         # A running count, exact however many requests the mock's bounded log has dropped.
         return mock.tokens_total()
 
+    session = session_id(request.config)
+    keys: dict[Any, str] = {}
+
+    def call_run_id(dataset: Any) -> str:
+        # The dataset's run id in the history: derived from the session id and the node ids' manifest part.
+        key = keys.get(dataset.manifest_path)
+        if key is None:
+            key = keys[dataset.manifest_path] = os.path.relpath(dataset.manifest_path, request.config.rootpath).replace(
+                os.sep, "/"
+            )
+        return dataset_run_id(session, key)
+
     runner = ItemRunner(
         groundeval_target,
-        run_id=uuid.uuid4().hex,
+        run_id=session,
+        call_run_id=call_run_id,
         # The mock's running count attributes tokens to one call only when calls do not overlap.
         mock_tokens=mock_tokens if mock is not None and settings.concurrency == 1 else None,
         # A call failed: when the spawned child has died, say how, with its log tail.
@@ -159,6 +175,7 @@ def groundeval_runner(request: pytest.FixtureRequest, groundeval_target: Any) ->
     runner.journal = journal
 
     async def run(test_item: Any) -> Any:
+        keys.setdefault(test_item.dataset.manifest_path, test_item.nodeid.split("::")[0])
         if journal is None:
             return await runner.run_async(test_item.eval_item, test_item.dataset)
         journal.sent(test_item.nodeid)
@@ -186,6 +203,14 @@ def groundeval_runner(request: pytest.FixtureRequest, groundeval_target: Any) ->
         runner.dispatcher.close()
         if journal is not None:
             journal.close()
+
+
+def session_id(config: pytest.Config) -> str:
+    """The session id (the controller's, given to xdist workers); a fresh one if none was set."""
+    found = config.stash.get(session_key, None)
+    if found is None:
+        found = config.stash[session_key] = uuid.uuid4().hex
+    return found
 
 
 def upcoming_items(session: pytest.Session, current: pytest.Item) -> Iterator[pytest.Item]:

@@ -16,7 +16,7 @@ import pytest
 
 from ..core.kinds import KIND_NAMES
 from . import options as _options
-from .record import settings_key
+from .record import SESSION_WORKERINPUT, session_key, settings_key
 from .xdist import is_worker
 
 
@@ -40,18 +40,23 @@ def pytest_configure(config: pytest.Config) -> None:
             # `pytest --eval-dataset=D tests/x.py`: the flag asks for the dataset too. (From ini
             # or env it is a default, and explicit paths, as an IDE passes them, win.)
             config.args = [*config.args, str(settings.dataset)]
-    if not is_worker(config):
+    if is_worker(config):
+        session_id = config.workerinput.get(SESSION_WORKERINPUT)  # type: ignore[attr-defined]
+        if session_id:
+            config.stash[session_key] = session_id
+    else:
         from .controller import GateSession
 
         config.pluginmanager.register(GateSession(config, settings), "groundeval-gate")
 
 
-_NEED_A_DATASET = ("report", "floors", "baseline", "strict")
+_NEED_A_DATASET = ("report", "floors", "baseline", "strict", "history", "label")
 """Flags that mean nothing without a dataset: given alone, a CI job would pass measuring nothing."""
 
 
 def _refuse_options_without_a_dataset(config: pytest.Config) -> None:
-    """``--eval-report`` / ``--eval-floors`` / ``--eval-baseline`` / ``--eval-strict`` need a dataset.
+    """``--eval-report`` / ``--eval-floors`` / ``--eval-baseline`` / ``--eval-strict`` / ``--eval-history``
+    / ``--eval-label`` need a dataset.
 
     A dataset is ``--eval-dataset`` (or its ini/env fallback), or a manifest.json, or a
     directory holding one, among the paths (``pytest datasets/v1`` as an IDE runs it).

@@ -37,6 +37,8 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("model-generate", "Generate model name for the lineage when the target has no /v1/info", "str"),
     ("model-embed", "Embedding model name for the lineage when the target has no /v1/info", "str"),
     ("concurrency", "Items sent to the target at once per process (default 4)", "int"),
+    ("history", "Record the run in this history database: 'sqlite' (.groundeval/history.db), sqlite:///path or postgresql://… (docs/history.md)", "str"),
+    ("label", "Label of the run in the history (needs --eval-history)", "str"),
 )
 
 DEFAULT_CONCURRENCY = 4
@@ -118,6 +120,10 @@ class Settings:
     """Lineage fallback for the embedding model."""
     concurrency: int = DEFAULT_CONCURRENCY
     """Items in flight per process (see ``DEFAULT_CONCURRENCY``)."""
+    history: str | None = None
+    """The history database as a canonical URL (``history.urls.resolve_url``), or None: no history."""
+    label: str | None = None
+    """The run's label in the history (``--eval-label``)."""
 
 
 def _raw(config: pytest.Config, name: str, kind: str):
@@ -278,6 +284,12 @@ def resolve_settings(config: pytest.Config) -> Settings:
         p = path(name)
         if p is not None and not p.is_file():
             raise pytest.UsageError(f"{values[name]!r} given by {sources[name]} does not exist (expected a JSON file)")
+    history = _history_url(values["history"], sources["history"]) if values["history"] else None
+    if values["label"] and history is None:
+        raise pytest.UsageError(
+            f"{sources['label']} labels a run in the history, but no history is given: add --eval-history "
+            "(or GROUNDEVAL_HISTORY), or drop the label"
+        )
     report = path("report")
     if report is not None and (report.is_dir() or not report.parent.is_dir()):
         what = "is a directory" if report.is_dir() else f"is in a directory that does not exist ({report.parent})"
@@ -310,4 +322,20 @@ def resolve_settings(config: pytest.Config) -> Settings:
         concurrency=(
             _count(values["concurrency"], sources["concurrency"]) if values["concurrency"] else DEFAULT_CONCURRENCY
         ),
+        history=history,
+        label=values["label"].strip() if values["label"] else None,
     )
+
+
+def _history_url(value: str, source: str) -> str:
+    """The canonical history URL (docs/history.md); relative SQLite paths are under the current directory.
+
+    Raises:
+        pytest.UsageError: not a history URL; the message lists the valid forms and masks any password.
+    """
+    from ..history.urls import HistoryError, describe_url, resolve_url
+
+    try:
+        return resolve_url(value)
+    except HistoryError as exc:
+        raise pytest.UsageError(f"{source}: {exc}".replace(value, describe_url(value))) from None

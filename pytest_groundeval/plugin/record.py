@@ -20,6 +20,12 @@ USER_PROPERTY = "groundeval_outcome"
 RUN_PROPERTY = "groundeval_run"
 """``user_properties`` key carrying the dataset version and model lineage of the run."""
 
+SESSION_WORKERINPUT = "groundeval_session"
+"""``workerinput`` key under which the controller gives xdist workers the session id."""
+
+session_key = pytest.StashKey[str]()
+"""The session id (``config.stash``): the controller's, or on a worker the one it was given."""
+
 settings_key = pytest.StashKey["Settings"]()
 """The resolved options (``config.stash``)."""
 mock_key = pytest.StashKey[Any]()

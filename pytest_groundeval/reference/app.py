@@ -38,6 +38,7 @@ from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
 from ..core import strict_json
+from ..core.contract import ITEM_ID_HEADER, RUN_ID_HEADER
 from . import bitemporal, store
 from .models import CompareRequest, DocumentRequest, GenerateRequest, QueryRequest, RecordRequest
 from .provider import ProviderClient, ProviderError, ProviderSettings, Usage
@@ -124,6 +125,27 @@ class ApiError(Exception):
 def error_response(status: int, code: str, message: str, field: str | None = None) -> web.Response:
     """The JSON error body every failure uses."""
     return web.json_response({"error": {"code": code, "message": message, "field": field}}, status=status)
+
+
+@web.middleware
+async def call_log_middleware(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+    """Log every call with the harness's run and item ids, so the log joins back to the run history.
+
+    One line per request: ``POST /v1/generate run=<X-Groundeval-Run-Id> item=<X-Groundeval-Item-Id>
+    status=<code>`` (``-`` for a header the request did not carry; docs/target-contract.md).
+    Readiness polls (``/readyz``) are not logged.
+    """
+    response = await handler(request)
+    if request.path != "/readyz":
+        log.info(
+            "%s %s run=%s item=%s status=%s",
+            request.method,
+            request.path,
+            request.headers.get(RUN_ID_HEADER, "-"),
+            request.headers.get(ITEM_ID_HEADER, "-"),
+            response.status,
+        )
+    return response
 
 
 @web.middleware
@@ -474,7 +496,7 @@ def create_app(config: ReferenceConfig) -> web.Application:
     On startup: the database is opened and migrated, the bootstrap key (if any)
     registered, and one ``aiohttp.ClientSession`` created for the provider.
     """
-    app = web.Application(middlewares=[error_middleware], client_max_size=64 * 1024 * 1024)
+    app = web.Application(middlewares=[call_log_middleware, error_middleware], client_max_size=64 * 1024 * 1024)
     app[STATE] = ServerState(config)
     app.cleanup_ctx.append(_resources)
     app.router.add_get("/readyz", readyz)

@@ -24,7 +24,7 @@ import httpx
 from ..core.text import shorten
 from .bodies import ACCEPT_ENCODING, BodyError, BodyReader, decode_text, describe_size
 from .deadline import DeadlineTransport, deadline
-from .protocol import DEFAULT_MAX_RESPONSE_BYTES, TargetError, TargetUnavailable, describe_exit
+from .protocol import DEFAULT_MAX_RESPONSE_BYTES, TargetError, TargetUnavailable, call_headers, describe_exit
 from .responses import CALLS, MAX_JSON_DEPTH
 
 __all__ = ["BODY_EXCERPT_CHARS", "HttpTarget", "URL_CONNECT_TIMEOUT_S", "connect_url"]
@@ -142,7 +142,8 @@ class HttpTarget:
     """A ``Target`` reached over HTTP (docs/target-contract.md REST contract).
 
     One keep-alive ``httpx.Client`` per target; every request carries
-    ``Authorization: Bearer <api_key>``. Responses are checked for the fields
+    ``Authorization: Bearer <api_key>``, and a call made for a run's item also
+    ``X-Groundeval-Run-Id`` and ``X-Groundeval-Item-Id`` (``protocol.call_ids``). Responses are checked for the fields
     the harness reads; a violation raises ``TargetError`` naming the field.
 
     Args:
@@ -217,6 +218,9 @@ class HttpTarget:
             kwargs["json"] = body
         if timeout is not None:
             kwargs["timeout"] = httpx.Timeout(timeout, connect=min(timeout, 10.0))
+        ids = call_headers()
+        if ids:
+            kwargs["headers"] = ids
         try:
             with deadline(seconds):
                 request = self._client.build_request(method, path, **kwargs)
@@ -274,7 +278,9 @@ class HttpTarget:
         exchange = _Exchange(call, url, self.timeout_s)
         # aiohttp's total timeout spans connect to the last body byte: the per-call deadline.
         try:
-            async with self._session().request(method, url, json=body, allow_redirects=False) as response:
+            async with self._session().request(
+                method, url, json=body, allow_redirects=False, headers=call_headers() or None
+            ) as response:
                 exchange.status = response.status
                 try:
                     reader = exchange.read_with(

@@ -15,7 +15,10 @@ This module imports no HTTP library.
 from __future__ import annotations
 
 import signal
+from contextvars import ContextVar
 from typing import Any, Protocol, runtime_checkable
+
+from ..core.contract import ITEM_ID_HEADER, RUN_ID_HEADER
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
@@ -23,6 +26,8 @@ __all__ = [
     "Target",
     "TargetError",
     "TargetUnavailable",
+    "call_headers",
+    "call_ids",
     "describe_exit",
     "lineage",
 ]
@@ -33,6 +38,24 @@ DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 A generate answer with its evidence is a few KiB; 16 MiB leaves room for a query
 over thousands of records while a compressed bomb or an endless body stops long
 before it costs real memory (docs/target-contract.md, "Limits")."""
+
+call_ids: ContextVar[tuple[str | None, str | None]] = ContextVar("groundeval_call_ids", default=(None, None))
+"""``(run id, item id)`` of the target calls made in the current context (an item's task).
+
+``ItemRunner`` sets it around each item; ``HttpTarget`` sends it as ``call_headers()``
+(docs/target-contract.md, "Run and item ids"). An in-process target may read it too."""
+
+
+def call_headers() -> dict[str, str]:
+    """The ``X-Groundeval-Run-Id`` / ``X-Groundeval-Item-Id`` headers of the current context (only those set)."""
+    run_id, item_id = call_ids.get()
+    headers = {}
+    if run_id:
+        headers[RUN_ID_HEADER] = run_id
+    if item_id:
+        headers[ITEM_ID_HEADER] = item_id
+    return headers
+
 
 UNKNOWN_MODEL = "unknown"
 """Model name recorded when the lineage could not be learnt; it matches no baseline."""

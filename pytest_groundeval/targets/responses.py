@@ -75,6 +75,19 @@ class Usage(_Shape):
     completion_tokens: StrictInt | None = Field(default=None, alias="completionTokens")
 
 
+class ToolCall(_Shape):
+    """One tool the target called while answering (optional ``toolTrace`` entry): ids and counts, no payload."""
+
+    tool: Annotated[StrictStr, Field(min_length=1)]
+    """The tool's name, e.g. ``search`` or ``sql``."""
+    calls: Annotated[StrictInt, Field(ge=0)] | None = None
+    """How many times it was called (default 1)."""
+    hits: list[StrictStr | StrictInt] | None = None
+    """Ids of what it returned (document, chunk or row ids), never the text."""
+    hit_count: Annotated[StrictInt, Field(ge=0)] | None = Field(default=None, alias="hitCount")
+    """How many hits it returned (default: the length of ``hits``)."""
+
+
 class GenerateResponse(_Shape):
     """``POST /v1/generate``."""
 
@@ -83,6 +96,10 @@ class GenerateResponse(_Shape):
     claims: list[Claim]
     trace_id: StrictStr | None = Field(default=None, alias="traceId")
     usage: Usage | None = None
+    tool_trace: list[ToolCall] | None = Field(default=None, alias="toolTrace")
+    """Optional compact tool trace (docs/target-contract.md), stored in the run history."""
+    iterations: Annotated[StrictInt, Field(ge=0)] | None = None
+    """Optional count of the target's agent iterations (model round trips) for this answer."""
 
 
 class InfoModels(_Shape):
@@ -134,6 +151,8 @@ _KIND_WORDS = {
     "dict_type": "an object",
     "model_type": "an object",
     "model_attributes_type": "an object",
+    "greater_than_equal": "an integer >= 0",
+    "string_too_short": "a non-empty string",
 }
 
 

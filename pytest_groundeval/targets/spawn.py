@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from ..core.contract import RUN_ID_ENV
 from .http import HttpTarget
 from .protocol import DEFAULT_MAX_RESPONSE_BYTES, SpawnError, TargetError, TargetUnavailable, describe_exit
 from .watchdog import group_alive as _group_alive
@@ -168,6 +169,8 @@ class SpawnConfig:
     """Seconds one setup command may run before it is killed and the spawn fails."""
     terminate_grace_s: float = 5.0
     """Seconds between SIGTERM and SIGKILL at teardown."""
+    run_id: str | None = None
+    """The session id, given to setup and the child as ``GROUNDEVAL_RUN_ID`` (docs/target-contract.md)."""
 
 
 _SHELL_SYNTAX = re.compile(r"[;&|<>()`$\n]|^\s*(cd|export|source|\.)\s|^\s*\w+=")
@@ -257,7 +260,8 @@ class SpawnedTarget:
     ``<data_dir>/target.log``, and waits for ``GET /readyz`` to answer 200.
     The child's environment is ``os.environ`` plus ``config.env`` plus
     ``GROUNDEVAL_PORT``, ``GROUNDEVAL_DATA_DIR``, ``GROUNDEVAL_LLM_URL``,
-    ``GROUNDEVAL_EMBED_URL``, ``GROUNDEVAL_API_KEY``, ``OPENAI_BASE_URL`` (the
+    ``GROUNDEVAL_EMBED_URL``, ``GROUNDEVAL_API_KEY``, ``GROUNDEVAL_RUN_ID`` (the session
+    id, when ``config.run_id`` is set), ``OPENAI_BASE_URL`` (the
     LLM URL) and ``OPENAI_API_KEY`` (``config.llm_api_key``). The data dir is
     kept after teardown so the log can be read.
 
@@ -382,6 +386,7 @@ class SpawnedTarget:
             "GROUNDEVAL_EMBED_URL": values["embed_url"],
             "GROUNDEVAL_API_KEY": values["api_key"],
             "OPENAI_BASE_URL": values["llm_url"],
+            RUN_ID_ENV: self.config.run_id,
         }
         if values["llm_url"] is not None and self.config.llm_api_key is not None:
             harness["OPENAI_API_KEY"] = self.config.llm_api_key

@@ -167,6 +167,21 @@ def test_server_announces_where_it_listens(ref: Reference) -> None:
     assert f"listening on http://127.0.0.1:{port}" in ref.log_path.read_text()
 
 
+def test_the_log_names_the_run_and_item_of_each_call(ref: Reference) -> None:
+    run_id = uuid.uuid4().hex
+    with ref.client() as client:
+        response = client.post("/v1/generate", json={"question": "Who?", "find": None},
+                               headers={"X-Groundeval-Run-Id": run_id, "X-Groundeval-Item-Id": "qa-logged"})
+        assert response.status_code == 200
+        client.get("/v1/info")
+    deadline = time.monotonic() + 5
+    while f"run={run_id}" not in ref.log_path.read_text() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    log = ref.log_path.read_text()
+    assert f"POST /v1/generate run={run_id} item=qa-logged status=200" in log
+    assert "GET /v1/info run=- item=- status=200" in log
+
+
 ROUTES = ["/v1/documents", "/v1/generate", "/v1/records", "/v1/query", "/v1/compare"]
 
 

@@ -126,9 +126,10 @@ def test_placeholders_are_substituted_and_other_braces_survive(tmp_path: Path) -
 
 
 def test_child_environment_carries_the_harness_values(tmp_path: Path) -> None:
-    config = spawn_config(tmp_path, FAKE, env={"FAKE_EXTRA": "dir={data_dir}"})
+    config = spawn_config(tmp_path, FAKE, env={"FAKE_EXTRA": "dir={data_dir}"}, run_id="5e55" * 8)
     with SpawnedTarget(config) as spawned:
         env = echo(spawned)["env"]
+    assert env["GROUNDEVAL_RUN_ID"] == "5e55" * 8
     assert env["GROUNDEVAL_PORT"] == str(spawned.port)
     assert env["GROUNDEVAL_DATA_DIR"] == str(spawned.data_dir)
     assert env["GROUNDEVAL_LLM_URL"] == LLM_URL

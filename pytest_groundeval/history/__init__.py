@@ -1,0 +1,35 @@
+"""Run history (docs/history.md): every run, item and judgment in SQLite or PostgreSQL.
+
+No pytest import anywhere in this package. The pytest controller writes through
+``HistoryWriter``/``RunRecorder`` (``writer.py``: the database driver only, no
+SQLAlchemy import, so a run with history pays little for it); the ``groundeval
+history`` and ``groundeval rejudge`` commands read through ``HistoryStore``,
+``queries`` and ``rejudge`` (SQLAlchemy Core). Names are imported on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "ENV_VAR": "urls",
+    "HistoryError": "errors",
+    "resolve_url": "urls",
+    "ITEM_CONTEXT_KEYS": "records",
+    "compact_trace": "records",
+    "SCHEMA_VERSION": "writer",
+    "HistoryWriter": "writer",
+    "RunRecorder": "writer",
+    "new_run_id": "writer",
+    "HistoryStore": "store",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)

@@ -1,0 +1,492 @@
+"""Reading the history (docs/history.md): list runs, show one, group its items, compare two.
+
+Every function takes a ``HistoryStore`` and returns plain dataclasses; the
+``groundeval history`` command (``cli.py``) formats them. Run arguments are
+references (full id, unique prefix, ``latest``, ``latest~N``) resolved with
+``HistoryStore.resolve_run``.
+
+The *bad-answer rate* of a group is the share of its items with an
+``unsupported`` or ``wrong_speaker`` judgment or a failed check (an item that
+did not pass, errored items included: errors stay in every denominator).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from sqlalchemy import func, select
+
+from ..core.metrics import percentile
+from . import schema
+from .engine import HistoryError
+from .records import BAD_VERDICTS, VERDICTS
+from .store import HistoryStore
+
+GroupBy = Literal["tool", "kind", "tag"]
+"""What ``group_items`` groups by."""
+
+GROUPS: tuple[GroupBy, ...] = ("tool", "kind", "tag")
+NO_TOOL = "(no tool)"
+"""The group of items whose target reported no tool call."""
+UNTAGGED = "(untagged)"
+"""The group of items without tags."""
+UNJUDGED = "unjudged"
+"""Verdict-distribution key for paragraphs with no judge verdict yet."""
+
+
+@dataclass
+class RunRow:
+    """One run as listed: identity, label, dataset, times, size and gate."""
+
+    id: str
+    label: str | None
+    dataset_path: str | None
+    dataset_version: str | None
+    started_ms: int
+    finished_ms: int | None
+    interrupted: bool | None
+    gate_passed: bool | None
+    items: int
+
+    @property
+    def status(self) -> str:
+        """``PASS``/``FAIL`` for a gated run, ``unfinished`` with no finish time, ``interrupted``, ``no gate``."""
+        if self.finished_ms is None:
+            return "unfinished"
+        if self.interrupted:
+            return "interrupted"
+        if self.gate_passed is None:
+            return "no gate"
+        return "PASS" if self.gate_passed else "FAIL"
+
+
+@dataclass
+class RunDetail:
+    """One run's figures (``history show``)."""
+
+    run: RunRow
+    config: dict[str, Any]
+    metrics: dict[str, Any] | None
+    gate: dict[str, Any] | None
+    passed: int
+    failed: int
+    errors: list[tuple[str, str, str]]
+    """``(item id, kind, error)`` of every item that could not be run."""
+    verdicts: dict[str, int]
+    """Judge verdict → paragraphs, every verdict present (0 when none) plus ``unjudged``."""
+    mismatched_paragraphs: int
+    """Paragraphs failing a deterministic check (metadata mismatch or unknown marker)."""
+    latency_ms_p50: float | None
+    latency_ms_p95: float | None
+
+
+@dataclass
+class GroupRow:
+    """One group of ``group_items``: its size, bad answers and percentiles."""
+
+    group: str
+    items: int
+    bad: int
+    errors: int
+    latency_ms_p50: float | None
+    latency_ms_p95: float | None
+    iterations_p50: float | None
+    iterations_p95: float | None
+
+    @property
+    def bad_rate(self) -> float:
+        """``bad / items`` (a group always has at least one item)."""
+        return self.bad / self.items
+
+
+@dataclass
+class MetricDelta:
+    """One metric of two runs: A's value, B's, and B − A (None when either is missing)."""
+
+    name: str
+    a: float | None
+    b: float | None
+
+    @property
+    def delta(self) -> float | None:
+        """B − A, or None."""
+        return None if self.a is None or self.b is None else self.b - self.a
+
+
+@dataclass
+class Flip:
+    """An item whose pass/fail changed between run A and run B."""
+
+    item_id: str
+    kind: str
+    tags: list[str]
+
+
+@dataclass
+class Comparison:
+    """``history compare A B``: metrics side by side, verdicts, flips and the regression verdict."""
+
+    a: RunRow
+    b: RunRow
+    metrics: list[MetricDelta]
+    verdicts_a: dict[str, int]
+    verdicts_b: dict[str, int]
+    pass_to_fail: list[Flip]
+    fail_to_pass: list[Flip]
+    only_in_a: int
+    only_in_b: int
+    regressions: list[str] = field(default_factory=list)
+    """Plain-language reasons B regresses past the floors; empty when it does not."""
+
+    @property
+    def regressed(self) -> bool:
+        """True when B regresses (``history compare`` exits 1)."""
+        return bool(self.regressions)
+
+    def flips_by(self, what: Literal["kind", "tag"], flips: Iterable[Flip]) -> dict[str, int]:
+        """Flip counts per kind or per tag (an item counts once per tag; untagged items under ``(untagged)``)."""
+        counts: Counter[str] = Counter()
+        for flip in flips:
+            if what == "kind":
+                counts[flip.kind] += 1
+            else:
+                counts.update(flip.tags or [UNTAGGED])
+        return dict(sorted(counts.items()))
+
+
+# --- list and show ----------------------------------------------------------------------------
+
+
+def _run_rows(store: HistoryStore, where: Any = None, limit: int | None = None) -> list[RunRow]:
+    runs, items = schema.runs, schema.items
+    counts = select(items.c.run_id, func.count().label("n")).group_by(items.c.run_id).subquery()
+    query = (
+        select(
+            runs.c.id,
+            runs.c.label,
+            runs.c.dataset_path,
+            runs.c.dataset_version,
+            runs.c.started_ms,
+            runs.c.finished_ms,
+            runs.c.interrupted,
+            runs.c.gate_passed,
+            func.coalesce(counts.c.n, 0),
+        )
+        .outerjoin(counts, counts.c.run_id == runs.c.id)
+        .order_by(runs.c.started_ms.desc(), runs.c.id.desc())
+    )
+    if where is not None:
+        query = query.where(*where)
+    if limit is not None:
+        query = query.limit(limit)
+    with store.engine.connect() as conn:
+        return [RunRow(*row) for row in conn.execute(query)]
+
+
+def list_runs(
+    store: HistoryStore, *, label: str | None = None, dataset: str | None = None, limit: int | None = 20
+) -> list[RunRow]:
+    """Runs, newest first.
+
+    Args:
+        label: Only runs with exactly this label.
+        dataset: Only runs whose dataset version or dataset path equals this.
+        limit: At most this many (None: all).
+    """
+    runs = schema.runs
+    where = []
+    if label is not None:
+        where.append(runs.c.label == label)
+    if dataset is not None:
+        where.append((runs.c.dataset_version == dataset) | (runs.c.dataset_path == dataset))
+    return _run_rows(store, where or None, limit)
+
+
+def _run_row(store: HistoryStore, run_id: str) -> RunRow:
+    rows = _run_rows(store, [schema.runs.c.id == run_id])
+    if not rows:
+        raise HistoryError(f"run {run_id} is not in the history")
+    return rows[0]
+
+
+def verdict_counts(store: HistoryStore, run_id: str) -> dict[str, int]:
+    """Paragraphs per judge verdict for a run: every verdict of ``VERDICTS`` (0 when absent) and ``unjudged``."""
+    j = schema.judgments
+    with store.engine.connect() as conn:
+        rows = conn.execute(select(j.c.verdict, func.count()).where(j.c.run_id == run_id).group_by(j.c.verdict)).all()
+    counts = dict.fromkeys([*VERDICTS, UNJUDGED], 0)
+    for verdict, n in rows:
+        counts[verdict or UNJUDGED] = counts.get(verdict or UNJUDGED, 0) + n
+    return counts
+
+
+def show_run(store: HistoryStore, ref: str) -> RunDetail:
+    """One run's label, config, metrics, gate, pass/fail counts, errors, verdicts and latency percentiles.
+
+    Latency percentiles are computed from the stored items (linear interpolation,
+    as the metrics do), so an unfinished run has them too.
+
+    Raises:
+        HistoryError: ``ref`` names no run or is ambiguous.
+    """
+    run_id = store.resolve_run(ref)
+    runs, items, j = schema.runs, schema.items, schema.judgments
+    with store.engine.connect() as conn:
+        config, metrics, gate = conn.execute(
+            select(runs.c.config, runs.c.metrics, runs.c.gate).where(runs.c.id == run_id)
+        ).one()
+        rows = conn.execute(
+            select(items.c.item_id, items.c.kind, items.c.passed, items.c.error, items.c.latency_ms)
+            .where(items.c.run_id == run_id)
+            .order_by(items.c.id)
+        ).all()
+        mismatched = conn.execute(
+            select(func.count()).where(j.c.run_id == run_id, j.c.deterministic_pass.is_(False))
+        ).scalar()
+    latencies = sorted(r.latency_ms for r in rows if r.latency_ms is not None)
+    return RunDetail(
+        run=_run_row(store, run_id),
+        config=config,
+        metrics=metrics,
+        gate=gate,
+        passed=sum(1 for r in rows if r.passed),
+        failed=sum(1 for r in rows if not r.passed and r.error is None),
+        errors=[(r.item_id, r.kind, r.error) for r in rows if r.error is not None],
+        verdicts=verdict_counts(store, run_id),
+        mismatched_paragraphs=int(mismatched or 0),
+        latency_ms_p50=percentile(latencies, 50),
+        latency_ms_p95=percentile(latencies, 95),
+    )
+
+
+# --- group-by analysis ------------------------------------------------------------------------
+
+
+def bad_item_keys(store: HistoryStore, run_id: str) -> set[int]:
+    """Row keys of the run's items with an ``unsupported`` or ``wrong_speaker`` judgment."""
+    j = schema.judgments
+    with store.engine.connect() as conn:
+        return set(
+            conn.execute(
+                select(j.c.item).where(j.c.run_id == run_id, j.c.verdict.in_(BAD_VERDICTS)).distinct()
+            ).scalars()
+        )
+
+
+def group_items(store: HistoryStore, ref: str, by: GroupBy) -> list[GroupRow]:
+    """Items of a run grouped by tool, kind or tag, worst bad-answer rate first.
+
+    An item is in every group of a tool it called (counted once per tool) or tag it
+    carries; items with no tool trace form ``(no tool)``, untagged items ``(untagged)``.
+    Percentiles use linear interpolation between ranks over the group's items that
+    have the figure (None when none has).
+
+    Raises:
+        HistoryError: ``by`` is not tool/kind/tag, or ``ref`` names no run.
+    """
+    if by not in GROUPS:
+        raise HistoryError(f"cannot group by {by!r}: expected one of {', '.join(GROUPS)}")
+    run_id = store.resolve_run(ref)
+    items = schema.items
+    bad = bad_item_keys(store, run_id)
+    with store.engine.connect() as conn:
+        rows = conn.execute(
+            select(items.c.id, items.c.kind, items.c.passed, items.c.error, items.c.latency_ms, items.c.iterations)
+            .where(items.c.run_id == run_id)
+        ).all()
+        membership: dict[int, list[str]] = defaultdict(list)
+        if by == "tag":
+            t = schema.item_tags
+            for key, tag in conn.execute(select(t.c.item, t.c.tag).where(t.c.run_id == run_id)):
+                membership[key].append(tag)
+        elif by == "tool":
+            tc = schema.tool_calls
+            for key, tool in conn.execute(select(tc.c.item, tc.c.tool).where(tc.c.run_id == run_id).distinct()):
+                membership[key].append(tool)
+    groups: dict[str, list[Any]] = defaultdict(list)
+    for row in rows:
+        if by == "kind":
+            names = [row.kind]
+        else:
+            names = membership.get(row.id) or [NO_TOOL if by == "tool" else UNTAGGED]
+        for name in names:
+            groups[name].append(row)
+    result = []
+    for name, members in groups.items():
+        latencies = sorted(m.latency_ms for m in members if m.latency_ms is not None)
+        iterations = sorted(float(m.iterations) for m in members if m.iterations is not None)
+        result.append(
+            GroupRow(
+                group=name,
+                items=len(members),
+                bad=sum(1 for m in members if not m.passed or m.id in bad),
+                errors=sum(1 for m in members if m.error is not None),
+                latency_ms_p50=percentile(latencies, 50),
+                latency_ms_p95=percentile(latencies, 95),
+                iterations_p50=percentile(iterations, 50),
+                iterations_p95=percentile(iterations, 95),
+            )
+        )
+    return sorted(result, key=lambda g: (-g.bad_rate, -g.items, g.group))
+
+
+# --- compare ----------------------------------------------------------------------------------
+
+
+def _pass_map(store: HistoryStore, run_id: str) -> dict[str, tuple[bool, str, list[str]]]:
+    items = schema.items
+    with store.engine.connect() as conn:
+        rows = conn.execute(
+            select(items.c.item_id, items.c.passed, items.c.kind, items.c.tags).where(items.c.run_id == run_id)
+        ).all()
+    return {r.item_id: (bool(r.passed), r.kind, list(r.tags or [])) for r in rows}
+
+
+def _numeric(metrics: Mapping[str, Any] | None) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for name, value in (metrics or {}).items():
+        if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+            out[name] = None if value is None else float(value)
+    return out
+
+
+def _metric_order() -> list[str]:
+    from ..core.gate import METRIC_DIRECTIONS
+
+    return [*METRIC_DIRECTIONS, "items"]
+
+
+def regressions(
+    a: RunRow,
+    b: RunRow,
+    a_metrics: Mapping[str, Any] | None,
+    b_metrics: Mapping[str, Any] | None,
+    floors: Mapping[str, float | None],
+    a_config: Mapping[str, Any] | None = None,
+    b_config: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """Why run B regresses past the floors relative to run A (docs/history.md, "compare").
+
+    B regresses when:
+
+    * it has no finish time, or was interrupted: its figures cover part of a run;
+    * a bounded metric of B fails its floor or ceiling while A's met it, was not
+      measured, or was better (equal failures are the floors' business, not a regression);
+    * with the same dataset version and model lineage, B's ``retrievalRecall`` is below
+      A's minus ``retrievalRecallMargin`` (A acts as the baseline, as in the gate).
+
+    Args:
+        floors: Complete bounds (``gate.parse_floors`` output), metric → bound.
+    """
+    from ..core.gate import METRIC_DIRECTIONS, RECALL_MARGIN_KEY, DEFAULT_RECALL_MARGIN, same_lineage
+
+    if b.finished_ms is None:
+        return [f"run B {b.id[:12]} has no finish time: it was killed or is still running"]
+    if b.interrupted:
+        return [f"run B {b.id[:12]} was interrupted: its metrics cover only part of the selection"]
+    av, bv = _numeric(a_metrics), _numeric(b_metrics)
+    reasons = []
+    for name, direction in METRIC_DIRECTIONS.items():
+        bound = floors.get(name)
+        if name == "errors" and bound is None:
+            bound = 0
+        if bound is None or bv.get(name) is None:
+            continue
+        b_value, a_value = bv[name], av.get(name)
+        fails = b_value < bound if direction.op == ">=" else b_value > bound
+        if not fails:
+            continue
+        a_met = a_value is None or (a_value >= bound if direction.op == ">=" else a_value <= bound)
+        worse = a_value is not None and (b_value < a_value if direction.op == ">=" else b_value > a_value)
+        if a_met or worse:
+            shown_a = "n/a" if a_value is None else f"{a_value:.4g}"
+            reasons.append(
+                f"{name} {b_value:.4g} fails its {direction.kind} {direction.op} {bound:.4g} (run A: {shown_a})"
+            )
+    margin = floors.get(RECALL_MARGIN_KEY)
+    margin = DEFAULT_RECALL_MARGIN if margin is None else margin
+    a_recall, b_recall = av.get("retrievalRecall"), bv.get("retrievalRecall")
+    comparable = (
+        a.dataset_version == b.dataset_version
+        and a_config is not None
+        and b_config is not None
+        and same_lineage(a_config.get("models"), b_config.get("models"))
+    )
+    if comparable and a_recall is not None and b_recall is not None and b_recall < round(a_recall - margin, 12):
+        reasons.append(
+            f"retrievalRecall {b_recall:.4f} < run A's {a_recall:.4f} - margin {margin:.4f} "
+            "(same dataset version and model lineage)"
+        )
+    return reasons
+
+
+def recorded_floors(config: Mapping[str, Any] | None, run_id: str) -> dict[str, float]:
+    """The complete floors a run recorded (``config.floors``), checked; the default floors when it recorded none.
+
+    Recorded floors are the bounds the gate applied (defaults merged in, disabled ones
+    absent), so they are used as they are, not merged over the defaults again.
+
+    Raises:
+        HistoryError: A recorded bound is invalid (unknown metric, value out of range).
+    """
+    from ..core.gate import DEFAULT_FLOORS, FloorsError, parse_floors
+
+    recorded = (config or {}).get("floors")
+    if not isinstance(recorded, Mapping):
+        return dict(DEFAULT_FLOORS)
+    try:
+        parse_floors(recorded, f"floors recorded by run {run_id[:12]}")
+    except FloorsError as exc:
+        raise HistoryError(str(exc)) from exc
+    return {name: float(value) for name, value in recorded.items() if value is not None}
+
+
+def compare_runs(
+    store: HistoryStore, ref_a: str, ref_b: str, *, floors: Mapping[str, float | None] | None = None
+) -> Comparison:
+    """Compare run B with run A (A is the reference, e.g. main; B the candidate).
+
+    Args:
+        floors: Bounds to judge B's regression by; default: the floors B's config
+            recorded (``config.floors``), else the default floors.
+
+    Raises:
+        HistoryError: A reference names no run or is ambiguous; recorded floors are invalid.
+    """
+    id_a, id_b = store.resolve_run(ref_a), store.resolve_run(ref_b)
+    a, b = _run_row(store, id_a), _run_row(store, id_b)
+    runs = schema.runs
+    with store.engine.connect() as conn:
+        stored = {
+            r.id: r for r in conn.execute(select(runs.c.id, runs.c.config, runs.c.metrics).where(runs.c.id.in_([id_a, id_b])))
+        }
+    a_metrics, b_metrics = stored[id_a].metrics, stored[id_b].metrics
+    if floors is None:
+        floors = recorded_floors(stored[id_b].config, id_b)
+    av, bv = _numeric(a_metrics), _numeric(b_metrics)
+    order = _metric_order()
+    names = [n for n in order if n in av or n in bv] + sorted((set(av) | set(bv)) - set(order))
+    pass_a, pass_b = _pass_map(store, id_a), _pass_map(store, id_b)
+    p2f, f2p = [], []
+    for item_id in sorted(set(pass_a) & set(pass_b)):
+        was, now = pass_a[item_id][0], pass_b[item_id][0]
+        _, kind, tags = pass_b[item_id]
+        if was and not now:
+            p2f.append(Flip(item_id, kind, tags))
+        elif now and not was:
+            f2p.append(Flip(item_id, kind, tags))
+    return Comparison(
+        a=a,
+        b=b,
+        metrics=[MetricDelta(n, av.get(n), bv.get(n)) for n in names],
+        verdicts_a=verdict_counts(store, id_a),
+        verdicts_b=verdict_counts(store, id_b),
+        pass_to_fail=p2f,
+        fail_to_pass=f2p,
+        only_in_a=len(set(pass_a) - set(pass_b)),
+        only_in_b=len(set(pass_b) - set(pass_a)),
+        regressions=regressions(a, b, a_metrics, b_metrics, floors, stored[id_a].config, stored[id_b].config),
+    )

@@ -1,0 +1,351 @@
+"""Rejudging stored answers (docs/history.md): new judge verdicts without calling the target.
+
+``rejudge_run`` walks the stored citation paragraphs of a run — those with no
+judge verdict, or with ``all_paragraphs`` every one — asks a judge for each,
+writes the verdicts (replacing old ones, the judge model recorded per
+judgment), then recomputes the run's metrics and gate from the stored item
+outcomes and stores them.
+
+The judge is a callable, so the real LLM judge (docs/citation.md) plugs in
+where the tests use a deterministic one::
+
+    def judge(request: JudgeRequest) -> JudgeVerdict | Mapping: ...
+
+A judge that raises leaves the paragraph unjudged and is counted (``errors``):
+such a paragraph stays in the citation denominators and is not supported.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select, update
+
+from . import schema
+from .engine import HistoryError
+from .records import PARAGRAPHS_KEY, VERDICTS, outcome_from_rows
+from .store import HistoryStore, now_ms
+
+WRITE_BATCH = 50
+"""Judgments per commit: a killed rejudge keeps what it wrote and can be resumed (missing ones only)."""
+
+RECALL = "retrievalRecall"
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """What a judge sees for one paragraph."""
+
+    run_id: str
+    item_id: str
+    paragraph: int
+    """The paragraph's index in the answer (0-based)."""
+    text: str
+    """The paragraph text as stored (cut to 300 characters by the citation checks)."""
+    markers: list[str]
+    """Markers cited, as written inside the brackets."""
+    metadata_mismatch: list[str]
+    """Deterministic mismatch texts, passed to the judge as a hint (docs/citation.md)."""
+    question: str | None
+    answer: str | None
+    sources: Any
+    """The item's stored sources (marker → metadata and text), or None."""
+    dataset: str | None = None
+    """The run's dataset manifest path as recorded (``config.dataset.path``), to read sources from."""
+    trace: Any = None
+    """The item's stored compact trace (``evidence`` spans the answer cited), or None."""
+
+
+@dataclass(frozen=True)
+class JudgeVerdict:
+    """A judge's answer for one paragraph."""
+
+    verdict: str
+    """One of ``records.VERDICTS``."""
+    rationale: str
+    """Why; never empty."""
+    judge_model: str
+    """The model (or judge name) that decided."""
+    coverage_score: float | None = None
+    """Coverage score in [0, 1] when a scorer ran; None keeps the stored one."""
+
+
+Judge = Callable[[JudgeRequest], "JudgeVerdict | Mapping[str, Any]"]
+"""A judge: one paragraph in, one verdict out; raises when it cannot judge.
+
+A judge may also have ``judge_many(requests) -> list[verdict | Exception]`` (one entry
+per request, in order): ``rejudge_run`` then hands it each batch at once, so an LLM
+judge can ask several paragraphs concurrently."""
+
+Progress = Callable[[int, int], None]
+"""Progress callback: ``(done, total)`` after each paragraph."""
+
+Recompute = Callable[[list[dict[str, Any]], Mapping[str, Any], Mapping[str, Any] | None], tuple[dict, dict]]
+"""``(outcomes, run config, stored gate) -> (metrics wire dict, gate wire dict)``."""
+
+
+@dataclass
+class RejudgeResult:
+    """What ``rejudge_run`` did."""
+
+    run_id: str
+    judged: int = 0
+    """Paragraphs that received a new verdict."""
+    errors: int = 0
+    """Paragraphs the judge failed on (left unjudged)."""
+    candidates: int = 0
+    """Paragraphs selected (missing a verdict, or all)."""
+    error_messages: list[str] = field(default_factory=list)
+    """The first few judge failures, ``item#paragraph: message``."""
+    metrics: dict[str, Any] | None = None
+    gate: dict[str, Any] | None = None
+
+
+def _verdict(value: Any, where: str) -> JudgeVerdict:
+    if isinstance(value, Mapping):
+        value = JudgeVerdict(
+            verdict=value.get("verdict"),
+            rationale=value.get("rationale"),
+            judge_model=value.get("judgeModel", value.get("judge_model")),
+            coverage_score=value.get("coverageScore", value.get("coverage_score")),
+        )
+    if not isinstance(value, JudgeVerdict):
+        raise HistoryError(f"{where}: the judge returned {type(value).__name__}, expected a JudgeVerdict")
+    if value.verdict not in VERDICTS:
+        raise HistoryError(f"{where}: the judge returned verdict {value.verdict!r}; expected one of {', '.join(VERDICTS)}")
+    if not isinstance(value.rationale, str) or not value.rationale.strip():
+        raise HistoryError(f"{where}: the judge returned no rationale")
+    if not isinstance(value.judge_model, str) or not value.judge_model:
+        raise HistoryError(f"{where}: the judge did not name its model")
+    score = value.coverage_score
+    if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1):
+        raise HistoryError(f"{where}: coverage score {score!r} is not a number in [0, 1]")
+    return value
+
+
+def rejudge_run(
+    store: HistoryStore,
+    ref: str,
+    judge: Judge,
+    *,
+    all_paragraphs: bool = False,
+    progress: Progress | None = None,
+    recompute: Recompute | None = None,
+) -> RejudgeResult:
+    """Judge a run's stored paragraphs and store the new verdicts, metrics and gate.
+
+    Args:
+        ref: A run reference (full id, unique prefix, ``latest``, ``latest~N``).
+        judge: Called once per selected paragraph, in (item, paragraph) order.
+        all_paragraphs: Judge every paragraph again (old verdicts replaced), not only missing ones.
+        progress: Called with ``(done, total)`` after each paragraph.
+        recompute: Metrics and gate from outcomes; default ``default_recompute``.
+
+    Returns:
+        Counts, and the stored metrics and gate.
+
+    Raises:
+        HistoryError: ``ref`` names no run, the run has no finish time (its metrics
+            would describe part of a run), or the judge returned an invalid verdict.
+    """
+    run_id = store.resolve_run(ref)
+    runs, items, j = schema.runs, schema.items, schema.judgments
+    with store.engine.connect() as conn:
+        run = conn.execute(select(runs.c.finished_ms, runs.c.config, runs.c.gate, runs.c.dataset_path)
+                           .where(runs.c.id == run_id)).one()
+        if run.finished_ms is None:
+            raise HistoryError(
+                f"run {run_id[:12]} has no finish time (killed or still running): rejudging would store metrics "
+                "for part of a run"
+            )
+        query = (
+            select(j.c.id, j.c.paragraph, j.c.text, j.c.markers, j.c.metadata_mismatch, items.c.item_id,
+                   items.c.question, items.c.answer, items.c.sources, items.c.trace)
+            .join(items, items.c.id == j.c.item)
+            .where(j.c.run_id == run_id)
+            .order_by(j.c.item, j.c.paragraph)
+        )
+        if not all_paragraphs:
+            query = query.where(j.c.verdict.is_(None))
+        selected = conn.execute(query).all()
+    result = RejudgeResult(run_id=run_id, candidates=len(selected))
+    pending: list[dict[str, Any]] = []
+    requests = [
+        JudgeRequest(
+            run_id=run_id,
+            item_id=row.item_id,
+            paragraph=row.paragraph,
+            text=row.text,
+            markers=list(row.markers or []),
+            metadata_mismatch=list(row.metadata_mismatch or []),
+            question=row.question,
+            answer=row.answer,
+            sources=row.sources,
+            dataset=run.dataset_path,
+            trace=row.trace,
+        )
+        for row in selected
+    ]
+    many = getattr(judge, "judge_many", None)
+
+    def answers(start: int) -> list[Any]:
+        chunk = requests[start:start + WRITE_BATCH]
+        if many is not None:
+            return list(many(chunk))
+        out: list[Any] = []
+        for request in chunk:
+            try:
+                out.append(judge(request))
+            except Exception as exc:  # noqa: BLE001 - any judge failure leaves the paragraph unjudged, counted
+                out.append(exc)
+        return out
+
+    batch: list[Any] = []
+    for done, row in enumerate(selected, 1):
+        where = f"item {row.item_id!r} paragraph {row.paragraph}"
+        if (done - 1) % WRITE_BATCH == 0:
+            batch = answers(done - 1)
+        raw = batch[(done - 1) % WRITE_BATCH]
+        if isinstance(raw, Exception):
+            exc = raw
+            result.errors += 1
+            if len(result.error_messages) < 5:
+                result.error_messages.append(f"{row.item_id}#{row.paragraph}: {exc}")
+            # Replaced means replaced: a verdict by an earlier judge must not survive a failed --all.
+            pending.append({"key": row.id, "verdict": None, "rationale": None, "judge_model": None,
+                            "judged_ms": None, "keep_score": True, "coverage_score": None})
+        else:
+            verdict = _verdict(raw, where)
+            result.judged += 1
+            pending.append({"key": row.id, "verdict": verdict.verdict, "rationale": verdict.rationale,
+                            "judge_model": verdict.judge_model, "judged_ms": now_ms(),
+                            "keep_score": verdict.coverage_score is None, "coverage_score": verdict.coverage_score})
+        if len(pending) >= WRITE_BATCH:
+            _write(store, pending)
+            pending = []
+        if progress is not None:
+            progress(done, len(selected))
+    _write(store, pending)
+    metrics, gate = _store_figures(store, run_id, run.config or {}, run.gate, recompute or default_recompute)
+    result.metrics, result.gate = metrics, gate
+    return result
+
+
+def _write(store: HistoryStore, pending: Sequence[dict[str, Any]]) -> None:
+    if not pending:
+        return
+    j = schema.judgments
+    with store.write() as conn:
+        for entry in pending:
+            values = {k: entry[k] for k in ("verdict", "rationale", "judge_model", "judged_ms")}
+            if not entry["keep_score"]:
+                values["coverage_score"] = entry["coverage_score"]
+            conn.execute(update(j).where(j.c.id == entry["key"]).values(**values))
+
+
+def judge_figures(paragraphs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The judge's ``extra`` figures of one citation item from its paragraph judgments.
+
+    Returns ``citationParagraphsSupported``, ``citationParagraphsWrongSpeaker``,
+    ``citationJudgeErrors`` (paragraphs with no verdict: counted, not supported)
+    and ``citationCoverageScores`` (one per paragraph, None where unscored).
+    """
+    verdicts = [p.get("verdict") for p in paragraphs]
+    return {
+        "citationParagraphsSupported": sum(1 for v in verdicts if v == "supported"),
+        "citationParagraphsWrongSpeaker": sum(1 for v in verdicts if v == "wrong_speaker"),
+        "citationJudgeErrors": sum(1 for v in verdicts if v is None),
+        "citationCoverageScores": [p.get("coverageScore") for p in paragraphs],
+    }
+
+
+def default_recompute(
+    outcomes: list[dict[str, Any]], config: Mapping[str, Any], stored_gate: Mapping[str, Any] | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Metrics (``compute_metrics``) and gate (``evaluate_gate`` with the run's recorded floors).
+
+    Rejudging cannot change retrieval recall, and the baseline the run was gated
+    against is not in the history, so the stored ``retrievalRecall`` checks (floor and
+    baseline) and any ``run`` (interrupted) check are kept as they were.
+    """
+    from ..core.gate import GateResult, evaluate_gate
+    from ..core.metrics import compute_metrics
+    from .queries import recorded_floors
+
+    metrics = compute_metrics(outcomes)
+    dataset = config.get("dataset") if isinstance(config.get("dataset"), Mapping) else {}
+    fresh = evaluate_gate(
+        metrics,
+        floors=recorded_floors(config, "being rejudged"),
+        dataset_version=str(dataset.get("version", "unknown")),
+        models=config.get("models") or {},
+    ).to_wire()
+    checks = fresh["checks"]
+    if stored_gate is not None:
+        stored_checks = [c for c in stored_gate.get("checks", []) if isinstance(c, Mapping)]
+        kept_recall = [dict(c) for c in stored_checks if c.get("metric") == RECALL]
+        checks = [dict(c) for c in stored_checks if c.get("metric") == "run"]
+        recall_at = None
+        for check in fresh["checks"]:
+            if check["metric"] == RECALL:
+                recall_at = len(checks) if recall_at is None else recall_at
+                continue
+            checks.append(check)
+        at = len([c for c in checks if c["metric"] == "run"]) if recall_at is None else recall_at
+        checks[at:at] = kept_recall
+    gate = GateResult.model_validate({"passed": all(c["outcome"] != "FAIL" for c in checks), "checks": checks})
+    return metrics.to_wire(), gate.to_wire()
+
+
+def _store_figures(
+    store: HistoryStore, run_id: str, config: Mapping[str, Any], stored_gate: Any, recompute: Recompute
+) -> tuple[dict, dict]:
+    items, j, runs = schema.items, schema.judgments, schema.runs
+    with store.engine.connect() as conn:
+        rows = conn.execute(select(items.c.id, items.c.kind, items.c.outcome).where(items.c.run_id == run_id)).all()
+        by_item: dict[int, list[dict[str, Any]]] = {}
+        for jr in conn.execute(select(j).where(j.c.run_id == run_id)).mappings():
+            by_item.setdefault(jr["item"], []).append(dict(jr))
+    outcomes, updates = [], []
+    for row in rows:
+        outcome = dict(row.outcome)
+        paragraphs = by_item.get(row.id)
+        if paragraphs:
+            rebuilt = outcome_from_rows(outcome, paragraphs)
+            figures = judge_figures(rebuilt["extra"][PARAGRAPHS_KEY])
+            outcome["extra"] = {**(outcome.get("extra") or {}), **figures}
+            rebuilt["extra"].update(figures)
+            updates.append({"key": row.id, "outcome": outcome})
+            outcomes.append(rebuilt)
+        else:
+            outcomes.append(outcome)
+    metrics, gate = recompute(outcomes, config, stored_gate)
+    with store.write() as conn:
+        for entry in updates:
+            conn.execute(update(items).where(items.c.id == entry["key"]).values(outcome=entry["outcome"]))
+        conn.execute(
+            update(runs).where(runs.c.id == run_id).values(metrics=metrics, gate=gate, gate_passed=bool(gate["passed"]))
+        )
+    return metrics, gate
+
+
+def tty_progress(stream: Any) -> Progress:
+    """A one-line progress bar on ``stream`` (redrawn at most 10 times a second)."""
+    last = [0.0]
+
+    def show(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - last[0] < 0.1:
+            return
+        last[0] = now
+        width = 30
+        filled = width * done // total if total else width
+        stream.write(f"\rrejudge [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        if done == total:
+            stream.write("\n")
+        stream.flush()
+
+    return show

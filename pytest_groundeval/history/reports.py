@@ -1,0 +1,75 @@
+"""A stored run as a report (docs/history.md), so ``groundeval gate --history RUN`` gates it as ``--report`` does."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import select
+
+from . import schema
+from .errors import HistoryError
+from .records import outcome_from_rows
+from .store import HistoryStore
+
+
+def stored_outcomes(store: HistoryStore, run_id: str) -> list[dict[str, Any]]:
+    """The item outcomes (wire dicts) a run recorded, in recording order, citation paragraphs put back."""
+    items, j = schema.items, schema.judgments
+    with store.engine.connect() as conn:
+        rows = conn.execute(select(items.c.id, items.c.outcome).where(items.c.run_id == run_id).order_by(items.c.id)).all()
+        by_item: dict[int, list[dict[str, Any]]] = {}
+        for row in conn.execute(select(j).where(j.c.run_id == run_id)).mappings():
+            by_item.setdefault(row["item"], []).append(dict(row))
+    return [outcome_from_rows(dict(row.outcome), by_item.get(row.id, [])) for row in rows]
+
+
+def report_from_history(store: HistoryStore, ref: str) -> Any:
+    """The ``core.report.Report`` of a stored run: its metrics, gate, lineage, floors, baseline and items.
+
+    A run with no finish time (killed, or still running) is ``interrupted``, and its
+    metrics are computed from the items it recorded, so the gate fails it as it fails
+    an interrupted report.
+
+    Args:
+        ref: A run reference (full id, unique prefix, ``latest``, ``latest~N``).
+
+    Raises:
+        HistoryError: ``ref`` names no run, or what the run stored is not a valid report.
+    """
+    from pydantic import ValidationError
+
+    from ..core.gate import GateResult
+    from ..core.metrics import compute_metrics
+    from ..core.report import Report
+
+    run_id = store.resolve_run(ref)
+    runs = schema.runs
+    with store.engine.connect() as conn:
+        run = conn.execute(select(runs).where(runs.c.id == run_id)).mappings().one()
+    config: Mapping[str, Any] = run["config"] or {}
+    outcomes = stored_outcomes(store, run_id)
+    interrupted = run["finished_ms"] is None or bool(run["interrupted"])
+    metrics = run["metrics"] if run["metrics"] is not None else compute_metrics(outcomes).to_wire()
+    gate = run["gate"] if run["gate"] is not None else GateResult(passed=False, checks=[]).to_wire()
+    environment = config.get("environment") or {"pluginVersion": config.get("pluginVersion") or "unknown",
+                                                 "python": "unknown", "platform": "unknown",
+                                                 "gitCommit": config.get("gitCommit")}  # fmt: skip
+    end = run["finished_ms"] if run["finished_ms"] is not None else run["started_ms"]
+    wire = {
+        "datasetVersion": run["dataset_version"] or "unknown",
+        "models": config.get("models") or {"generate": "unknown", "embed": "unknown"},
+        "startedAtMs": run["started_ms"],
+        "durationMs": max(0, end - run["started_ms"]),
+        "metrics": metrics,
+        "gate": gate,
+        "environment": environment,
+        "interrupted": interrupted,
+        "floors": config.get("floors"),
+        "baseline": config.get("baseline"),
+        "items": outcomes,
+    }
+    try:
+        return Report.model_validate(wire)
+    except ValidationError as exc:
+        raise HistoryError(f"run {run_id} in the history is not a valid report: {exc.errors()[0]['msg']}") from None

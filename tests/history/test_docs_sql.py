@@ -1,0 +1,51 @@
+"""Every ready SQL query of docs/history.md runs on both backends and agrees with the Python analysis."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from sqlalchemy import text
+
+from pytest_groundeval.history import HistoryStore
+from pytest_groundeval.history.queries import group_items
+
+from . import _data
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "history.md"
+BLOCKS = re.findall(r"```sql\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)
+
+
+def _populate(store: HistoryStore) -> str:
+    older = store.open_run(_data.config(), label="nightly", started_ms=1_000)
+    store.add_items(older, [_data.qa("a"), _data.qa("b", passed=False)])
+    store.finish_run(older, metrics={"claimSupportPrecision": 0.95}, gate={"passed": True, "checks": []})
+    newer = store.open_run(_data.config(), label="nightly", started_ms=2_000)
+    store.add_items(newer, [
+        _data.qa("a", passed=False, tools=("search", "sql")),
+        _data.qa("b", tools=("search", "search")),
+        _data.citation("c", [_data.paragraph(0, verdict="wrong_speaker"), _data.paragraph(1)], tools=("sql",)),
+    ])
+    store.finish_run(newer, metrics={"claimSupportPrecision": 0.9}, gate={"passed": False, "checks": []})
+    store.open_run(_data.config(), label="killed", started_ms=500)
+    return newer
+
+
+def test_every_ready_query_runs_and_returns_rows(store: HistoryStore) -> None:
+    assert len(BLOCKS) >= 7, "the ready SQL blocks of docs/history.md were not found"
+    newer = _populate(store)
+    dialect = store.engine.dialect.name
+    results = {}
+    with store.engine.connect() as conn:
+        for block in BLOCKS:
+            first = block.splitlines()[0].strip()
+            if first.startswith("--") and first[2:].strip() != dialect:
+                continue
+            rows = conn.execute(text(block)).all()
+            assert rows, f"no rows from:\n{block}"
+            results[block.split("FROM")[0]] = rows
+    by_tool = next(rows for head, rows in results.items() if "t.tool" in head)
+    expected = {g.group: (g.items, g.bad) for g in group_items(store, newer, "tool")}
+    assert {row[0]: (row[1], row[2]) for row in by_tool} == expected == {"search": (2, 1), "sql": (2, 2)}
+    flips = next(rows for head, rows in results.items() if "a.passed AS was" in head)
+    assert sorted((r[0], bool(r[2]), bool(r[3])) for r in flips) == [("a", True, False), ("b", False, True)]

@@ -1,0 +1,193 @@
+"""The plugin writes the run history (docs/history.md): options, rows per item, -n 2 equals -n 0, a killed run,
+the run and item ids the target sees, gate --history and rejudge with the mock's judge."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+# Imported before any in-process run: pytester restores sys.modules after each run, and SQLAlchemy
+# imported inside one (to create the schema) and again after it would mix two copies of its modules.
+import pytest_groundeval.history.judge  # noqa: F401
+import pytest_groundeval.history.migrations  # noqa: F401
+import pytest_groundeval.history.reports  # noqa: F401
+from pytest_groundeval.cli import main as groundeval
+from pytest_groundeval.core.contract import dataset_run_id
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Columns that do not depend on timing or on which worker ran the item.
+STABLE = (
+    "item_id, kind, passed, error, detail, question, answer, tags, sources, trace, prompt_tokens, "
+    "completion_tokens, tool_trace, iterations"
+)
+
+
+def _rows(db: Path, sql: str, *args) -> list[tuple]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(sql, args).fetchall()
+    finally:
+        conn.close()
+
+
+def _items(db: Path, run_id: str) -> list[tuple]:
+    return _rows(db, f"SELECT {STABLE} FROM items WHERE run_id = ? ORDER BY item_id", run_id)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--eval-history=mysql://h/db"], "*--eval-history: history URL 'mysql://h/db': unknown database 'mysql'*"),
+        (["--eval-history=sqlite:///:memory:"], "*in-memory database*"),
+        (["--eval-label=nightly"], "*--eval-label labels a run in the history, but no history is given*"),
+        (["--eval-history=postgresql://u:s3cret@127.0.0.1:9/db"], "*cannot open history database*u:***@127.0.0.1:9*"),
+    ],
+)
+def test_history_options_are_checked_before_the_run(run, smoke, args, message):
+    result = run(f"--eval-dataset={smoke}", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert "s3cret" not in result.stderr.str() + result.stdout.str()
+
+
+def test_a_run_is_recorded_and_n2_rows_equal_n0_rows(run, pytester, smoke):
+    db = pytester.path / "h.db"
+    result = run(f"--eval-dataset={smoke}", f"--eval-history=sqlite:///{db}", "--eval-label=plain", "-n", "0")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["history: run * (smoke-1) in sqlite:///*h.db"])
+    result = run(f"--eval-dataset={smoke}", f"--eval-history=sqlite:///{db}", "--eval-label=xdist", "-n", "2")
+    assert result.ret == 0, result.stdout.str()
+    runs = _rows(db, "SELECT id, label, finished_ms, gate_passed, config FROM runs ORDER BY started_ms")
+    assert [(label, finished is not None, passed) for _, label, finished, passed, _ in runs] == [
+        ("plain", True, 1), ("xdist", True, 1)
+    ]
+    (plain, *_, config_a), (xdist, *_, config_b) = runs
+    config = json.loads(config_a)
+    assert plain == dataset_run_id(config["session"], "smoke/manifest.json")
+    assert config["dataset"]["version"] == "smoke-1" and config["models"]["generate"] == "mock-generate"
+    assert config["options"]["workers"] == 0 and json.loads(config_b)["options"]["workers"] == 2
+    rows = _items(db, plain)
+    assert len(rows) == 10 and rows == _items(db, xdist)
+    qa = [r for r in rows if r[1] == "qa"]
+    assert all(r[5] for r in qa)  # the question, from the dataset
+    tags = _rows(db, "SELECT tag, count(*) FROM item_tags WHERE run_id = ? GROUP BY tag ORDER BY tag", plain)
+    assert tags and tags == _rows(db, "SELECT tag, count(*) FROM item_tags WHERE run_id = ? GROUP BY tag ORDER BY tag",
+                                  xdist)  # fmt: skip
+    # The stored run gates as its report would.
+    assert groundeval(["gate", "--history", "latest", "--history-url", f"sqlite:///{db}"]) == 0
+
+
+TARGET_CONFTEST = """
+import asyncio
+import pytest
+
+from pytest_groundeval.targets.protocol import call_ids
+
+@pytest.fixture(scope="session")
+def groundeval_target(groundeval_target):
+    class Traced:
+        # Reports a tool trace and an iteration count, sleeping {delay} s per answer.
+        def __getattr__(self, name):
+            return getattr(groundeval_target, name)
+
+        async def agenerate(self, question, find):
+            await asyncio.sleep({delay})
+            body = await groundeval_target.agenerate(question, find)
+            run_id, item_id = call_ids.get()
+            return {{**body, "iterations": 2,
+                     "toolTrace": [{{"tool": "search", "hits": [item_id, "d2"]}}, {{"tool": "sql", "hitCount": 0,
+                                   "rows": "payload the harness drops"}}]}}
+
+    return Traced()
+"""
+
+
+def test_the_tool_trace_is_stored_and_grouped_by_tool(run, pytester, smoke, capsys):
+    pytester.makeconftest(TARGET_CONFTEST.format(delay=0))
+    db = pytester.path / "h.db"
+    result = run(f"--eval-dataset={smoke}", f"--eval-history=sqlite:///{db}", "-k", "qa or adversarial")
+    assert result.ret == 0, result.stdout.str()
+    traces = _rows(db, "SELECT item_id, tool_trace, iterations FROM items")
+    assert len(traces) == 7
+    for item_id, trace, iterations in traces:
+        assert json.loads(trace) == [{"tool": "search", "hits": [item_id, "d2"]}, {"tool": "sql", "hitCount": 0}]
+        assert iterations == 2
+    capsys.readouterr()
+    assert groundeval(["history", "show", "latest", "--by", "tool", "--history", f"sqlite:///{db}"]) == 0
+    out = capsys.readouterr().out
+    assert [line.split()[:2] for line in out.splitlines() if line.startswith(("search", "sql"))] == [
+        ["search", "7"], ["sql", "7"]
+    ]
+
+
+def test_a_killed_run_keeps_its_items_and_has_no_finish_time(pytester, smoke, shared_target):
+    pytester.makeconftest(TARGET_CONFTEST.format(delay=0.4))
+    db = pytester.path / "h.db"
+    command = [
+        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", f"--eval-dataset={smoke}",
+        f"--eval-url={shared_target.base_url}", f"--eval-api-key={shared_target.api_key}",
+        f"--eval-history=sqlite:///{db}", "--eval-concurrency=1", "-k", "qa or adversarial",
+    ]
+    child = subprocess.Popen(command, cwd=pytester.path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             env=dict(os.environ))  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        recorded = 0
+        while recorded < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            if db.exists():
+                try:
+                    recorded = _rows(db, "SELECT count(*) FROM items")[0][0]
+                except sqlite3.OperationalError:  # the schema is being created
+                    recorded = 0
+        child.kill()  # SIGKILL: no teardown, no finish
+        child.wait(timeout=60)
+    finally:
+        child.kill()
+    assert recorded >= 2
+    (finished, metrics), = _rows(db, "SELECT finished_ms, metrics FROM runs")
+    assert finished is None and metrics is None
+    items = _rows(db, "SELECT count(*) FROM items")[0][0]
+    assert 2 <= items < 7
+    # A stored run with no finish time gates as an interrupted report: FAIL.
+    assert groundeval(["gate", "--history", "latest", "--history-url", f"sqlite:///{db}"]) == 1
+
+
+def test_rejudge_fills_missing_judgments_with_the_mock_judge_and_all_replaces_them(run, pytester, capsys):
+    from pytest_groundeval.mock import ThreadedMockProvider
+
+    dataset = pytester.path / "citation-smoke"
+    shutil.copytree(ROOT / "datasets" / "citation-smoke", dataset)
+    db = pytester.path / "h.db"
+    url = f"sqlite:///{db}"
+    result = run(f"--eval-dataset={dataset}", f"--eval-history={url}")
+    assert result.ret in (0, 1), result.stdout.str()
+    judgments = "SELECT verdict, judge_model FROM judgments ORDER BY item, paragraph"
+    before = _rows(db, judgments)
+    assert before and all(verdict is None for verdict, _ in before)
+    with ThreadedMockProvider() as mock:
+        judge = ["--judge-url", mock.base_url, "--judge-model", "mock-judge", "--history", url]
+        assert groundeval(["rejudge", "latest", *judge]) == 0
+        filled = _rows(db, judgments)
+        assert len(filled) == len(before) and all(v is not None and m == "mock-judge" for v, m in filled)
+        assert "judge" in {call.kind for call in mock.log}
+        metrics = json.loads(_rows(db, "SELECT metrics FROM runs")[0][0])
+        assert metrics["citationSupportedRate"] is not None
+        conn = sqlite3.connect(db)
+        with conn:
+            conn.execute("UPDATE judgments SET verdict = 'partial', judge_model = 'old-judge'")
+        conn.close()
+        assert groundeval(["rejudge", "latest", *judge]) == 0  # nothing missing: nothing asked
+        assert {m for _, m in _rows(db, judgments)} == {"old-judge"}
+        assert groundeval(["rejudge", "latest", "--all", *judge]) == 0
+    assert _rows(db, judgments) == filled
+    assert "paragraph(s) judged" in capsys.readouterr().out
