@@ -434,7 +434,7 @@ class GateSession:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         # First, so that the gate reaches junitxml's file before it is written; the exit
-        # status is decided last (``_decide_exit_status``).
+        # status is decided last (``pytest_sessionfinish_exit_status``).
         if self.config.option.collectonly or getattr(self.config.option, "setupplan", False):
             return
         if not self.runs and self.settings.dataset is not None and self.settings.report is not None:
@@ -509,7 +509,8 @@ class GateSession:
         self.exit_decided = True
 
     @pytest.hookimpl(trylast=True, specname="pytest_sessionfinish")
-    def _decide_exit_status(self, session: pytest.Session, exitstatus: int) -> None:
+    def pytest_sessionfinish_exit_status(self, session: pytest.Session, exitstatus: int) -> None:
+        """The session's exit status, decided last (pytest reads only ``pytest_*`` names as hooks)."""
         if not self.exit_decided:
             return
         if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
