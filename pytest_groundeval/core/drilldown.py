@@ -18,15 +18,17 @@ from .text import shorten
 ANSWER_CHARS = 8_000
 """Characters of the answer kept; claims' byte offsets still place them in the kept text."""
 TEXT_CHARS = 500
-"""Characters kept of a question, claim, evidence span or expected evidence string."""
+"""Characters kept of a question, claim or expected evidence string."""
+EVIDENCE_CHARS = 300
+"""Characters kept of a retrieved evidence span's text (the spans are most of an outcome's bytes)."""
 MAX_CLAIMS = 50
 """Claims recorded per item (their counts are in the outcome's figures, whatever the number)."""
 MAX_EVIDENCE = 20
 """Evidence spans recorded per item."""
 
 
-def _cut(text: Any) -> str:
-    return shorten(str(text), TEXT_CHARS, collapse=False)
+def _cut(text: Any, limit: int = TEXT_CHARS) -> str:
+    return shorten(str(text), limit, collapse=False)
 
 
 def answer_extra(
@@ -55,7 +57,7 @@ def answer_extra(
         answer, docs/target-contract.md), ``evidence`` (list of ``{marker, document,
         start, end, text}``), ``expectedEvidence`` (list of ``{text, found}``, only
         when ``expected`` is given) and ``tags`` (list of str); texts cut to
-        ``TEXT_CHARS`` (the answer to ``ANSWER_CHARS``), lists to ``MAX_CLAIMS`` /
+        ``TEXT_CHARS`` (evidence to ``EVIDENCE_CHARS``, the answer to ``ANSWER_CHARS``), lists to ``MAX_CLAIMS`` /
         ``MAX_EVIDENCE`` entries.
     """
     truths = list(claim_truth) if claim_truth is not None else []
@@ -80,7 +82,7 @@ def answer_extra(
                 "document": entry["document"],
                 "start": entry["start"],
                 "end": entry["end"],
-                "text": None if text is None else _cut(text),
+                "text": None if text is None else _cut(text, EVIDENCE_CHARS),
             }
         )
     extra: dict[str, Any] = {
