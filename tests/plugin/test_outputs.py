@@ -31,8 +31,9 @@ def _island(html: str) -> dict:
 def test_html_and_markdown_are_written_without_a_json_report(run, pytester, smoke, monkeypatch):
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     html, md = pytester.path / "out.html", pytester.path / "out.md"
-    result = run(f"--eval-dataset={smoke}", f"--eval-html={html}", f"--eval-markdown={md}")
+    result = run(f"--eval-dataset={smoke}", f"--eval-html={html}", f"--eval-markdown={md}", "--eval-shard=1/1")
     assert result.ret == 0
+    result.stdout.fnmatch_lines(["groundeval: *, shard 1/1"])  # the plugin's version in pytest's header
     result.stdout.fnmatch_lines(["html: out.html", "markdown: out.md", "gate: PASS"])
     page = html.read_text(encoding="utf-8")
     assert 'class="badge big b-pass">gate PASS' in page
@@ -58,13 +59,21 @@ def test_markdown_lists_failures_and_the_step_summary_gets_it_appended(run, pyte
     assert result.ret == 0
     text = summary.read_text(encoding="utf-8")
     assert text.startswith("earlier step\n### groundeval gate: ✅ PASS — dataset smoke-1")
-    # Off by the flag, and by the ini key.
-    for args in (("--eval-no-step-summary",), ()):
-        if not args:
-            pytester.makeini("[pytest]\neval_no_step_summary = true\n")
-        before = summary.read_text(encoding="utf-8")
-        assert run(f"--eval-dataset={smoke}", "-k", "qa", *args).ret == 0
-        assert summary.read_text(encoding="utf-8") == before
+    before = summary.read_text(encoding="utf-8")
+    assert run(f"--eval-dataset={smoke}", "-k", "qa", "--eval-no-step-summary").ret == 0
+    assert summary.read_text(encoding="utf-8") == before
+
+
+def test_the_step_summary_is_turned_off_by_flag_ini_or_env(pytester, monkeypatch):
+    from pytest_groundeval.plugin.options import resolve_settings
+
+    monkeypatch.delenv("GROUNDEVAL_NO_STEP_SUMMARY", raising=False)
+    assert resolve_settings(pytester.parseconfig()).step_summary is True
+    assert resolve_settings(pytester.parseconfig("--eval-no-step-summary")).step_summary is False
+    monkeypatch.setenv("GROUNDEVAL_NO_STEP_SUMMARY", "yes")
+    assert resolve_settings(pytester.parseconfig()).step_summary is False
+    pytester.makeini("[pytest]\neval_no_step_summary = false\n")
+    assert resolve_settings(pytester.parseconfig()).step_summary is True  # ini beats env
 
 
 def test_a_failing_gate_shows_in_the_markdown_with_its_failed_items(run, pytester, smoke, monkeypatch):
@@ -182,11 +191,6 @@ def test_junit_gate_case_fails_when_the_gate_fails(run, pytester, smoke):
     assert "tokensPerQuery" in failure.text and "FAIL" in failure.text
     root = ET.parse(junit).getroot().find("testsuite")
     assert root.get("failures") == "1" and root.get("tests") == "5"
-
-
-def test_the_header_names_the_plugin_version(run, smoke):
-    result = run(f"--eval-dataset={smoke}", "-k", "temporal", "--eval-shard=1/1")
-    result.stdout.fnmatch_lines(["groundeval: *, shard 1/1"])
 
 
 # -- sharding -----------------------------------------------------------------------------------------
