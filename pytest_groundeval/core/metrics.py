@@ -250,7 +250,7 @@ def compute_metrics(outcomes: Iterable[ItemOutcome | dict[str, Any]]) -> Any:
 
     Args:
         outcomes: ``ItemOutcome``s, or their wire dicts (as read back from
-            ``report.user_properties``), in any order.
+            an item's report), in any order.
 
     Returns:
         The metrics; identical for any order or partition of the same outcomes.

@@ -1,6 +1,6 @@
 """The per-item outcome: what one dataset item produced, as it travels to the aggregator.
 
-Outcomes are appended to ``report.user_properties`` as JSON built-ins (see
+Outcomes travel on their items' reports as JSON built-ins (see
 ``ItemOutcome.to_wire``) so they survive pytest-xdist's serialisation, and are
 read back on the controller with ``ItemOutcome.model_validate``. Metrics
 (``pytest_groundeval.metrics``) and the report are computed from a list of them.

@@ -1,7 +1,8 @@
 """Writing the outputs made from a report: the HTML page and the Markdown gate table (docs/ci.md).
 
-``write_outputs`` is what ``groundeval report``, ``groundeval merge`` (and, once wired,
-the plugin's ``--eval-html`` / ``--eval-markdown``) call with a report's wire dict.
+``write_outputs`` is what ``groundeval report`` and ``groundeval merge`` call with a
+report's wire dict; the plugin's ``--eval-html`` / ``--eval-markdown`` use
+``write_text_atomic`` with the same renderers (``plugin/controller.py``).
 No pytest import here.
 """
 

@@ -8,7 +8,14 @@ what the plugin does and docs/architecture.md for where each part lives.
 from __future__ import annotations
 
 from .fixtures import groundeval_mock, groundeval_offline_runner, groundeval_runner, groundeval_target
-from .hooks import pytest_addoption, pytest_collect_file, pytest_configure
+from .hooks import (
+    pytest_addoption,
+    pytest_collect_file,
+    pytest_collection_modifyitems,
+    pytest_configure,
+    pytest_report_header,
+    pytest_runtest_makereport,
+)
 from .record import spawned_key
 
 __all__ = [
@@ -18,6 +25,9 @@ __all__ = [
     "groundeval_target",
     "pytest_addoption",
     "pytest_collect_file",
+    "pytest_collection_modifyitems",
     "pytest_configure",
+    "pytest_report_header",
+    "pytest_runtest_makereport",
     "spawned_key",
 ]

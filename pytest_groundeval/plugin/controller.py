@@ -1,7 +1,8 @@
 """The controller's side of a run: collect per-item outcomes, compute metrics, apply the gate.
 
 Registered only on the controller (or a plain run), never on an xdist worker,
-as pytest's junitxml does. Outcomes arrive in ``report.user_properties``.
+as pytest's junitxml does. Outcomes arrive as an attribute of the items' reports
+(``plugin.record``).
 
 Every collected item is accounted for (docs/gate.md: what the gate guarantees):
 
@@ -17,11 +18,20 @@ Every collected item is accounted for (docs/gate.md: what the gate guarantees):
 
 SIGTERM (what CI cancellation sends) is handled like Ctrl-C: the session stops,
 the report is written and marked interrupted, the exit status is not 0.
+
+At the end of the session, each dataset's gate also goes to the outputs asked
+for (docs/ci.md): the HTML page (``--eval-html``), the Markdown gate table
+(``--eval-markdown``, and ``$GITHUB_STEP_SUMMARY``), and a test case of its own
+in the JUnit XML (``--junitxml``), logged before junitxml writes its file. A
+shard's gate (``--eval-shard K/N``, N > 1) is partial: it is reported, but only
+errors, items that never ran and an interrupted run fail the session; the gate
+that decides is the merged one (``groundeval merge``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 import uuid
@@ -32,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..core.kinds import KIND_NAMES
-from .record import RUN_PROPERTY, SESSION_WORKERINPUT, USER_PROPERTY, session_key
+from .record import GATE_ATTR, OUTCOME_ATTR, RUN_ATTR, SESSION_WORKERINPUT, session_key
 
 if TYPE_CHECKING:
     from ..core.outcome import ItemOutcome
@@ -41,6 +51,12 @@ BASELINE_NAME = "baseline.json"
 """A dataset's own baseline report, used when ``--eval-baseline`` is not given."""
 
 UNKNOWN = "unknown"
+
+STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+"""The file GitHub Actions shows as the job summary; the Markdown gate table is appended to it."""
+
+SHARD_DECIDING = frozenset({"errors", "notRun", "run"})
+"""Gate checks that fail a shard's session: errors, never-run items, an interrupted run (docs/ci.md)."""
 
 
 def eval_node_kind(nodeid: str) -> tuple[str, str] | None:
@@ -89,6 +105,10 @@ class DatasetRun:
     """The baseline as the gate used it (``core.gate.summarize_baseline``), recorded in the report."""
     metrics: Any = None
     gate: Any = None
+    kept: list[dict] = field(default_factory=list)
+    """Item outcomes (wire dicts) kept for the HTML page or the Markdown table, when they are written."""
+    shard: dict | None = None
+    """The report's ``shard`` block (``outputs.merge.shard_info``)."""
     _dataset: Any = None
 
     def dataset(self) -> Any:
@@ -98,6 +118,14 @@ class DatasetRun:
 
             self._dataset = load_dataset(self.manifest)
         return self._dataset
+
+    def dataset_ids(self) -> list[str] | None:
+        """Every item id of the manifest (selected or not), read from its JSON; None when it cannot be read."""
+        try:
+            items = json.loads(self.manifest.read_bytes())["items"]
+            return [str(item["id"]) for item in items]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
 
     def manifest_version(self) -> str:
         """The dataset version, from the items' reports, else from the manifest itself."""
@@ -126,6 +154,15 @@ class GateSession:
         self.session_id = uuid.uuid4().hex
         """The session id: sent to the target (``GROUNDEVAL_RUN_ID``), the root of each dataset's run id."""
         config.stash[session_key] = self.session_id
+        self.written: list[Path] = []
+        self.output_errors: list[str] = []
+        summary = os.environ.get(STEP_SUMMARY_ENV, "").strip()
+        self.step_summary: Path | None = Path(summary) if summary and settings.step_summary else None
+        # What each item's outcome is kept for: everything for the HTML page, the failed and
+        # errored ones for a Markdown table (it lists only those).
+        self.keep = "all" if settings.html else "problems" if (settings.markdown or self.step_summary) else None
+        self.exit_decided = False
+        self.step_summary_error: str | None = None
         # Read and validate the floors and the baselines before any item runs: against a
         # paid target, a typo found after the run wastes the whole run.
         self.floors = self._load_floors()
@@ -298,6 +335,8 @@ class GateSession:
             run.writer.add_item(outcome)
         if self.history is not None:
             self.history.add(run, wire if wire is not None else outcome.to_wire(), self._applied_floors())
+        if self.keep == "all" or (self.keep == "problems" and not outcome.passed):
+            run.kept.append(outcome.to_wire())
         if outcome.error is not None:
             run.errored += 1
             run.not_run += outcome.not_run
@@ -325,19 +364,20 @@ class GateSession:
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if getattr(report, GATE_ATTR, False):
+            return
         node = eval_node_kind(report.nodeid)
         if node is None:
             if report.failed:
                 self.other_failures += 1
             return
         run = self._run_for(report.nodeid.split("::")[0])
-        props = dict(report.user_properties)
-        info = props.get(RUN_PROPERTY)
+        info = getattr(report, RUN_ATTR, None)
         if info is not None:
             self._note_run(run, info)
         from ..core.outcome import ItemOutcome  # only once eval items report: runs without them stay light
 
-        wire = props.get(USER_PROPERTY)
+        wire = getattr(report, OUTCOME_ATTR, None)
         if wire is not None and (report.when == "call" or report.failed):
             self._add(run, ItemOutcome.model_validate(wire), wire)
         elif report.failed and report.when != "teardown":
@@ -436,8 +476,21 @@ class GateSession:
         for item_id, kind in missing:
             self._add(run, self._errored(run, kind, item_id, f"not run: {reason}", not_run=True))
 
-    @pytest.hookimpl(trylast=True)
+    @property
+    def sharded(self) -> bool:
+        """Whether this run is one shard of several (``--eval-shard K/N``, N > 1)."""
+        return self.settings.shard is not None and self.settings.shard[1] > 1
+
+    def gate_fails_session(self, run: DatasetRun) -> bool:
+        """Whether ``run``'s gate fails the session: any FAIL, or for a shard only the checks in ``SHARD_DECIDING``."""
+        if not self.sharded:
+            return not run.gate.passed
+        return any(c.outcome == "FAIL" and c.metric in SHARD_DECIDING for c in run.gate.checks)
+
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        # First, so that the gate reaches junitxml's file before it is written; the exit
+        # status is decided last (``pytest_sessionfinish_exit_status``).
         if self.config.option.collectonly or getattr(self.config.option, "setupplan", False):
             return
         if not self.runs and self.settings.dataset is not None and self.settings.report is not None:
@@ -504,18 +557,42 @@ class GateSession:
                 extra.append(interrupted_check(len(run.seen) - run.not_run))
             if extra:
                 run.gate = run.gate.model_copy(update={"passed": False, "checks": [*run.gate.checks, *extra]})
-        self._write_report(interrupted, floors)
+            run.shard = self._shard_block(run)
+        parts = self._parts(interrupted, floors)
+        self._write_report(parts)
+        self._write_outputs(parts)
+        self._log_gates_to_junit()
         if self.history is not None:
             self.history.finish(self.runs.values(), floors, interrupted)
+        self.exit_decided = True
+
+    @pytest.hookimpl(trylast=True, specname="pytest_sessionfinish")
+    def pytest_sessionfinish_exit_status(self, session: pytest.Session, exitstatus: int) -> None:
+        """The session's exit status, decided last (pytest reads only ``pytest_*`` names as hooks)."""
+        if not self.exit_decided:
+            return
         if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
             return
         failed = (
-            any(not run.gate.passed or run.errored for run in self.runs.values())
+            any(self.gate_fails_session(run) or run.errored for run in self.runs.values())
             or self.other_failures > 0
+            or bool(self.output_errors)
+            # A history that could not be written loses the run's record: never a silent green.
+            or (self.history is not None and self.history.failure is not None)
             or (self.settings.strict and any(run.failed for run in self.runs.values()))
         )
         # docs/gate.md: the gate decides; items below their own check do not fail the session.
         session.exitstatus = pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK
+
+    def _shard_block(self, run: DatasetRun) -> dict | None:
+        """The ``shard`` block of ``run``'s report: ``--eval-shard K/N``, or 1/1 for an unsharded run."""
+        ids = run.dataset_ids()
+        if ids is None:
+            return None
+        from ..outputs.merge import shard_info
+
+        index, count = self.settings.shard or (1, 1)
+        return shard_info(ids, index, count)
 
     def _dataset_key(self, manifest: Path) -> str | None:
         import os
@@ -530,20 +607,17 @@ class GateSession:
             if run.writer is not None:
                 run.writer.abort()
 
-    def _write_report(self, interrupted: bool, floors: dict) -> None:
-        if self.settings.report is None:
-            return
-        from ..core.report import environment_info, write_session
+    def _parts(self, interrupted: bool, floors: dict) -> list[tuple[DatasetRun, dict]]:
+        """Per dataset, the report's header fields (``ReportWriter.finish``'s keyword arguments)."""
+        from ..core.report import environment_info
 
         environment = environment_info()
         duration_ms = int((time.perf_counter() - self.started) * 1000)
         parts = []
         for run in self.runs.values():
-            writer = self._writer(run)
-            writer.set_context(self._context(run))
             parts.append(
                 (
-                    writer,
+                    run,
                     dict(
                         dataset_version=run.manifest_version(),
                         models=run.models or {"generate": UNKNOWN, "embed": UNKNOWN},
@@ -554,11 +628,125 @@ class GateSession:
                         environment=environment,
                         interrupted=interrupted,
                         floors=floors,
+                        shard=run.shard,
                         baseline=run.baseline_record,
                     ),
                 )
             )
-        self.report_path = write_session(self.settings.report, parts)
+        return parts
+
+    def _write_report(self, parts: list[tuple[DatasetRun, dict]]) -> None:
+        if self.settings.report is None:
+            return
+        from ..core.report import write_session
+
+        writers = []
+        for run, fields in parts:
+            writer = self._writer(run)
+            writer.set_context(self._context(run))
+            writers.append((writer, fields))
+        self.report_path = write_session(self.settings.report, writers)
+
+    def _write_outputs(self, parts: list[tuple[DatasetRun, dict]]) -> None:
+        """The HTML page, the Markdown table and the step summary, from the same data as the report (docs/ci.md)."""
+        if self.keep is None:
+            return
+        from ..core.report import Report
+        from ..outputs.markdown import render_markdown
+        from ..outputs.write import OutputError, write_text_atomic
+
+        reports = []
+        for run, fields in parts:
+            wire = Report(**fields).to_wire()
+            wire["items"] = run.kept
+            reports.append(wire)
+        titled = len(reports) > 1
+        markdown = "\n".join(
+            render_markdown(r, title=f"groundeval {r['datasetVersion']}" if titled else "groundeval") for r in reports
+        )
+        if self.settings.html is not None:
+            if titled:  # refused before the run when the paths showed it (hooks.py); never a page of one of them
+                self.output_errors.append(
+                    f"--eval-html: this run gated {len(reports)} datasets and a page shows one; nothing written"
+                )
+            else:
+                from ..outputs.html import render_html
+
+                self._write(write_text_atomic, self.settings.html, lambda: render_html(reports[0]), OutputError)
+        if self.settings.markdown is not None:
+            self._write(write_text_atomic, self.settings.markdown, lambda: markdown, OutputError)
+        if self.step_summary is not None:
+            try:
+                with open(self.step_summary, "a", encoding="utf-8") as out:
+                    out.write(markdown + "\n")
+            except OSError as exc:  # the job summary is a courtesy: a warning, not a failed gate
+                self.step_summary_error = f"{STEP_SUMMARY_ENV} ({self.step_summary}): cannot append: {exc}"
+
+    def _write(self, write: Any, path: Path, text: Any, error: type[Exception]) -> None:
+        try:
+            self.written.append(write(path, text()))
+        except (error, OSError) as exc:
+            self.output_errors.append(f"cannot write {_shown(path)}: {exc}")
+
+    def _log_gates_to_junit(self) -> None:
+        """Each dataset's gate as a test case ``<manifest>::gate`` of the JUnit XML (``--junitxml``).
+
+        Given to pytest's junitxml plugin alone, as the reports of a test's call and
+        teardown, before it writes its file: the terminal's counts and ``--lf`` are
+        not changed by it. The case fails when the gate fails the session; a shard's
+        partial gate that fails only on its metrics is a skipped case saying so.
+        """
+        from _pytest.junitxml import xml_key
+
+        xml = self.config.stash.get(xml_key, None)
+        if xml is None:
+            return
+        from ..core.render import format_check
+
+        for run in self.runs.values():
+            if run.gate is None:
+                continue
+            nodeid = f"{run.key}::gate"
+            lines = [format_check(check) for check in run.gate.checks]
+            props: list[tuple[str, object]] = [
+                ("datasetVersion", run.manifest_version()),
+                ("models", f"generate={(run.models or {}).get('generate', UNKNOWN)} embed={(run.models or {}).get('embed', UNKNOWN)}"),
+                ("gate", "PASS" if run.gate.passed else "FAIL"),
+                ("items", len(run.seen)),
+                ("failed", run.failed),
+                ("errors", run.errored),
+            ]
+            if run.shard is not None:
+                props.append(("shard", f"{run.shard['index']}/{run.shard['count']}"))
+            props += [(f"check.{c.metric}", f"{c.outcome} {c.reason}") for c in run.gate.checks]
+            longrepr: Any = None
+            if self.gate_fails_session(run):
+                outcome = "failed"
+                longrepr = f"gate FAIL for dataset {run.manifest_version()}\n" + "\n".join(lines)
+            elif not run.gate.passed:
+                outcome = "skipped"
+                index, count = self.settings.shard or (1, 1)
+                longrepr = (
+                    run.key,
+                    None,
+                    f"partial gate of shard {index}/{count} FAIL; the merged gate decides (groundeval merge)",
+                )
+            else:
+                outcome = "passed"
+            for when, result, text in (("call", outcome, longrepr), ("teardown", "passed", None)):
+                report = pytest.TestReport(
+                    nodeid=nodeid,
+                    location=(run.key, None, f"{run.key}::gate"),
+                    keywords={},
+                    outcome=result,
+                    longrepr=text,
+                    when=when,
+                    sections=[("Captured stdout call", "\n".join(lines) + "\n")] if when == "call" else [],
+                    duration=0.0,
+                    user_properties=props if when == "teardown" else [],
+                )
+                setattr(report, GATE_ATTR, True)
+                xml.pytest_runtest_logreport(report)
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -578,6 +766,12 @@ class GateSession:
             tr.write_line(f"report: {_shown(self.settings.report)}")
         if self.history is not None:
             self._summarise_history(tr, runs)
+        for path in self.written:
+            tr.write_line(f"{'html' if path == self.settings.html else 'markdown'}: {_shown(path)}")
+        for message in self.output_errors:
+            tr.write_line(f"groundeval: {message}", red=True)
+        if self.step_summary_error:
+            tr.write_line(f"warning: {self.step_summary_error}", yellow=True)
         passed = all(run.gate.passed for run in runs)
         if len(runs) > 1:
             failing = [run.manifest_version() for run in runs if not run.gate.passed]
@@ -587,6 +781,13 @@ class GateSession:
             tr.write_line("gate: PASS", green=True, bold=True)
         else:
             tr.write_line("gate: FAIL", red=True, bold=True)
+        if self.sharded:
+            index, count = self.settings.shard
+            tr.write_line(
+                f"note: shard {index}/{count}: this gate covers the shard's items only; errors fail the shard, "
+                "its metrics do not: groundeval merge gates the whole run (docs/ci.md)",
+                yellow=True,
+            )
 
     def _summarise_history(self, tr: Any, runs: list[DatasetRun]) -> None:
         from ..history.urls import describe_url

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from ..core.kinds import KIND_NAMES
 from . import options as _options
-from .record import SESSION_WORKERINPUT, session_key, settings_key
+from .record import SESSION_WORKERINPUT, attach, session_key, settings_key
 from .xdist import is_worker
+
+if TYPE_CHECKING:
+    from .options import Settings
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -45,18 +49,20 @@ def pytest_configure(config: pytest.Config) -> None:
         if session_id:
             config.stash[session_key] = session_id
     else:
+        if settings.html is not None:
+            _refuse_html_of_several_datasets(config, settings)
         from .controller import GateSession
 
         config.pluginmanager.register(GateSession(config, settings), "groundeval-gate")
 
 
-_NEED_A_DATASET = ("report", "floors", "baseline", "strict", "history", "label")
+_NEED_A_DATASET = ("report", "html", "markdown", "shard", "floors", "baseline", "strict", "history", "label")
 """Flags that mean nothing without a dataset: given alone, a CI job would pass measuring nothing."""
 
 
 def _refuse_options_without_a_dataset(config: pytest.Config) -> None:
-    """``--eval-report`` / ``--eval-floors`` / ``--eval-baseline`` / ``--eval-strict`` / ``--eval-history``
-    / ``--eval-label`` need a dataset.
+    """``--eval-report`` / ``--eval-html`` / ``--eval-markdown`` / ``--eval-shard`` / ``--eval-floors`` /
+    ``--eval-baseline`` / ``--eval-strict`` / ``--eval-history`` / ``--eval-label`` need a dataset.
 
     A dataset is ``--eval-dataset`` (or its ini/env fallback), or a manifest.json, or a
     directory holding one, among the paths (``pytest datasets/v1`` as an IDE runs it).
@@ -71,6 +77,36 @@ def _refuse_options_without_a_dataset(config: pytest.Config) -> None:
         f"{', '.join(given)} given, but no dataset: nothing would be measured or gated. Give --eval-dataset=DIR "
         "(or a dataset's manifest.json as a path), or drop the flag"
     )
+
+
+def _dataset_manifests(config: pytest.Config, settings: Settings) -> set[Path]:
+    """The manifests this run collects: ``--eval-dataset``'s, and each path argument that is or holds one."""
+    found = {settings.dataset.resolve()} if settings.dataset is not None else set()
+    for arg in config.args:
+        path = Path(arg.split("::")[0])
+        if not path.is_absolute():
+            path = config.invocation_params.dir / path
+        if path.name == "manifest.json" and path.is_file():
+            found.add(path.resolve())
+        elif (path / "manifest.json").is_file():
+            found.add((path / "manifest.json").resolve())
+    return found
+
+
+def _refuse_html_of_several_datasets(config: pytest.Config, settings: Settings) -> None:
+    """``--eval-html`` writes one dataset's page: refuse a run of several before anything runs.
+
+    Raises:
+        pytest.UsageError: the run collects more than one dataset (docs/ci.md).
+    """
+    manifests = _dataset_manifests(config, settings)
+    if len(manifests) > 1:
+        names = ", ".join(sorted(os.path.relpath(m, config.invocation_params.dir) for m in manifests))
+        raise pytest.UsageError(
+            f"--eval-html writes the page of one dataset, but this run has {len(manifests)} ({names}): run each "
+            "dataset with its own --eval-html, or write --eval-report and make one page per dataset with "
+            "groundeval report (docs/ci.md)"
+        )
 
 
 def _is_dataset_path(config: pytest.Config, arg: str) -> bool:
@@ -112,3 +148,49 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
         nodeid = os.path.relpath(file_path, parent.config.rootpath).replace(os.sep, "/")
         return ManifestFile.from_parent(parent, path=file_path, nodeid=nodeid)
     return ManifestFile.from_parent(parent, path=file_path)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """The plugin's version in pytest's header, e.g. ``groundeval: 0.1.0``."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("pytest-groundeval")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    settings = config.stash[settings_key]
+    shard = f", shard {settings.shard[0]}/{settings.shard[1]}" if settings.shard else ""
+    return f"groundeval: {version}{shard}"
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--eval-shard K/N``: deselect the dataset items that are not in shard K (docs/ci.md, "Sharding").
+
+    Runs in every process (each xdist worker collects and deselects alike), so the
+    controller learns only the shard's items. Items other than dataset items are kept.
+    """
+    shard = config.stash[settings_key].shard
+    if shard is None:
+        return
+    from ..outputs.merge import shard_of
+
+    index, count = shard
+    kept, dropped = [], []
+    for item in items:
+        eval_item = getattr(item, "eval_item", None)
+        if eval_item is not None and shard_of(eval_item.id, count) != index:
+            dropped.append(item)
+        else:
+            kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> pytest.TestReport:
+    """Copy an eval item's outcome onto its setup and call reports, where the controller reads it."""
+    report = yield
+    if getattr(item, "eval_item", None) is not None:
+        attach(item, report)
+    return report

@@ -28,6 +28,10 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("url", "Base URL of an already running target (no mock is started)", "str"),
     ("api-key", "API key for the --eval-url target", "str"),
     ("report", "Write the JSON report to this path", "path"),
+    ("html", "Write the report as one self-contained HTML page to this path (one dataset per run)", "path"),
+    ("markdown", "Write the gate as a Markdown table to this path", "path"),
+    ("no-step-summary", "Do not append the Markdown gate table to $GITHUB_STEP_SUMMARY", "bool"),
+    ("shard", "Run only shard K of N of the dataset's items (K/N); merge the shards' reports with groundeval merge", "str"),
     ("baseline", "Baseline report that arms the retrievalRecall floor", "path"),
     ("floors", "JSON file of gate floors and ceilings by metric name", "path"),
     ("strict", "Fail the session when any eval item fails, not only when the gate fails", "bool"),
@@ -102,6 +106,14 @@ class Settings:
     """API key for the url target."""
     report: Path | None = None
     """Where to write the JSON report."""
+    html: Path | None = None
+    """Where to write the HTML report (docs/ci.md)."""
+    markdown: Path | None = None
+    """Where to write the Markdown gate table (docs/ci.md)."""
+    step_summary: bool = True
+    """Append the Markdown gate table to ``$GITHUB_STEP_SUMMARY`` when that is set."""
+    shard: tuple[int, int] | None = None
+    """``(K, N)`` of ``--eval-shard K/N``: run only the items ``outputs.merge.shard_of`` puts in shard K."""
     baseline: Path | None = None
     """Baseline report for the recall floor."""
     floors: Path | None = None
@@ -290,19 +302,43 @@ def resolve_settings(config: pytest.Config) -> Settings:
             f"{sources['label']} labels a run in the history, but no history is given: add --eval-history "
             "(or GROUNDEVAL_HISTORY), or drop the label"
         )
-    report = path("report")
-    if report is not None and (report.is_dir() or not report.parent.is_dir()):
-        what = "is a directory" if report.is_dir() else f"is in a directory that does not exist ({report.parent})"
-        raise pytest.UsageError(
-            f"{values['report']!r} given by {sources['report']} {what}: expected the path of a JSON file to write"
-        )
+    outputs = {}
+    for name, what_file in (("report", "a JSON file"), ("html", "an HTML file"), ("markdown", "a Markdown file")):
+        out = outputs[name] = path(name)
+        if out is not None and (out.is_dir() or not out.parent.is_dir()):
+            what = "is a directory" if out.is_dir() else f"is in a directory that does not exist ({out.parent})"
+            raise pytest.UsageError(
+                f"{values[name]!r} given by {sources[name]} {what}: expected the path of {what_file} to write"
+            )
+    written = [(name, out) for name, out in outputs.items() if out is not None]
+    for i, (name, out) in enumerate(written):
+        for other, other_out in written[i + 1 :]:
+            if out == other_out:
+                raise pytest.UsageError(
+                    f"{sources[name]} and {sources[other]} name the same file ({values[name]!r}): "
+                    "each output needs its own path"
+                )
+    shard = None
+    if values["shard"]:
+        from ..outputs.merge import parse_shard
+
+        try:
+            shard = parse_shard(values["shard"])
+        except ValueError as exc:
+            raise pytest.UsageError(f"{sources['shard']}: {exc}") from None
     return Settings(
         dataset=dataset,
         spawn=values["spawn"],
         setup=tuple(values["setup"] or ()),
         url=_check_url(values["url"], sources["url"]).rstrip("/") if values["url"] else None,
         api_key=values["api-key"],
-        report=report,
+        report=outputs["report"],
+        html=outputs["html"],
+        markdown=outputs["markdown"],
+        step_summary=not _bool(values["no-step-summary"], sources["no-step-summary"])
+        if values["no-step-summary"] is not None
+        else True,
+        shard=shard,
         baseline=path("baseline"),
         floors=path("floors"),
         strict=_bool(values["strict"], sources["strict"]) if values["strict"] is not None else False,

@@ -1,7 +1,11 @@
-"""What an eval item attaches to its report for the controller, and the stash keys the plugin shares.
+"""What an eval item attaches to its reports for the controller and for JUnit XML, and the stash keys the plugin shares.
 
-Outcomes travel in ``report.user_properties`` as JSON built-ins, so they survive
-pytest-xdist's serialisation (as pytest's own junitxml properties do).
+Outcomes travel as attributes of the item's setup and call reports
+(``report.groundeval_outcome``, ``report.groundeval_run``), JSON built-ins, so they
+survive pytest-xdist's serialisation (it sends every attribute of a report) and
+stay out of ``report.user_properties``, which pytest's junitxml writes verbatim:
+there an item carries only its key figures (``record_figures``), as a CI test tab
+shows them (docs/ci.md, "Outputs").
 """
 
 from __future__ import annotations
@@ -14,11 +18,14 @@ if TYPE_CHECKING:
     from ..core.outcome import ItemOutcome
     from .options import Settings
 
-USER_PROPERTY = "groundeval_outcome"
-"""The ``user_properties`` key an item's outcome travels under."""
+OUTCOME_ATTR = "groundeval_outcome"
+"""The report attribute an item's outcome (wire dict) travels under."""
 
-RUN_PROPERTY = "groundeval_run"
-"""``user_properties`` key carrying the dataset version and model lineage of the run."""
+RUN_ATTR = "groundeval_run"
+"""The report attribute carrying the dataset version and model lineage of the run."""
+
+GATE_ATTR = "groundeval_gate"
+"""Set on the synthetic report of a dataset's gate (JUnit XML), so the controller skips it."""
 
 SESSION_WORKERINPUT = "groundeval_session"
 """``workerinput`` key under which the controller gives xdist workers the session id."""
@@ -34,13 +41,65 @@ spawned_key = pytest.StashKey[Any]()
 """The session's ``SpawnedTarget`` (``session.stash``), when the target was spawned."""
 position_key = pytest.StashKey[dict]()
 """Node id -> index in ``session.items`` (``session.stash``), built on first use."""
+outcome_key = pytest.StashKey[dict]()
+"""The item's outcome as a wire dict (``item.stash``), copied onto its reports."""
+run_key = pytest.StashKey[dict]()
+"""The item's dataset version and lineage (``item.stash``), copied onto its reports."""
+
+FIGURES = (
+    ("latencyMs", "latencyMs"),
+    ("evidenceFound", "evidenceFound"),
+    ("evidenceExpected", "evidenceExpected"),
+    ("claimsReturned", "claimsReturned"),
+    ("claimsSupported", "claimsSupported"),
+    ("claimsSupportedTrue", "claimsSupportedTrue"),
+    ("claimsTrueCited", "claimsTrueCited"),
+    ("claimsTrueCitedSupported", "claimsTrueCitedSupported"),
+    ("traceId", "traceId"),
+)
+"""JUnit property name -> outcome wire key of the figures an item records (tokens are added up)."""
 
 
 def record_run(item: pytest.Item, dataset_version: str, models: dict) -> None:
-    """Attach the run's dataset version and lineage to the item's report (for the controller)."""
-    item.user_properties.append((RUN_PROPERTY, {"datasetVersion": dataset_version, "models": dict(models)}))
+    """Attach the run's dataset version and lineage to the item's reports (for the controller)."""
+    item.stash[run_key] = {"datasetVersion": dataset_version, "models": dict(models)}
 
 
 def record_outcome(item: pytest.Item, outcome: ItemOutcome) -> None:
-    """Attach the outcome as JSON built-ins, so it survives xdist."""
-    item.user_properties.append((USER_PROPERTY, outcome.to_wire()))
+    """Attach the outcome as JSON built-ins to the item's reports, and its key figures as JUnit properties."""
+    wire = outcome.to_wire()
+    item.stash[outcome_key] = wire
+    record_figures(item, wire)
+
+
+def record_figures(item: pytest.Item, wire: dict) -> None:
+    """Add the outcome's key figures to ``item.user_properties`` (what ``record_property`` does).
+
+    Only figures: the outcome (pass, fail, error), latency in ms, tokens, evidence
+    and claim counts, the target's trace id. Never a text of the answer, never the
+    API key or the target's URL (docs/ci.md).
+    """
+    props = item.user_properties
+    props.append(("outcome", "error" if wire.get("error") is not None else "pass" if wire.get("pass") else "fail"))
+    for name, key in FIGURES:
+        value = wire.get(key)
+        if value is None or (key.startswith(("evidence", "claims")) and not value and wire.get("kind") != "qa"):
+            continue
+        props.append((name, f"{value:.1f}" if key == "latencyMs" else value))
+    prompt, completion = wire.get("promptTokens"), wire.get("completionTokens")
+    if prompt is not None or completion is not None:
+        props.append(("tokens", (prompt or 0) + (completion or 0)))
+    if wire.get("kind") == "adversarial" and wire.get("falsehoodSupported") is not None:
+        props.append(("falsehoodSupported", wire["falsehoodSupported"]))
+
+
+def attach(item: pytest.Item, report: pytest.TestReport) -> None:
+    """Copy what the item recorded onto its setup or call report (``pytest_runtest_makereport``)."""
+    if report.when == "teardown":
+        return
+    run = item.stash.get(run_key, None)
+    if run is not None:
+        setattr(report, RUN_ATTR, run)
+    outcome = item.stash.get(outcome_key, None)
+    if outcome is not None:
+        setattr(report, OUTCOME_ATTR, outcome)

@@ -16,6 +16,8 @@ import pytest
 
 from pytest_groundeval.outputs.html import render_html
 
+REPO = Path(__file__).resolve().parents[2]
+
 # In CI (CI=true, as GitHub Actions and GitLab CI set it) a missing browser fails the
 # collection instead of skipping: .ci/run installs both, and a skipped browser test proves nothing.
 IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
@@ -68,6 +70,59 @@ class Page:
         return self.page.eval_on_selector_all(
             "#items-table tbody tr.row", "rows => rows.map(r => ({id: r.dataset.id, kind: r.dataset.kind, outcome: r.dataset.outcome}))"
         )
+
+
+MAX_HTML_BYTES = 3_000_000
+"""The page of datasets/v1 must stay within 3 MB (docs/ci.md)."""
+
+
+@pytest.fixture(scope="module")
+def plugin_v1_html(tmp_path_factory) -> Path:
+    """The HTML page the plugin writes for a real run of datasets/v1 (``--eval-html``), as the main job does.
+
+    A subprocess against the mock and the reference target the plugin starts: the real
+    path from the items' outcomes to the page, about 5 s for the 621 items.
+    """
+    import subprocess
+    import sys
+
+    out = tmp_path_factory.mktemp("v1-html")
+    html = out / "report.html"
+    command = [
+        sys.executable, "-m", "pytest", "--rootdir", str(REPO), "-p", "no:cacheprovider", "-p", "no:benchmark", "-q",
+        f"--eval-dataset={REPO / 'datasets' / 'v1'}", f"--eval-html={html}", "--eval-no-step-summary",
+    ]  # fmt: skip
+    result = subprocess.run(command, cwd=out, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and html.is_file(), result.stdout[-3000:] + result.stderr[-3000:]
+    return html
+
+
+def test_the_plugins_v1_page_is_small_loads_fast_and_shows_an_items_answer(browser, plugin_v1_html, record_property):
+    size = plugin_v1_html.stat().st_size
+    record_property("html_bytes", size)
+    assert size <= MAX_HTML_BYTES
+    page = Page(browser, plugin_v1_html)
+    try:
+        assert page.console == [] and page.requests == [page.url]
+        assert page.page.inner_text("#verdict") == "gate PASS"
+        timing = page.page.evaluate(
+            "() => { const n = performance.getEntriesByType('navigation')[0];"
+            " return {load: n.loadEventEnd, rendered: performance.getEntriesByName('groundeval-rendered')[0].startTime}; }"
+        )
+        record_property("html_load_ms", timing["load"])
+        print(f"plugin's v1 page: {size / 1e6:.2f} MB, load event {timing['load']:.0f} ms")
+        page.page.select_option("#f-outcome", "fail")
+        failed = page.rows()
+        assert failed and {r["outcome"] for r in failed} == {"fail"} and {r["kind"] for r in failed} == {"qa"}
+        page.page.click("#items-table tbody tr.row[data-id=qa-halueval-0082]")  # a retrieval miss
+        panel = page.page.locator(".panel")
+        assert panel.locator(".answer span.claim").count() >= 1  # the answer, its claims marked
+        assert "retrieved evidence" in panel.inner_text().lower() and "not retrieved" in panel.inner_text()
+        page.page.select_option("#f-outcome", "")
+        page.page.select_option("#f-tag", "halueval")
+        assert len(page.rows()) > 0 and page.console == []
+    finally:
+        page.page.close()
 
 
 @pytest.fixture

@@ -130,7 +130,8 @@ def test_the_tool_trace_is_stored_and_grouped_by_tool(run, pytester, smoke, caps
 
 
 def test_a_killed_run_keeps_its_items_and_has_no_finish_time(pytester, smoke, shared_target):
-    pytester.makeconftest(TARGET_CONFTEST.format(delay=0.4))
+    # Slow enough that the kill (once two items are recorded) always lands mid-run.
+    pytester.makeconftest(TARGET_CONFTEST.format(delay=1.0))
     db = pytester.path / "h.db"
     command = [
         sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", f"--eval-dataset={smoke}",

@@ -157,7 +157,8 @@ def test_help_lists_every_option_in_one_group(run, pytester):
     text = result.stdout.str()
     group = text.split("groundeval: gate grounded-answer quality:")[1].split("\n\n")[0]
     for name in (
-        "dataset", "spawn", "setup", "url", "api-key", "report", "baseline", "floors", "strict",
+        "dataset", "spawn", "setup", "url", "api-key", "report", "html", "markdown", "no-step-summary", "shard",
+        "baseline", "floors", "strict",
         "timeout", "ready-timeout", "model-generate", "model-embed", "max-response-bytes",
     ):
         assert f"--eval-{name}" in group, name

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import field_validator
 
 from ..contract import strip_markers
+from ..drilldown import answer_extra
 from ..evidence import OptionalEvidenceBlock
 from ..outcome import ItemOutcome
 from ..scoring import claim_coverage
@@ -96,12 +97,18 @@ class AdversarialKind(Kind):
         answer = response["answer"]
         window = falsehood_window(answer, falsehood)
         offending = []
+        # The harness judges only supported claims here: one that states the falsehood is not true.
+        truth_of_claims: list[bool | None] = []
         for claim in response["claims"]:
             if claim["verdict"] != "supported":
+                truth_of_claims.append(None)
                 continue
             overlaps_span = window is not None and claim["start"] < window[1] and claim["end"] > window[0]
             if overlaps_span or claim_coverage(strip_markers(claim["text"]), falsehood) >= FALSEHOOD_OVERLAP:
                 offending.append(claim)
+                truth_of_claims.append(False)
+            else:
+                truth_of_claims.append(None)
         problems = []
         if offending:
             problems.append(
@@ -118,6 +125,7 @@ class AdversarialKind(Kind):
             detail="\n".join(problems) or "planted falsehood was not supported",
             falsehood_supported=bool(offending),
             evidence_review=review,
+            extra=answer_extra(item, response, runner.spans(response, dataset), claim_truth=truth_of_claims),
             **figures,
         )
 

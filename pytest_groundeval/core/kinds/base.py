@@ -234,7 +234,9 @@ class Kind:
 
     def errored(self, item: Any, error: str) -> ItemOutcome:
         """The outcome of ``item`` when it could not be run (never dropped from a denominator)."""
-        return ItemOutcome(id=item.id, kind=item.kind, passed=False, error=error, detail=error)
+        return ItemOutcome(
+            id=item.id, kind=item.kind, passed=False, error=error, detail=error, extra={"tags": list(item.tags)}
+        )
 
     # -- metrics
 

@@ -38,6 +38,7 @@ import regex
 from pydantic import Field, model_validator
 
 from ..contract import MARKER_IN_TEXT_PATTERN
+from ..drilldown import ANSWER_CHARS, answer_extra
 from ..evidence import OptionalEvidenceBlock, describe_review, review_answer
 from ..outcome import ItemOutcome
 from ..text import shorten
@@ -689,17 +690,22 @@ class CitationKind(Kind):
             sources=source_map(item, response["evidence"]),
             mention_regex=dataset.manifest.mention_regex,
         )
-        return outcome.model_copy(update=figures)
+        extra = {**outcome.extra, **answer_extra(item, response, runner.spans(response, dataset))}
+        return outcome.model_copy(update={**figures, "extra": extra})
 
     def run_offline(self, item: CitationItem, dataset: Dataset) -> ItemOutcome:
         if item.response is None:
             return super().run_offline(item, dataset)
-        return judge_citation(
+        outcome = judge_citation(
             item,
             answer=item.response.answer,
             sources=source_map(item, None),
             mention_regex=dataset.manifest.mention_regex,
         )
+        shown = {"answer": item.response.answer[:ANSWER_CHARS], "tags": list(item.tags)}
+        if item.question:
+            shown["question"] = item.question[:ANSWER_CHARS]
+        return outcome.model_copy(update={"extra": {**outcome.extra, **shown}})
 
     def tally_any(self, tally: CitationTally, outcome: ItemOutcome) -> None:
         """Fold the citation figures of any outcome's ``extra`` into ``tally``.

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 from pydantic import Discriminator, Field, Tag
 
 from ..contract import strip_markers
+from ..drilldown import answer_extra, errored_extra
 from ..evidence import OptionalEvidenceBlock
 from ..outcome import ItemOutcome
 from ..scoring import best_truth, claim_is_true, evidence_found
@@ -149,12 +150,15 @@ class QaKind(Kind):
         spans = runner.spans(response, dataset)
         missing: list[str] = []
         found = 0
+        expected_found: list[tuple[str, bool]] = []
         for expected in item.expected_evidence:
             if isinstance(expected, str):
                 text, texts = expected, [s[2] for s in spans]
             else:
                 text, texts = expected.text, [s[2] for s in spans if s[1] == expected.document]
-            if evidence_found(text, texts):
+            hit = evidence_found(text, texts)
+            expected_found.append((text, hit))
+            if hit:
                 found += 1
             else:
                 missing.append(text)
@@ -162,8 +166,10 @@ class QaKind(Kind):
         supported = supported_true = true_cited = true_cited_supported = 0
         false_supported: list[str] = []
         rejected_true: list[str] = []
+        truth_of_claims: list[bool] = []
         for claim in response["claims"]:
             is_true = claim_is_true(strip_markers(claim["text"]), item.truths)
+            truth_of_claims.append(is_true)
             is_supported = claim["verdict"] == "supported"
             if is_supported:
                 supported += 1
@@ -217,6 +223,7 @@ class QaKind(Kind):
             claims_true_cited=true_cited,
             claims_true_cited_supported=true_cited_supported,
             evidence_review=review,
+            extra=answer_extra(item, response, spans, claim_truth=truth_of_claims, expected=expected_found),
             **figures,
         )
 
@@ -229,6 +236,7 @@ class QaKind(Kind):
             error=error,
             detail=error,
             evidence_expected=len(item.expected_evidence),
+            extra=errored_extra(item),
         )
 
     def tally(self, tally: QaTally, outcome: ItemOutcome) -> None:

@@ -52,6 +52,7 @@ class ReviewKind(Kind):
             passed=review.passed,
             detail=detail,
             evidence_review=review,
+            extra={"tags": list(item.tags)},
         )
 
 

@@ -480,7 +480,7 @@ class TemporalKind(Kind):
             if problems
             else "probe matched"
         )
-        return ItemOutcome(id=item.id, kind="temporal", passed=not problems, detail=detail)
+        return ItemOutcome(id=item.id, kind="temporal", passed=not problems, detail=detail, extra={"tags": list(item.tags)})
 
     def tally(self, tally: TemporalTally, outcome: ItemOutcome) -> None:
         tally.passed += not outcome.errored and outcome.passed
