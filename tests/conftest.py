@@ -29,3 +29,26 @@ def load_script() -> Callable[[str], ModuleType]:
         return module
 
     return load
+
+
+@pytest.fixture(scope="session")
+def main_job(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The main job, run once for the whole session as CI runs it: ``pytest --eval-dataset=datasets/v1``.
+
+    A subprocess against the mock and the reference target the plugin starts, with
+    ``--eval-report`` and ``--eval-html``; several tests read what it wrote.
+
+    Returns:
+        ``{"result": CompletedProcess, "report": Path, "html": Path}``.
+    """
+    import subprocess
+
+    out = tmp_path_factory.mktemp("main-job")
+    report, html = out / "report.json", out / "report.html"
+    command = [
+        sys.executable, "-m", "pytest", "--rootdir", str(REPO), "-p", "no:cacheprovider", "-p", "no:benchmark", "-q",
+        f"--eval-dataset={REPO / 'datasets' / 'v1'}", f"--eval-report={report}", f"--eval-html={html}",
+        "--eval-no-step-summary",
+    ]  # fmt: skip
+    result = subprocess.run(command, cwd=out, capture_output=True, text=True, timeout=300)
+    return {"result": result, "report": report, "html": html}

@@ -77,22 +77,12 @@ MAX_HTML_BYTES = 3_000_000
 
 
 @pytest.fixture(scope="module")
-def plugin_v1_html(tmp_path_factory) -> Path:
+def plugin_v1_html(main_job) -> Path:
     """The HTML page the plugin writes for a real run of datasets/v1 (``--eval-html``), as the main job does.
 
-    A subprocess against the mock and the reference target the plugin starts: the real
-    path from the items' outcomes to the page, about 5 s for the 621 items.
+    The session's main job (tests/conftest.py): the real path from the items' outcomes to the page.
     """
-    import subprocess
-    import sys
-
-    out = tmp_path_factory.mktemp("v1-html")
-    html = out / "report.html"
-    command = [
-        sys.executable, "-m", "pytest", "--rootdir", str(REPO), "-p", "no:cacheprovider", "-p", "no:benchmark", "-q",
-        f"--eval-dataset={REPO / 'datasets' / 'v1'}", f"--eval-html={html}", "--eval-no-step-summary",
-    ]  # fmt: skip
-    result = subprocess.run(command, cwd=out, capture_output=True, text=True, timeout=300)
+    result, html = main_job["result"], main_job["html"]
     assert result.returncode == 0 and html.is_file(), result.stdout[-3000:] + result.stderr[-3000:]
     return html
 
