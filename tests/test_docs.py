@@ -132,3 +132,11 @@ def test_the_checks_see_what_they_look_for(tmp_path):
         f"{docs / 'gate.md'}: scoring.md",
     ]
     assert section_citations([code, docs / "gate.md"]) == [f"{code}:2"]
+
+
+def test_the_architecture_page_lists_every_module():
+    """docs/architecture.md is the one-page map: one line per module of the package."""
+    page = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    package = ROOT / "pytest_groundeval"
+    modules = sorted(p.relative_to(package).as_posix() for p in package.rglob("*.py"))
+    assert [m for m in modules if f"`{m}`" not in page] == []
