@@ -220,7 +220,8 @@ class GateSession:
         if self.journal is None:
             from .crash import ControllerJournal
 
-            self.journal = ControllerJournal()
+            factory = getattr(self.config, "_tmp_path_factory", None)  # pytest's tmp_path_factory
+            self.journal = ControllerJournal(factory.getbasetemp() if factory is not None else None)
         from .crash import WORKERINPUT_KEY
 
         node.workerinput[WORKERINPUT_KEY] = str(self.journal.directory)

@@ -95,8 +95,15 @@ class WorkerJournal:
 class ControllerJournal:
     """The controller's side: the directory, and what a dead worker left in it."""
 
-    def __init__(self) -> None:
-        self.directory = Path(tempfile.mkdtemp(prefix="groundeval-journal-"))
+    def __init__(self, base: Path | None = None) -> None:
+        """Make the journal directory, under ``base`` (pytest's basetemp) when given.
+
+        Under pytest's basetemp it is cleaned up as pytest's own temporary directories
+        are (the last few sessions are kept), also after a run killed before teardown.
+        """
+        if base is not None:
+            base.mkdir(parents=True, exist_ok=True)
+        self.directory = Path(tempfile.mkdtemp(prefix="groundeval-journal-", dir=base))
         self.in_flight: dict[str, list[str]] = {}
         """Worker id -> the items it had in flight when it died."""
         self.done: dict[str, set[str]] = {}
