@@ -194,6 +194,12 @@ class GateSession:
             "baseline": str(s.baseline) if s.baseline else None,
             "floorsFile": str(s.floors) if s.floors else None,
             "workers": getattr(self.config.option, "numprocesses", None),
+            # The judge and scorer by URL and model; never the judge's API key (docs/citation.md).
+            "judgeUrl": s.judge or s.judge_url,
+            "judgeModel": s.judge_model,
+            "judgeCache": s.judge_cache is not None,
+            "scorerUrl": s.scorer_url,
+            "scorerModel": s.scorer_model,
         }
 
     # -- SIGTERM ------------------------------------------------------------------

@@ -1,6 +1,8 @@
 """The plugin's session fixtures: the mock provider, the target, and the item runners.
 
 Each xdist worker gets its own mock, target and runner; the controller runs none.
+With a citation judge or coverage scorer (docs/citation.md) each runner's dispatcher
+loop also holds their clients, built on it and closed when it closes.
 Override ``groundeval_target`` in a ``conftest.py`` to test any object that
 implements ``pytest_groundeval.targets.Target`` (docs/target-contract.md).
 """

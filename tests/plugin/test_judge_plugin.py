@@ -168,14 +168,6 @@ def test_judge_down_and_scorer_down_are_counted_and_fail_the_floors(run, pyteste
     ])  # fmt: skip
 
 
-def test_a_judge_floor_without_a_judge_fails(run, pytester, cites):
-    floors = pytester.path / "floors.json"
-    floors.write_text(json.dumps({"judgeAgreement": 0.5}))
-    result = run(f"--eval-dataset={cites}", f"--eval-floors={floors}")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["judgeAgreement*n/a >= 0.5000*FAIL*1 citation item(s) ran but no judge was asked*"])
-
-
 def test_the_cache_makes_an_unchanged_rerun_ask_nothing_and_the_key_is_never_written(run, pytester, cites, mock):
     key = "sk-groundeval-test-3f9a1c77e2"
     cache, report, junit = pytester.path / "cache", pytester.path / "r.json", pytester.path / "j.xml"
