@@ -211,7 +211,8 @@ def test_generated_questions_run_against_the_target_with_the_judge(run, pytester
                        "--llm-url", mock.base_url, "--model", "mock-questions", "--out", str(out)])  # fmt: skip
     assert code == 0
     report = pytester.path / "r.json"
-    result = run(f"--eval-dataset={out}", "--eval-judge=mock", f"--eval-report={report}")
+    # Its own target (spawn): the shared one holds other tests' corpora, which an unrestricted question may cite.
+    result = run(f"--eval-dataset={out}", "--eval-judge=mock", f"--eval-report={report}", spawn=True)
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 3 and "errors" not in outcomes
     items = read(report)["items"]
