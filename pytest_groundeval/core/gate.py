@@ -51,6 +51,9 @@ _COUNTS = frozenset(spec.wire for spec in metric_specs() if spec.type_ == "count
 _SILENT = {spec.wire: spec.silent for spec in metric_specs() if spec.silent is not None}
 """Metrics whose None, with their items run, FAILs a bound (``MetricSpec.silent``)."""
 
+_ARMED = {spec.wire: spec.armed_by for spec in metric_specs() if spec.armed_by}
+"""Counts given a ceiling of 0 by a bound on another metric (``MetricSpec.armed_by``): judge floors arm ``judgeErrors``."""
+
 _NOT_MEASURED = "no items measured this metric (n/a)"
 
 
@@ -447,7 +450,10 @@ def evaluate_gate(
         metrics: The run's metrics.
         floors: The complete bounds (as returned by ``parse_floors``/``load_floors``);
             None means ``DEFAULT_FLOORS``. A metric absent (or None) here has no
-            bound, except ``errors``, which is always checked (ceiling 0 unless set).
+            bound, except ``errors``, which is always checked (ceiling 0 unless set),
+            and a count armed by another metric's bound (``MetricSpec.armed_by``:
+            ``judgeErrors`` and ``scorerErrors``, ceiling 0 once a judge or coverage
+            bound is set and the count was measured).
         baseline: A previous report to compare retrieval recall with, or what a run
             recorded of its baseline (``summarize_baseline``: ``groundeval gate``
             re-applies a saved run's baseline from that record), if any.
@@ -474,14 +480,20 @@ def evaluate_gate(
     checks: list[GateCheck] = []
     for metric, direction in METRIC_DIRECTIONS.items():
         bound = bounds.get(metric)
+        note = ""
         if metric == "errors" and bound is None:
             bound = 0
+        if bound is None and values[metric] is not None and metric in _ARMED:
+            # A judge floor is only as good as the judge's answers: unjudged paragraphs fail it.
+            arming = [name for name in _ARMED[metric] if bounds.get(name) is not None]
+            if arming:
+                bound, note = 0, f" (armed by the {', '.join(arming)} bound{'s' if len(arming) > 1 else ''})"
         if bound is not None:
             silent = _SILENT[metric](metrics) if values[metric] is None and metric in _SILENT else None
             if silent is not None:
                 checks.append(_silent_check(metric, float(bound), direction.op, silent))
             else:
-                checks.append(_compare(metric, values[metric], float(bound), direction.op))
+                checks.append(_compare(metric, values[metric], float(bound), direction.op, note))
         if metric == RETRIEVAL_RECALL:
             checks.append(_baseline_recall_check(values[metric], margin, baseline, dataset_version, lineage))
     return GateResult(passed=all(c.outcome != "FAIL" for c in checks), checks=checks)

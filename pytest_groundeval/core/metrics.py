@@ -78,8 +78,12 @@ def metric_specs() -> tuple[MetricSpec, ...]:
 def _build_metrics_model() -> type[WireModel]:
     fields: dict[str, Any] = {}
     for spec in metric_specs():
-        if spec.type_ == "count":
+        if spec.type_ == "count" and spec.nullable:
+            fields[spec.field] = (Optional[int], Field(None, description=spec.doc))
+        elif spec.type_ == "count":
             fields[spec.field] = (int, Field(0, description=spec.doc))
+        elif spec.type_ == "table":
+            fields[spec.field] = (Optional[dict[str, Any]], Field(None, description=spec.doc))
         else:
             fields[spec.field] = (Optional[float], Field(None, description=spec.doc))
     fields["items"] = (int, Field(0, description="Items that ran or errored (every outcome aggregated)."))
@@ -107,13 +111,41 @@ METRIC_DIRECTIONS: Mapping[str, MetricDirection] = MappingProxyType(
 )
 """Every gate-able metric (wire name) and whether its bound is a floor or a ceiling, in print order."""
 
+WHOLE_NUMBER_METRICS: frozenset[str] = frozenset(
+    {"items", "notRun"} | {spec.wire for spec in metric_specs() if spec.type_ == "count" and spec.direction is not None}
+)
+"""Gate-able counts (``errors``, ``judgeErrors``, …) and the gate's own counts, printed as whole numbers."""
 
-def format_value(metric: str, value: float | None) -> str:
-    """A metric value as printed: rates to 4 decimals, ms and tokens to 1, counts whole, None as n/a."""
+TABLE_METRICS: frozenset[str] = frozenset(spec.wire for spec in metric_specs() if spec.type_ == "table")
+"""Metrics whose value is a JSON object of counts (``verdictDistribution``, …): reported, never gated."""
+
+
+def format_table(value: Mapping[str, Any]) -> str:
+    """A table metric on one line: non-zero counts as ``label n``, a nested table as ``row→column n``.
+
+    Example: ``{"supported": 3, "partial": 0, "unparseable": 1}`` → ``supported 3, unparseable 1``;
+    ``{"supported": {"partial": 2}}`` → ``supported→partial 2``; nothing counted → ``none``.
+    """
+    parts = []
+    for key, count in value.items():
+        if isinstance(count, Mapping):
+            parts.extend(f"{key}→{column} {n}" for column, n in count.items() if n)
+        elif count:
+            parts.append(f"{key} {count}")
+    return ", ".join(parts) or "none"
+
+
+def format_value(metric: str, value: float | Mapping[str, Any] | None) -> str:
+    """A metric value as printed: rates to 4 decimals, ms and tokens to 1, counts whole, None as n/a.
+
+    A table metric (``TABLE_METRICS``) is printed by ``format_table``.
+    """
     if value is None:
         return "n/a"
+    if isinstance(value, Mapping):
+        return format_table(value)
     direction = METRIC_DIRECTIONS.get(metric)
-    if metric in ("errors", "items", "notRun"):
+    if metric in WHOLE_NUMBER_METRICS:
         return str(int(value))
     if direction is None or direction.rate:
         return f"{value:.4f}"

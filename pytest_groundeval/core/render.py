@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from .gate import GateCheck, GateResult
-from .metrics import METRIC_DIRECTIONS, format_value
+from .metrics import METRIC_DIRECTIONS, format_table, format_value
 from .report import Report
 from .text import shorten
 
-__all__ = ["DETAIL_CHARS", "format_check", "format_report", "format_value", "unbounded_lines"]
+__all__ = ["DETAIL_CHARS", "citation_lines", "format_check", "format_report", "format_value", "unbounded_lines"]
 
 DETAIL_CHARS = 200
 """Characters of an item's detail or error shown on its one line of ``format_report``."""
@@ -36,6 +36,33 @@ def unbounded_lines(metrics: Any, result: GateResult) -> list[str]:
         for metric in METRIC_DIRECTIONS
         if metric not in checked and values.get(metric) is not None
     ]
+
+
+def citation_lines(metrics: Any, judge_model: str | None = None) -> list[str]:
+    """The judge's lines of the summary (docs/citation.md): verdicts, catches, agreement with people.
+
+    Empty when no paragraph was sent to a judge. Example::
+
+        citation judge mock-judge: 120 paragraph(s): supported 84, partial 0, unsupported 12, ...
+        citation catches: deterministic 12, judge 36 (judge-only 24), deterministic-only 0; wrong_speaker 12: ...
+        judge vs human labels (expected→judge): supported→supported 72, wrong_speaker→supported 12, ...
+    """
+    verdicts = metrics.verdict_distribution
+    catches = metrics.citation_catches
+    if not verdicts or not catches:
+        return []
+    named = f" {judge_model}" if judge_model else ""
+    lines = [
+        f"citation judge{named}: {sum(verdicts.values())} paragraph(s): "
+        + ", ".join(f"{label} {count}" for label, count in verdicts.items()),
+        f"citation catches: deterministic {catches['deterministicCatches']}, judge {catches['judgeCatches']} "
+        f"(judge-only {catches['judgeOnlyCatches']}), deterministic-only {catches['deterministicOnlyCatches']} "
+        f"(the judge said supported); wrong_speaker {catches['wrongSpeaker']}: the metadata check had caught "
+        f"{catches['wrongSpeakerDeterministic']}, judge-only {catches['wrongSpeakerJudgeOnly']}",
+    ]
+    if metrics.judge_confusion:
+        lines.append(f"judge vs human labels (expected→judge): {format_table(metrics.judge_confusion)}")
+    return lines
 
 
 def format_report(report: Report) -> list[str]:

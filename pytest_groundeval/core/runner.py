@@ -128,6 +128,10 @@ class ItemRunner:
         """The xdist worker's crash journal (``plugin.crash.WorkerJournal``), when the plugin runs it."""
         self.dispatcher: Any = None
         """The ``dispatch.ItemDispatcher`` feeding this runner, when the plugin runs it."""
+        self.judge: Any = None
+        """The citation judge (``pytest_groundeval.judge.client.JudgeClient``), or None (docs/citation.md)."""
+        self.scorer: Any = None
+        """The coverage scorer (``pytest_groundeval.judge.scorer.CoverageScorer``), or None (docs/citation.md)."""
         self.stop_reason: str | None = None
         """Set once the target is gone or broken for good (its process died, it refused
         ``UNAVAILABLE_STREAK`` calls in a row, or ``ERROR_STREAK`` items in a row could
@@ -233,6 +237,28 @@ class ItemRunner:
             message = f"judging the recorded answer of {item.kind} item {item.id!r} raised {type(exc).__name__}: {exc}"
             raise ItemError(errored_outcome(item, message)) from exc
 
+    async def run_offline_async(self, item: Any, dataset: Dataset) -> ItemOutcome:
+        """``run_offline`` on the running event loop, with this runner's judge and scorer (docs/citation.md).
+
+        A recorded citation answer is judged deterministically and then, when the runner
+        carries a judge or a coverage scorer, its cited paragraphs are sent to them; still
+        no target call. Errors as ``run_offline``.
+
+        Raises:
+            TypeError: the item needs a target.
+            ItemError: judging failed; carries the errored outcome.
+        """
+        kind = kind_of(item)
+        if kind.needs_target(item):
+            raise TypeError(f"{item.kind} item {item.id} needs a target")
+        try:
+            return await kind.run_offline_async(self, item, dataset)
+        except JudgeError as exc:
+            raise ItemError(errored_outcome(item, str(exc))) from exc
+        except Exception as exc:
+            message = f"judging the recorded answer of {item.kind} item {item.id!r} raised {type(exc).__name__}: {exc}"
+            raise ItemError(errored_outcome(item, message)) from exc
+
     @staticmethod
     def needs_target(item: Any) -> bool:
         """Whether running ``item`` calls the target (recorded answers do not)."""
@@ -274,7 +300,7 @@ class ItemRunner:
     async def _run_target_item(self, item: Any, dataset: Dataset) -> ItemOutcome:
         kind = kind_of(item)
         if not kind.needs_target(item):
-            return self.run_offline(item, dataset)
+            return await self.run_offline_async(item, dataset)
         run_id = self._call_run_id(dataset) if self._call_run_id is not None else self.run_id
         ids = call_ids.set((run_id, item.id))
         responses: list[dict] = []

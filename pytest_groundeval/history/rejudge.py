@@ -250,13 +250,15 @@ def judge_figures(paragraphs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The judge's ``extra`` figures of one citation item from its paragraph judgments.
 
     Returns ``citationParagraphsSupported``, ``citationParagraphsWrongSpeaker``,
-    ``citationJudgeErrors`` (paragraphs with no verdict: counted, not supported)
-    and ``citationCoverageScores`` (one per paragraph, None where unscored).
+    ``citationParagraphsUnparseable``, ``citationJudgeErrors`` (paragraphs with no
+    verdict: counted, not supported) and ``citationCoverageScores`` (one per
+    paragraph, None where unscored), as a pytest run's judge sets them (docs/citation.md).
     """
     verdicts = [p.get("verdict") for p in paragraphs]
     return {
         "citationParagraphsSupported": sum(1 for v in verdicts if v == "supported"),
         "citationParagraphsWrongSpeaker": sum(1 for v in verdicts if v == "wrong_speaker"),
+        "citationParagraphsUnparseable": sum(1 for v in verdicts if v == "unparseable"),
         "citationJudgeErrors": sum(1 for v in verdicts if v is None),
         "citationCoverageScores": [p.get("coverageScore") for p in paragraphs],
     }

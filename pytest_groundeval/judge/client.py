@@ -16,6 +16,10 @@ official ``openai`` SDK (``AsyncOpenAI``). Per paragraph it
    says why (counted as ``judgeErrors``, never dropped).
 
 At most ``concurrency`` requests are in flight at once (an ``asyncio.Semaphore``).
+After ``give_up_after`` paragraphs in a row are left unjudged, the judge counts as
+gone: the paragraphs after them are not sent and are left unjudged at once, saying
+so (still counted as ``judgeErrors``), so a judge that is down costs a run seconds,
+not its retries times every paragraph.
 
 The API key goes to the SDK client and nowhere else: it is not an attribute of
 :class:`JudgeClient`, not in its ``repr``, not in the cache and not in any error
@@ -39,6 +43,9 @@ __all__ = ["JudgeClient", "JudgeResult", "UNPARSEABLE", "retry_after_seconds"]
 
 UNPARSEABLE = "unparseable"
 """The verdict recorded when no reply of the judge could be parsed; never counted as supported."""
+
+GIVE_UP_AFTER = 3
+"""Paragraphs in a row left unjudged after which a ``JudgeClient`` sends no more (as the target's streak)."""
 
 NO_KEY = "EMPTY"
 """API key sent when none is configured (vLLM and most local servers ignore it)."""
@@ -121,6 +128,8 @@ class JudgeClient:
         cache: A :class:`JudgeCache`, or None (the default: no cache).
         structured_output: Send ``response_format`` ``json_schema`` (dropped after a 400).
         headers: Extra request headers (e.g. the mock's fault header).
+        give_up_after: Paragraphs in a row left unjudged after which no more are sent
+            (None: never give up).
 
     Raises:
         ImportError: The ``openai`` package is not installed (``pip install 'pytest-groundeval[judge]'``).
@@ -142,6 +151,7 @@ class JudgeClient:
         cache: JudgeCache | None = None,
         structured_output: bool = True,
         headers: Mapping[str, str] | None = None,
+        give_up_after: int | None = GIVE_UP_AFTER,
     ) -> None:
         try:
             import openai
@@ -162,6 +172,10 @@ class JudgeClient:
         self.cache = cache
         self.structured_output = structured_output
         self._semaphore = asyncio.Semaphore(concurrency)
+        self.give_up_after = give_up_after
+        self._unjudged_streak = 0
+        self.gone: str | None = None
+        """Why no more paragraphs are sent (the judge failed ``give_up_after`` in a row), or None."""
         # The SDK's own retries are off: this client bounds and explains them.
         self._client = openai.AsyncOpenAI(
             base_url=base_url,
@@ -202,12 +216,17 @@ class JudgeClient:
                 return JudgeResult(verdict=hit[0], rationale=hit[1], model=self.model, cached=True)
         result = JudgeResult(verdict=None, rationale="", model=self.model)
         async with self._semaphore:
+            if self.gone is not None:
+                result.error = self.gone
+                return result
             for _ in range(1 + self.parse_retries):
                 try:
                     content = await self._complete(messages, result)
                 except _Unavailable as exc:
                     result.error = self._scrub(str(exc))
+                    self._note_unjudged(result.error)
                     return result
+                self._unjudged_streak = 0
                 try:
                     verdict, rationale = parse_verdict(content)
                 except UnparseableReply as exc:
@@ -220,6 +239,14 @@ class JudgeClient:
         result.verdict = UNPARSEABLE
         result.rationale = f"no parseable reply in {result.attempts} attempt(s): {result.parse_failures[-1]}"
         return result
+
+    def _note_unjudged(self, error: str) -> None:
+        self._unjudged_streak += 1
+        if self.give_up_after is not None and self._unjudged_streak >= self.give_up_after and self.gone is None:
+            self.gone = (
+                f"not sent: the judge left {self._unjudged_streak} paragraphs in a row unjudged, "
+                f"so it counts as gone; the last: {error}"
+            )
 
     async def judge_many(self, payloads: Sequence[Mapping[str, Any]]) -> list[JudgeResult]:
         """Judge several paragraphs concurrently (bounded by ``concurrency``); results in input order."""

@@ -7,7 +7,9 @@
 lines and cut to ``cap`` characters (default 28,000), the document. The coverage
 score is the sigmoid of the returned logit, in [0, 1]. A scorer that cannot be
 reached or answers something unreadable gives ``score`` None and an ``error``
-(counted as ``scorerErrors``), never a guess.
+(counted as ``scorerErrors``), never a guess. After ``give_up_after`` paragraphs
+in a row got no score the scorer counts as gone and later paragraphs are not sent
+(still counted, with an error saying so).
 
 Response shapes read: ``{"data": [{"score": x}]}`` (vLLM ``/score``), a bare list
 ``[{"index": 0, "score": x}]`` (text-embeddings-inference style), and
@@ -30,6 +32,9 @@ __all__ = ["DEFAULT_CAP", "CoverageScorer", "ScoreResult", "read_score", "scorer
 
 DEFAULT_CAP = 28_000
 """Characters of the concatenated source texts sent to the scorer (docs/citation.md)."""
+
+GIVE_UP_AFTER = 3
+"""Paragraphs in a row without a score after which a ``CoverageScorer`` sends no more."""
 
 SOURCE_SEPARATOR = "\n\n"
 """What joins the cited sources' texts."""
@@ -108,6 +113,8 @@ class CoverageScorer:
         max_retries: Retries of a 429, 5xx, timeout or connection failure.
         concurrency: Maximum requests in flight.
         headers: Extra request headers.
+        give_up_after: Paragraphs in a row without a score after which no more are sent
+            (None: never give up).
     """
 
     def __init__(
@@ -121,6 +128,7 @@ class CoverageScorer:
         max_retries: int = 1,
         concurrency: int = 4,
         headers: dict[str, str] | None = None,
+        give_up_after: int | None = GIVE_UP_AFTER,
     ) -> None:
         if cap < 1:
             raise ValueError(f"the scorer cap must be at least 1 character, got {cap}")
@@ -132,6 +140,10 @@ class CoverageScorer:
         self._semaphore = asyncio.Semaphore(concurrency)
         self._http = httpx.AsyncClient(timeout=timeout, headers=headers or {})
         self._paths = self._candidates()
+        self.give_up_after = give_up_after
+        self._error_streak = 0
+        self.gone: str | None = None
+        """Why no more paragraphs are sent (``give_up_after`` failures in a row), or None."""
 
     def __repr__(self) -> str:
         return f"CoverageScorer(url={self.url!r}, model={self.model!r}, cap={self.cap})"
@@ -171,10 +183,19 @@ class CoverageScorer:
         if self.model is not None:
             body["model"] = self.model
         async with self._semaphore:
+            if self.gone is not None:
+                return ScoreResult(None, truncated=truncated, error=self.gone)
             try:
                 logit = await self._post(body)
             except _ScorerError as exc:
+                self._error_streak += 1
+                if self.give_up_after is not None and self._error_streak >= self.give_up_after and self.gone is None:
+                    self.gone = (
+                        f"not sent: the scorer gave no score for {self._error_streak} paragraphs in a row, "
+                        f"so it counts as gone; the last: {exc}"
+                    )
                 return ScoreResult(None, truncated=truncated, error=str(exc))
+        self._error_streak = 0
         return ScoreResult(sigmoid(logit), logit=logit, truncated=truncated)
 
     async def _post(self, body: dict[str, Any]) -> float:

@@ -108,7 +108,8 @@ class EvalItem(pytest.Function):
             if poisoned is not None:
                 # It was in flight when a worker crashed: one of those crashed it (plugin/crash.py).
                 raise ItemError(errored_outcome(self.eval_item, poisoned))
-            if self.uses_target:
+            if runner.dispatcher is not None:
+                # Target items, and recorded answers sent to a judge: run ahead on the dispatcher's loop.
                 self.outcome = runner.dispatcher.outcome_for(self)
             else:
                 self.outcome = runner.run_offline(self.eval_item, self.dataset)

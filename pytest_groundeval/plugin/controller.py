@@ -194,6 +194,12 @@ class GateSession:
             "baseline": str(s.baseline) if s.baseline else None,
             "floorsFile": str(s.floors) if s.floors else None,
             "workers": getattr(self.config.option, "numprocesses", None),
+            # The judge and scorer by URL and model; never the judge's API key (docs/citation.md).
+            "judgeUrl": s.judge or s.judge_url,
+            "judgeModel": s.judge_model,
+            "judgeCache": s.judge_cache is not None,
+            "scorerUrl": s.scorer_url,
+            "scorerModel": s.scorer_model,
         }
 
     # -- SIGTERM ------------------------------------------------------------------
@@ -818,6 +824,10 @@ class GateSession:
         for check in run.gate.checks:
             tr.write_line(format_check(check), red=check.outcome == "FAIL", green=check.outcome == "PASS")
         for line in unbounded_lines(run.metrics, run.gate):
+            tr.write_line(line)
+        from ..core.render import citation_lines
+
+        for line in citation_lines(run.metrics, self.settings.judge_model):
             tr.write_line(line)
         if run.not_run:
             tr.write_line(

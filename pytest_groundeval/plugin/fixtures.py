@@ -1,6 +1,8 @@
 """The plugin's session fixtures: the mock provider, the target, and the item runners.
 
 Each xdist worker gets its own mock, target and runner; the controller runs none.
+With a citation judge or coverage scorer (docs/citation.md) each runner's dispatcher
+loop also holds their clients, built on it and closed when it closes.
 Override ``groundeval_target`` in a ``conftest.py`` to test any object that
 implements ``pytest_groundeval.targets.Target`` (docs/target-contract.md).
 """
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -135,12 +137,16 @@ def groundeval_runner(request: pytest.FixtureRequest, groundeval_target: Any) ->
     from .dispatch import ItemDispatcher
 
     settings = request.config.stash[settings_key]
-    mock = request.session.stash.get(mock_key, None)
+    # The mock counts the target's tokens only when the target talks to it (not an --eval-url target,
+    # for which the mock may run as the judge alone).
+    mock = request.session.stash.get(mock_key, None) if not settings.url else None
     spawned = request.session.stash.get(spawned_key, None)
+    judging_kinds = [kind for kind, on in (("judge", settings.judge), ("score", settings.scorer_url == "mock")) if on]
 
     def mock_tokens() -> int:
-        # A running count, exact however many requests the mock's bounded log has dropped.
-        return mock.tokens_total()
+        # A running count, exact however many requests the mock's bounded log has dropped;
+        # the judge's and scorer's calls to the same mock are not the target's.
+        return mock.tokens_total() - sum(mock.tokens_total(kind) for kind in judging_kinds)
 
     session = session_id(request.config)
     keys: dict[Any, str] = {}
@@ -190,14 +196,22 @@ def groundeval_runner(request: pytest.FixtureRequest, groundeval_target: Any) ->
         # An item that was in flight when a worker crashed is never sent again.
         return journal is None or journal.poisoned(test_item.nodeid) is None
 
+    build = judging_clients(request, settings)
+
+    async def on_close() -> None:
+        await close_judging(runner)
+        if inspect.iscoroutinefunction(aclose):
+            await aclose()
+
     runner.dispatcher = ItemDispatcher(
         run,
         concurrency=settings.concurrency,
         upcoming=lambda test_item: upcoming_items(request.session, test_item),
         eligible=eligible,
-        on_close=aclose if inspect.iscoroutinefunction(aclose) else None,
+        on_close=on_close,
     )
     try:
+        install_judging(request, runner, build)
         yield runner
     finally:
         runner.dispatcher.close()
@@ -211,6 +225,72 @@ def session_id(config: pytest.Config) -> str:
     if found is None:
         found = config.stash[session_key] = uuid.uuid4().hex
     return found
+
+
+def judging_clients(request: pytest.FixtureRequest, settings: Settings) -> Callable[[], Awaitable[tuple[Any, Any]]] | None:
+    """A coroutine function building the citation judge and coverage scorer, or None without either.
+
+    Resolves ``mock`` (``--eval-judge=mock``, ``--eval-scorer-url=mock``) to the session's mock
+    provider, starting it (and nothing else) when no one has. The clients are built by the
+    returned coroutine so that they live on the event loop that runs the items
+    (``install_judging``). docs/citation.md.
+    """
+    from .options import MOCK
+
+    if not settings.judging:
+        return None
+    mock = request.getfixturevalue("groundeval_mock") if settings.uses_mock_for_judging else None
+    judge_url = mock.base_url if settings.judge == MOCK else settings.judge_url
+    scorer_url = mock.base_url if settings.scorer_url == MOCK else settings.scorer_url
+
+    async def build() -> tuple[Any, Any]:
+        from ..judge.cache import JudgeCache
+        from ..judge.client import JudgeClient
+        from ..judge.scorer import CoverageScorer
+
+        judge = scorer = None
+        if judge_url:
+            judge = JudgeClient(
+                judge_url,
+                settings.judge_model or "",
+                settings.judge_api_key,
+                concurrency=settings.judge_concurrency,
+                cache=JudgeCache(settings.judge_cache) if settings.judge_cache is not None else None,
+            )
+        if scorer_url:
+            scorer = CoverageScorer(
+                scorer_url, settings.scorer_model, cap=settings.scorer_cap, concurrency=settings.judge_concurrency
+            )
+        return judge, scorer
+
+    return build
+
+
+def install_judging(request: pytest.FixtureRequest, runner: Any, build: Callable[[], Awaitable[tuple[Any, Any]]] | None) -> None:
+    """Build the judge and scorer on ``runner.dispatcher``'s loop and hand them to ``runner``.
+
+    A judge that cannot be built (the ``openai`` package missing) stops the session with
+    one clear error, as a target that does not start does.
+    """
+    if build is None:
+        return
+    import asyncio
+
+    problem = None
+    try:
+        runner.judge, runner.scorer = asyncio.run_coroutine_threadsafe(build(), runner.dispatcher.loop).result(30)
+    except (ImportError, ValueError) as exc:
+        problem = f"the citation judge could not be set up: {exc}"
+    if problem is not None:
+        stop_session(request, problem)
+
+
+async def close_judging(runner: Any) -> None:
+    """Close the judge's and the scorer's HTTP connections (on the loop they were built on)."""
+    for client in (runner.judge, runner.scorer):
+        if client is not None:
+            await client.close()
+    runner.judge = runner.scorer = None
 
 
 def upcoming_items(session: pytest.Session, current: pytest.Item) -> Iterator[pytest.Item]:
@@ -239,9 +319,17 @@ def upcoming_items(session: pytest.Session, current: pytest.Item) -> Iterator[py
 
 
 @pytest.fixture(scope="session")
-def groundeval_offline_runner(request: pytest.FixtureRequest) -> Any:
-    """Runs items that need no target (``review`` items, docs/dataset.md): no mock, no server."""
+def groundeval_offline_runner(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """Runs items that need no target (``review`` items, recorded citation answers, docs/dataset.md).
+
+    Starts no server. With a citation judge or coverage scorer (docs/citation.md) the items
+    are run by a ``dispatch.ItemDispatcher`` of their own, so items sent ahead are judged
+    ahead while pytest reports in order; ``--eval-judge=mock`` starts the mock provider, and
+    only the mock.
+    """
     from ..core.runner import ItemRunner
+    from .collect import EvalItem
+    from .dispatch import ItemDispatcher
 
     settings = request.config.stash[settings_key]
     runner = ItemRunner(None)
@@ -249,4 +337,20 @@ def groundeval_offline_runner(request: pytest.FixtureRequest) -> Any:
         "generate": settings.model_generate or "unknown",
         "embed": settings.model_embed or "unknown",
     }
-    return runner
+    build = judging_clients(request, settings)
+    if build is None:
+        yield runner
+        return
+    runner.dispatcher = ItemDispatcher(
+        lambda test_item: runner.run_offline_async(test_item.eval_item, test_item.dataset),
+        # Recorded answers wait on nothing but the judge: keep as many in flight as it takes.
+        concurrency=max(settings.concurrency, settings.judge_concurrency),
+        upcoming=lambda test_item: upcoming_items(request.session, test_item),
+        eligible=lambda test_item: isinstance(test_item, EvalItem) and not test_item.uses_target,
+        on_close=lambda: close_judging(runner),
+    )
+    try:
+        install_judging(request, runner, build)
+        yield runner
+    finally:
+        runner.dispatcher.close()

@@ -11,7 +11,7 @@ import math
 import os
 import re
 from urllib.parse import urlsplit, urlunsplit
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -43,7 +43,31 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("concurrency", "Items sent to the target at once per process (default 4)", "int"),
     ("history", "Record the run in this history database: 'sqlite' (.groundeval/history.db), sqlite:///path or postgresql://… (docs/history.md)", "str"),
     ("label", "Label of the run in the history (needs --eval-history)", "str"),
+    ("judge", "mock: the session's mock provider judges citation paragraphs (docs/citation.md)", "str"),
+    ("judge-url", "OpenAI-compatible base URL of a citation judge, e.g. https://host/v1", "str"),
+    ("judge-model", "Model of the citation judge (with --eval-judge=mock: mock-judge)", "str"),
+    ("judge-api-key", "API key of the --eval-judge-url endpoint; never printed or stored", "str"),
+    ("judge-cache", "Directory of the on-disk judge cache, e.g. .groundeval/judge-cache (default: no cache)", "path"),
+    ("judge-concurrency", "Judge requests in flight at once per process (default 4)", "int"),
+    ("scorer-url", "vLLM score API of the citation coverage scorer (server root, .../v1 or .../score), or mock", "str"),
+    ("scorer-model", "Model name sent to the coverage scorer (default: none; with mock: mock-score)", "str"),
+    ("scorer-cap", "Characters of the cited sources' texts scored per paragraph (default 28000)", "int"),
 )
+
+MOCK = "mock"
+"""The value of ``--eval-judge`` and ``--eval-scorer-url`` that means the session's mock provider."""
+
+MOCK_JUDGE_MODEL = "mock-judge"
+"""Judge model used with ``--eval-judge=mock`` unless ``--eval-judge-model`` names another (a fault suffix)."""
+
+MOCK_SCORER_MODEL = "mock-score"
+"""Scorer model used with ``--eval-scorer-url=mock`` unless ``--eval-scorer-model`` names another."""
+
+DEFAULT_JUDGE_CONCURRENCY = 4
+"""Judge (and scorer) requests in flight per process by default, as ``judge.client.JudgeClient``."""
+
+DEFAULT_SCORER_CAP = 28_000
+"""Characters of the cited sources' texts sent to the scorer by default (``judge.scorer.DEFAULT_CAP``)."""
 
 DEFAULT_CONCURRENCY = 4
 """Items in flight per process by default.
@@ -136,6 +160,34 @@ class Settings:
     """The history database as a canonical URL (``history.urls.resolve_url``), or None: no history."""
     label: str | None = None
     """The run's label in the history (``--eval-label``)."""
+    judge: str | None = None
+    """``"mock"`` for the session's mock provider as the citation judge, else None."""
+    judge_url: str | None = None
+    """Base URL of the citation judge (an OpenAI-compatible endpoint), or None."""
+    judge_model: str | None = None
+    """The judge model (``MOCK_JUDGE_MODEL`` by default with the mock)."""
+    judge_api_key: str | None = field(default=None, repr=False)
+    """The judge endpoint's key: handed to the judge client only, never printed or stored."""
+    judge_cache: Path | None = None
+    """Directory of the on-disk judge cache, or None (no cache)."""
+    judge_concurrency: int = DEFAULT_JUDGE_CONCURRENCY
+    """Judge and scorer requests in flight per process."""
+    scorer_url: str | None = None
+    """The coverage scorer's URL, ``"mock"``, or None."""
+    scorer_model: str | None = None
+    """Model name sent to the scorer, or None."""
+    scorer_cap: int = DEFAULT_SCORER_CAP
+    """Characters of the cited sources' texts scored per paragraph."""
+
+    @property
+    def judging(self) -> bool:
+        """Whether citation paragraphs go to a judge or a coverage scorer (docs/citation.md)."""
+        return bool(self.judge or self.judge_url or self.scorer_url)
+
+    @property
+    def uses_mock_for_judging(self) -> bool:
+        """Whether the judge or the scorer is the session's mock provider."""
+        return self.judge == MOCK or self.scorer_url == MOCK
 
 
 def _raw(config: pytest.Config, name: str, kind: str):
@@ -174,7 +226,7 @@ def _not_empty(value, source: str, kind: str):
     return value
 
 
-def _check_url(value: str, source: str) -> str:
+def _check_url(value: str, source: str, key_option: str | None = "--eval-api-key (or GROUNDEVAL_API_KEY)") -> str:
     """A target URL: http(s), a host, and no credentials (they would be printed and stored).
 
     Raises:
@@ -186,7 +238,7 @@ def _check_url(value: str, source: str) -> str:
         shown = urlunsplit(parts._replace(netloc=f"***@{parts.hostname or ''}" + (f":{parts.port}" if parts.port else "")))
         raise pytest.UsageError(
             f"the URL given by {source} ({shown}) carries credentials: they would be printed and stored in the "
-            "report; give the key with --eval-api-key (or GROUNDEVAL_API_KEY) and drop the credentials from the URL"
+            "report; " + (f"give the key with {key_option} and " if key_option else "") + "drop the credentials from the URL"
         )
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise pytest.UsageError(f"{value!r} given by {source} is not an http(s) URL with a host")
@@ -326,7 +378,9 @@ def resolve_settings(config: pytest.Config) -> Settings:
             shard = parse_shard(values["shard"])
         except ValueError as exc:
             raise pytest.UsageError(f"{sources['shard']}: {exc}") from None
+    judging = _judging(values, sources)
     return Settings(
+        **judging,
         dataset=dataset,
         spawn=values["spawn"],
         setup=tuple(values["setup"] or ()),
@@ -375,3 +429,63 @@ def _history_url(value: str, source: str) -> str:
         return resolve_url(value)
     except HistoryError as exc:
         raise pytest.UsageError(f"{source}: {exc}".replace(value, describe_url(value))) from None
+
+
+def _judging(values: dict, sources: dict) -> dict:
+    """The judge and scorer settings (docs/citation.md), checked.
+
+    Raises:
+        pytest.UsageError: ``--eval-judge`` is not ``mock``; it and ``--eval-judge-url`` are both
+            given; a judge URL without a model; a judge or scorer URL that is not http(s) or
+            carries credentials; a judge or scorer option given without a judge or scorer
+            (a run would silently judge nothing); a count that is not a whole number >= 1.
+    """
+    judge, url = values["judge"], values["judge-url"]
+    if judge is not None and judge.strip().lower() != MOCK:
+        raise pytest.UsageError(
+            f"{judge!r} given by {sources['judge']} is not a judge: the only value is mock (the session's mock "
+            "provider); for a real judge give --eval-judge-url and --eval-judge-model"
+        )
+    if judge is not None and url:
+        raise pytest.UsageError(
+            f"{sources['judge']} and {sources['judge-url']} both given: a run has one judge; drop one of them"
+        )
+    if url and not values["judge-model"]:
+        raise pytest.UsageError(f"{sources['judge-url']} needs --eval-judge-model (or GROUNDEVAL_JUDGE_MODEL)")
+    has_judge = judge is not None or bool(url)
+    for name in ("judge-model", "judge-cache", "judge-concurrency"):
+        if values[name] and not has_judge:
+            raise pytest.UsageError(
+                f"{sources[name]} given, but no judge: give --eval-judge-url (or --eval-judge=mock), or drop it"
+            )
+    scorer = values["scorer-url"]
+    for name in ("scorer-model", "scorer-cap"):
+        if values[name] and not scorer:
+            raise pytest.UsageError(f"{sources[name]} given, but no scorer: give --eval-scorer-url, or drop it")
+    if scorer is not None and scorer.strip().lower() == MOCK:
+        scorer = MOCK
+    elif scorer is not None:
+        scorer = _check_url(scorer, sources["scorer-url"], None).rstrip("/")
+    cache = values["judge-cache"]
+    cache_dir = Path(cache).resolve() if cache else None
+    if cache_dir is not None and cache_dir.exists() and not cache_dir.is_dir():
+        raise pytest.UsageError(f"{cache!r} given by {sources['judge-cache']} is not a directory (the judge cache)")
+    return dict(
+        judge=MOCK if judge is not None else None,
+        judge_url=(
+            _check_url(url, sources["judge-url"], "--eval-judge-api-key (or GROUNDEVAL_JUDGE_API_KEY)").rstrip("/")
+            if url
+            else None
+        ),
+        judge_model=values["judge-model"] or (MOCK_JUDGE_MODEL if judge is not None else None),
+        judge_api_key=values["judge-api-key"] if url else None,
+        judge_cache=cache_dir,
+        judge_concurrency=(
+            _count(values["judge-concurrency"], sources["judge-concurrency"])
+            if values["judge-concurrency"]
+            else DEFAULT_JUDGE_CONCURRENCY
+        ),
+        scorer_url=scorer,
+        scorer_model=values["scorer-model"] or (MOCK_SCORER_MODEL if scorer == MOCK else None),
+        scorer_cap=_count(values["scorer-cap"], sources["scorer-cap"]) if values["scorer-cap"] else DEFAULT_SCORER_CAP,
+    )

@@ -592,3 +592,101 @@ def test_arbitrary_answers_never_raise(answer, sources, regex):
     assert outcome.passed == (judged > 0 and extra["citationParagraphsMismatched"] == 0)
     assert ItemOutcome.model_validate(json.loads(json.dumps(outcome.to_wire()))) == outcome
     compute_metrics([outcome])  # the extra figures are accepted by the aggregator
+
+
+# --- judge figures (docs/citation.md, "Judge metrics") ---------------------------------------------
+
+
+def judged_outcome(item_id: str, verdicts: list, expected: list, mismatch: list | None = None) -> ItemOutcome:
+    """A citation outcome as ``with_assessment`` leaves it: records with verdicts, labels and counts."""
+    mismatch = mismatch or [False] * len(verdicts)
+    records = [
+        {"index": i, "text": "p [1]", "markers": ["1"], "metadataMismatch": ["x"] if bad else [], "missingMarkers": [],
+         "deterministicPass": not bad, "verdict": verdict, "rationale": "r" if verdict else "", "judgeModel": "j",
+         "judgeError": None if verdict else "down", "expectedVerdict": label, "coverageScore": 0.5,
+         "scorerError": None}
+        for i, (verdict, label, bad) in enumerate(zip(verdicts, expected, mismatch))
+    ]  # fmt: skip
+    base = ItemOutcome(id=item_id, kind="citation", passed=True, detail="ok",
+                       extra={"citationParagraphsJudged": len(records),
+                              "citationParagraphsMismatched": sum(mismatch), "citationParagraphs": records})  # fmt: skip
+    return citation.with_assessment(base, records, judged=True, scored=True)
+
+
+JUDGED = [
+    judged_outcome("a", ["supported", "wrong_speaker", None], ["supported", "wrong_speaker", "partial"], [False, True, False]),
+    judged_outcome("b", ["unparseable", "partial", "supported"], ["unsupported", "partial", None]),
+    judged_outcome("c", ["wrong_speaker", "unsupported"], ["wrong_speaker", "supported"]),
+]
+
+
+def test_judge_metrics_count_errors_and_unparseable_in_the_denominators():
+    metrics = compute_metrics(JUDGED)
+    assert metrics.citation_supported_rate == pytest.approx(2 / 8)
+    assert metrics.wrong_speaker_rate == pytest.approx(2 / 8)
+    assert metrics.unparseable_rate == pytest.approx(1 / 8)
+    assert (metrics.judge_errors, metrics.scorer_errors, metrics.coverage_score_mean) == (1, 0, 0.5)
+    assert metrics.judge_agreement == pytest.approx(4 / 7)  # the unjudged and the unparseable disagree
+    assert metrics.verdict_distribution == {"supported": 2, "partial": 1, "unsupported": 1, "wrong_speaker": 2,
+                                            "wrong_attribution": 0, "unparseable": 1, "unjudged": 1}  # fmt: skip
+    assert metrics.citation_catches == {"deterministicCatches": 1, "judgeCatches": 4, "judgeOnlyCatches": 3,
+                                        "deterministicOnlyCatches": 0, "wrongSpeaker": 2,
+                                        "wrongSpeakerDeterministic": 1, "wrongSpeakerJudgeOnly": 1}  # fmt: skip
+
+
+def test_core_judge_figures_equal_the_judge_package_and_every_partition():
+    from pytest_groundeval.judge import metrics as judge_metrics
+    from pytest_groundeval.judge.prompt import VERDICTS
+
+    assert citation.VERDICTS == VERDICTS
+    records = [r for outcome in JUDGED for r in outcome.extra["citationParagraphs"]]
+    whole = compute_metrics(JUDGED)
+    expected = judge_metrics.citation_metrics(records)
+    assert whole.judge_kappa == pytest.approx(expected["judgeKappa"])
+    assert whole.judge_confusion == expected["judgeConfusion"]
+    assert whole.verdict_distribution == expected["verdictDistribution"]
+    from pytest_groundeval.core.metrics import MetricsAccumulator
+
+    for split in ([JUDGED[:1], JUDGED[1:]], [JUDGED[2:], JUDGED[:2]], [[JUDGED[1]], [JUDGED[0]], [JUDGED[2]]]):
+        parts = []
+        for part in split:
+            accumulator = MetricsAccumulator()
+            for outcome in part:
+                accumulator.add(outcome)
+            parts.append(accumulator)
+        merged = parts[0]
+        for other in parts[1:]:
+            merged.merge(other)
+        assert merged.result() == whole  # exact: kappa from integer cells, the same however merged
+
+
+def test_cohen_kappa_edge_cases():
+    assert citation.cohen_kappa({}) is None
+    assert citation.cohen_kappa({("supported", "supported"): 3}) == 1.0
+    assert citation.cohen_kappa({("supported", "partial"): 3}) == 0.0
+    # Perfect disagreement of two balanced labels: p_o 0, p_e 0.5.
+    assert citation.cohen_kappa({("supported", "partial"): 1, ("partial", "supported"): 1}) == -1.0
+
+
+def test_a_record_with_an_unknown_verdict_is_an_error_naming_the_item():
+    bad = JUDGED[0].model_copy(deep=True)
+    bad.extra["citationParagraphs"][1]["verdict"] = "fine"
+    with pytest.raises(ValueError, match=r"item 'a': extra.citationParagraphs\[1\].verdict 'fine' is not one of"):
+        compute_metrics([bad])
+
+
+def test_a_judge_floor_arms_judge_errors_and_no_judge_fails_it():
+    from pytest_groundeval.core.gate import evaluate_gate, parse_floors
+
+    def check(metrics, floors, name):
+        result = evaluate_gate(metrics, floors=parse_floors(floors), dataset_version="v", models={})
+        return next(c for c in result.checks if c.metric == name)
+
+    metrics = compute_metrics(JUDGED)
+    armed = check(metrics, {"judgeKappa": 0.0}, "judgeErrors")
+    assert (armed.outcome, armed.bound) == ("FAIL", 0.0) and "armed by the judgeKappa bound" in armed.reason
+    assert check(metrics, {"judgeKappa": 0.0, "judgeErrors": 1}, "judgeErrors").outcome == "PASS"
+    assert all(c.metric != "judgeErrors" for c in evaluate_gate(metrics, dataset_version="v", models={}).checks)
+    plain = compute_metrics([JUDGED[0].model_copy(update={"extra": {"citationParagraphsJudged": 1}})])
+    silent = check(plain, {"citationSupportedRate": 0.5}, "citationSupportedRate")
+    assert silent.outcome == "FAIL" and "no judge was asked" in silent.reason

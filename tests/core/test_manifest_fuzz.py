@@ -84,7 +84,7 @@ def _mutate(manifest: dict, data: st.DataObject) -> dict:
             # Spliced in as text (``_encode``): json.dumps itself cannot write 3000 levels.
             depth = data.draw(st.sampled_from([1, 2, 50, 3000]), label="depth")
             parent[key] = _Deep(depth, parent[key])
-        elif how == "duplicate-item" and manifest.get("items"):
+        elif how == "duplicate-item" and isinstance(manifest.get("items"), list) and manifest["items"]:
             manifest["items"].append(copy.deepcopy(manifest["items"][0]))
     return manifest
 

@@ -117,6 +117,33 @@ def test_judge_down_is_unjudged_with_an_error():
     assert metrics.judge_errors(records) == 1 and metrics.citation_supported_rate(records) == 0.0
 
 
+def test_a_judge_and_a_scorer_down_in_a_row_are_given_up_on(mock):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+
+    async def run():
+        async with JudgeClient(f"http://127.0.0.1:{port}/v1", "judge", concurrency=1, max_retries=0,
+                               give_up_after=2) as judge:  # fmt: skip
+            judged = [await judge.judge(SUPPORTED) for _ in range(4)]
+        async with CoverageScorer(f"http://127.0.0.1:{port}", concurrency=1, max_retries=0, give_up_after=2) as scorer:
+            scored = [await scorer.score("a", ["a"]) for _ in range(4)]
+        # A score between failures resets the streak: two failures, a score, two failures, a score.
+        async with CoverageScorer(mock.root_url, concurrency=1, max_retries=0, give_up_after=3,
+                                  headers={"X-Groundeval-Fault": "delay:1,500x2"}) as flaky:  # fmt: skip
+            fine = [await flaky.score("a", ["a"]) for _ in range(3)]
+            flaky._http.headers["X-Groundeval-Fault"] = "delay:2,500x2"
+            fine += [await flaky.score("a", ["a"]) for _ in range(3)]
+        return judged, scored, fine
+
+    judged, scored, fine = asyncio.run(run())
+    assert [r.attempts for r in judged] == [1, 1, 0, 0] and all(r.verdict is None for r in judged)
+    assert all(r.error.startswith("not sent: the judge left 2 paragraphs in a row unjudged") for r in judged[2:])
+    assert "unreachable" in judged[3].error  # the last real error is kept
+    assert all(r.score is None for r in scored) and scored[3].error.startswith("not sent: the scorer gave no score")
+    assert [r.score is not None for r in fine] == [False, False, True, False, False, True]
+
+
 def test_429_waits_for_retry_after_then_succeeds(mock):
     mock.reset_faults()
     mock.clear_log()

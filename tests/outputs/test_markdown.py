@@ -23,7 +23,7 @@ def test_v1_gate_table_has_one_row_per_check(v1_report):
     assert [row.split(" | ")[0].lstrip("| ") for row in rows] == [c["metric"] for c in v1_report["gate"]["checks"]]
     assert "| claimSupportPrecision | 1.0000 | ≥ 0.9000 | ✅ PASS | 1.0000 &gt;= 0.9000 |" in rows
     assert "621 items (2 failed, 0 errors), models generate=mock-generate/embed=mock-embed" in text
-    assert "Reported, not gated: latencyMsP50 13.2 ms, latencyMsP95 53.6 ms" in text
+    assert "Reported, not gated: latencyMsP50 19.2 ms, latencyMsP95 59.1 ms" in text
 
 
 def test_failed_items_are_listed(v1_report):

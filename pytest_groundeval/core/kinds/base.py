@@ -131,18 +131,27 @@ class MetricSpec:
         doc: What the metric is, with its denominator, for docs and ``Metrics``.
         direction: How a bound on it reads; None for a count that is not gate-able.
         default_bound: The bound applied when no floors file says otherwise, or None.
-        type_: ``"rate"`` (float or None) or ``"count"`` (int, 0 by default).
+        type_: ``"rate"`` (float or None), ``"count"`` (int, 0 by default; None when
+            ``nullable`` and nothing was measured) or ``"table"`` (a JSON object of
+            counts, or None; reported, never gated: ``direction`` must be None).
         silent: For a metric that is None although its items ran: a function of the
             run's ``Metrics`` returning why that must FAIL a bound rather than SKIP
             it (a target that asserts nothing must not pass), or None.
+        nullable: For a count: None (n/a) rather than 0 when nothing was measured
+            (e.g. ``judgeErrors`` without a judge).
+        armed_by: Wire names of metrics whose bound, when set, arms a ceiling of 0 on this
+            count unless the floors give it one of its own (a judge floor arms
+            ``judgeErrors <= 0``: docs/gate.md).
     """
 
     field: str
     doc: str
     direction: MetricDirection | None = FLOOR
     default_bound: float | None = None
-    type_: Literal["rate", "count"] = "rate"
+    type_: Literal["rate", "count", "table"] = "rate"
     silent: Callable[[Any], str | None] | None = None
+    nullable: bool = False
+    armed_by: tuple[str, ...] = ()
 
     @property
     def wire(self) -> str:
@@ -231,6 +240,17 @@ class Kind:
             TypeError: the item needs a target.
         """
         raise TypeError(f"{item.kind} item {item.id} needs a target")
+
+    async def run_offline_async(self, runner: ItemRunner, item: Any, dataset: Dataset) -> ItemOutcome:
+        """``run_offline`` on the runner's event loop, with what the runner carries besides a target.
+
+        A kind that calls a model on recorded answers (citation: the judge and the coverage
+        scorer, docs/citation.md) overrides this; the default is ``run_offline``.
+
+        Raises:
+            TypeError: the item needs a target.
+        """
+        return self.run_offline(item, dataset)
 
     def errored(self, item: Any, error: str) -> ItemOutcome:
         """The outcome of ``item`` when it could not be run (never dropped from a denominator)."""

@@ -20,15 +20,19 @@ not a hung session.
 recorded answer and no target call when the item has a ``response``, else with
 the generate response.
 
-The optional coverage scorer and judge verdict of docs/citation.md live in
-``pytest_groundeval.judge``; this module only carries the human labels they are
-measured against (``paragraphLabels``). This module does not import pytest.
+The optional judge verdict and coverage score of docs/citation.md are computed by
+``pytest_groundeval.judge``: when the runner carries a judge or a scorer,
+``assess_citation`` (importing that package on first use, never at import time)
+adds their fields to each paragraph record, and ``CitationKind`` folds them, with
+the human labels (``paragraphLabels``), into the judge metrics (``judgeAgreement``,
+Cohen's κ, the confusion table). This module does not import pytest.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -50,6 +54,7 @@ from .base import (
     Kind,
     ManifestIndex,
     MarkerName,
+    MetricDirection,
     MetricSpec,
     RecordedAnswer,
     RuleError,
@@ -62,7 +67,17 @@ if TYPE_CHECKING:
     from ..runner import ItemRunner
 
 __all__ = [
+    "CATCHES",
     "CitationItem",
+    "UNJUDGED",
+    "UNPARSEABLE",
+    "VERDICTS",
+    "VERDICT_LABELS",
+    "assess_citation",
+    "cohen_kappa",
+    "paragraph_catches",
+    "paragraph_label",
+    "with_assessment",
     "JudgeVerdict",
     "MENTION_TIMEOUT_S",
     "MentionTimeout",
@@ -620,19 +635,295 @@ def _extra_scores(outcome: ItemOutcome) -> list[float]:
     return scores
 
 
+# --------------------------------------------------------------------------- judge and scorer
+
+
+VERDICTS: tuple[str, ...] = ("supported", "partial", "unsupported", "wrong_speaker", "wrong_attribution")
+"""The five judge verdicts (``JudgeVerdict``), in report order (the same as ``judge.prompt.VERDICTS``)."""
+
+UNPARSEABLE = "unparseable"
+"""The verdict recorded when no reply of the judge could be parsed (docs/citation.md); never supported."""
+
+UNJUDGED = "unjudged"
+"""The label of a paragraph the judge was asked about and could not answer (a ``judgeErrors`` entry)."""
+
+VERDICT_LABELS: tuple[str, ...] = (*VERDICTS, UNPARSEABLE, UNJUDGED)
+"""Every label of ``verdictDistribution`` and of the columns of ``judgeConfusion``, in order."""
+
+CATCHES: tuple[str, ...] = (
+    "deterministicCatches",
+    "judgeCatches",
+    "judgeOnlyCatches",
+    "deterministicOnlyCatches",
+    "wrongSpeaker",
+    "wrongSpeakerDeterministic",
+    "wrongSpeakerJudgeOnly",
+)
+"""Keys of ``citationCatches``, over the paragraphs a judge was asked about (docs/citation.md):
+
+- ``deterministicCatches``: paragraphs failing the deterministic checks;
+- ``judgeCatches``: paragraphs with a verdict other than ``supported`` (``unparseable`` and
+  unjudged are no catch);
+- ``judgeOnlyCatches``: judge catches on paragraphs the deterministic checks passed;
+- ``deterministicOnlyCatches``: deterministic failures the judge called ``supported``;
+- ``wrongSpeaker``: ``wrong_speaker`` verdicts; ``wrongSpeakerDeterministic``: of those, the
+  paragraphs the metadata check had already flagged; ``wrongSpeakerJudgeOnly``: the others.
+"""
+
+
+def paragraph_label(record: Mapping[str, Any]) -> str:
+    """The judge's label of one paragraph record: its ``verdict``, or ``unjudged`` when it has none."""
+    verdict = record.get("verdict")
+    return verdict if isinstance(verdict, str) else UNJUDGED
+
+
+def paragraph_catches(record: Mapping[str, Any]) -> list[str]:
+    """The ``CATCHES`` keys one paragraph record the judge was asked about adds 1 to."""
+    label = paragraph_label(record)
+    passed = bool(record.get("deterministicPass"))
+    found = [] if passed else ["deterministicCatches"]
+    if label in VERDICTS and label != "supported":
+        found.append("judgeCatches")
+        if passed:
+            found.append("judgeOnlyCatches")
+    if not passed and label == "supported":
+        found.append("deterministicOnlyCatches")
+    if label == "wrong_speaker":
+        found.append("wrongSpeaker")
+        found.append("wrongSpeakerDeterministic" if record.get("metadataMismatch") else "wrongSpeakerJudgeOnly")
+    return found
+
+
+def with_assessment(outcome: ItemOutcome, records: Sequence[Mapping[str, Any]], *, judged: bool, scored: bool) -> ItemOutcome:
+    """``outcome`` with the judge's and the scorer's paragraph records and their counts (docs/citation.md).
+
+    The item's ``passed`` is unchanged: the deterministic checks decide an item, the judge's
+    and scorer's figures are gated as metrics, and only when a floor is set.
+
+    Args:
+        outcome: The deterministic outcome of ``judge_citation``.
+        records: Its ``extra.citationParagraphs`` with the judge and scorer fields added
+            (``judge.paragraphs.assess_paragraphs``), one per record, in order.
+        judged: A judge was asked about every record.
+        scored: A scorer was asked about every record.
+
+    Returns:
+        A copy whose ``extra`` holds the records and, with a judge,
+        ``citationParagraphsSupported``, ``citationParagraphsWrongSpeaker``,
+        ``citationParagraphsUnparseable`` and ``citationJudgeErrors`` (counts of paragraphs);
+        with a scorer, ``citationCoverageScores`` (one score in [0, 1] or null per paragraph)
+        and ``citationScorerErrors``. ``detail`` gains one line per source of figures.
+    """
+    extra = dict(outcome.extra)
+    extra["citationParagraphs"] = [dict(record) for record in records]
+    lines = [outcome.detail]
+    if judged:
+        labels = [paragraph_label(record) for record in records]
+        extra["citationParagraphsSupported"] = labels.count("supported")
+        extra["citationParagraphsWrongSpeaker"] = labels.count("wrong_speaker")
+        extra["citationParagraphsUnparseable"] = labels.count(UNPARSEABLE)
+        extra["citationJudgeErrors"] = labels.count(UNJUDGED)
+        models = sorted({str(r.get("judgeModel")) for r in records if r.get("judgeModel")})
+        counted = ", ".join(f"{label} {labels.count(label)}" for label in VERDICT_LABELS if labels.count(label))
+        lines.append(f"judge {', '.join(models) or 'n/a'}: {counted or 'no paragraph asked'}")
+    if scored:
+        scores = [record.get("coverageScore") for record in records]
+        extra["citationCoverageScores"] = scores
+        extra["citationScorerErrors"] = sum(1 for record in records if record.get("scorerError"))
+        numbers = [score for score in scores if isinstance(score, (int, float))]
+        mean = f"mean {sum(numbers) / len(numbers):.3f} over {len(numbers)} paragraph(s)" if numbers else "no score"
+        errors = extra["citationScorerErrors"]
+        lines.append(f"coverage: {mean}" + (f", {errors} scorer error(s)" if errors else ""))
+    return outcome.model_copy(update={"extra": extra, "detail": "\n".join(lines)})
+
+
+async def assess_citation(
+    runner: Any,
+    item: CitationItem,
+    outcome: ItemOutcome,
+    *,
+    answer: str,
+    evidence: Sequence[Mapping[str, Any]] | None,
+    dataset: Dataset,
+) -> ItemOutcome:
+    """Ask the runner's judge and coverage scorer about the cited paragraphs of ``outcome``.
+
+    Without a judge and a scorer on ``runner`` (attributes ``judge``, ``scorer``: a
+    ``pytest_groundeval.judge.client.JudgeClient`` and a ``…judge.scorer.CoverageScorer``,
+    or None) the outcome is returned as it is. ``pytest_groundeval.judge`` is imported
+    here, on first use, so the deterministic checks never import it.
+
+    Args:
+        runner: The ``ItemRunner`` (its ``judge`` and ``scorer``).
+        item: The citation item.
+        outcome: Its deterministic outcome (``judge_citation``).
+        answer: The answer judged.
+        evidence: The target's evidence entries, or None for the recorded ``response``.
+        dataset: The dataset (its documents give a target's evidence text).
+
+    Returns:
+        ``with_assessment`` of the outcome; a judge or scorer that is down gives unjudged
+        or unscored paragraphs, counted, never an exception.
+    """
+    judge, scorer = getattr(runner, "judge", None), getattr(runner, "scorer", None)
+    if judge is None and scorer is None:
+        return outcome
+    from ...judge.paragraphs import assess_paragraphs, paragraph_labels, source_details
+
+    records = await assess_paragraphs(
+        outcome.extra.get("citationParagraphs") or [],
+        answer=answer,
+        sources=source_details(item, evidence, dataset.documents),
+        judge=judge,
+        scorer=scorer,
+        labels=paragraph_labels(item),
+    )
+    return with_assessment(outcome, records, judged=judge is not None, scored=scorer is not None)
+
+
+# --------------------------------------------------------------------------- the kind
+
+
+def _extra_count(outcome: ItemOutcome, key: str) -> int | None:
+    value = outcome.extra.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"item {outcome.id!r}: extra.{key} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _part_of_judged(outcome: ItemOutcome, key: str, judged: int) -> int | None:
+    value = _extra_count(outcome, key)
+    if value is not None and value > judged:
+        raise ValueError(
+            f"item {outcome.id!r}: extra.{key} ({value}) exceeds extra.citationParagraphsJudged ({judged})"
+        )
+    return value
+
+
+def _extra_scores(outcome: ItemOutcome) -> list[float]:
+    value = outcome.extra.get("citationCoverageScores")
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"item {outcome.id!r}: extra.citationCoverageScores must be a list, got {value!r}")
+    scores = []
+    for i, score in enumerate(value):
+        if score is None:  # the scorer was unreachable for this paragraph (docs/citation.md)
+            continue
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0.0 <= score <= 1.0:
+            raise ValueError(
+                f"item {outcome.id!r}: extra.citationCoverageScores[{i}] must be a number in [0, 1], got {score!r}"
+            )
+        scores.append(float(score))
+    return scores
+
+
+def _asked_records(outcome: ItemOutcome) -> list[tuple[str, str | None, Mapping[str, Any]]]:
+    """``(label, expectedVerdict, record)`` of each paragraph record a judge was asked about (``judgeModel`` set).
+
+    Raises:
+        ValueError: ``citationParagraphs`` is not a list of objects, or a record's ``verdict``
+            or ``expectedVerdict`` is not a known label; the message names the item and record.
+    """
+    value = outcome.extra.get("citationParagraphs")
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"item {outcome.id!r}: extra.citationParagraphs must be a list, got {type(value).__name__}")
+    asked = []
+    for i, record in enumerate(value):
+        if not isinstance(record, Mapping):
+            raise ValueError(f"item {outcome.id!r}: extra.citationParagraphs[{i}] must be an object")
+        if not record.get("judgeModel"):
+            continue
+        verdict, expected = record.get("verdict"), record.get("expectedVerdict")
+        if verdict is not None and verdict not in (*VERDICTS, UNPARSEABLE):
+            raise ValueError(
+                f"item {outcome.id!r}: extra.citationParagraphs[{i}].verdict {verdict!r} is not one of "
+                f"{', '.join((*VERDICTS, UNPARSEABLE))} or null"
+            )
+        if expected is not None and expected not in VERDICTS:
+            raise ValueError(
+                f"item {outcome.id!r}: extra.citationParagraphs[{i}].expectedVerdict {expected!r} is not one of "
+                f"{', '.join(VERDICTS)} or null"
+            )
+        asked.append((paragraph_label(record), expected, record))
+    return asked
+
+
+def cohen_kappa(confusion: Mapping[tuple[str, str], int]) -> float | None:
+    """Cohen's κ of a confusion table ``{(expected, got): count}``, computed exactly (docs/citation.md).
+
+    ``κ = (p_o − p_e) / (1 − p_e)``: ``p_o`` the share of pairs that agree, ``p_e`` the
+    agreement expected from the two sides' label distributions. None for an empty table;
+    when ``p_e`` is 1 (both sides use one and the same label) 1.0 if every pair agrees, else 0.0.
+    """
+    n = sum(confusion.values())
+    if not n:
+        return None
+    observed = Fraction(sum(count for (expected, got), count in confusion.items() if expected == got), n)
+    rows: dict[str, int] = {}
+    columns: dict[str, int] = {}
+    for (expected, got), count in confusion.items():
+        rows[expected] = rows.get(expected, 0) + count
+        columns[got] = columns.get(got, 0) + count
+    chance = Fraction(sum(count * columns.get(label, 0) for label, count in rows.items()), n * n)
+    if chance == 1:
+        return 1.0 if observed == 1 else 0.0
+    return float((observed - chance) / (1 - chance))
+
+
+def _judge_asked(metrics: Any) -> str | None:
+    """Why an unmeasured judge metric FAILs: citation items ran and no paragraph was sent to a judge."""
+    ran = metrics.items_by_kind.get("citation", 0)
+    if ran > 0 and metrics.judge_errors is None:
+        return (
+            f"{ran} citation item(s) ran but no judge was asked: give --eval-judge-url and --eval-judge-model, "
+            "or --eval-judge=mock (docs/citation.md)"
+        )
+    return None
+
+
+def _scorer_asked(metrics: Any) -> str | None:
+    """Why an unmeasured coverageScoreMean FAILs: no scorer was asked, or it gave no score at all."""
+    ran = metrics.items_by_kind.get("citation", 0)
+    if ran > 0 and metrics.scorer_errors is None:
+        return f"{ran} citation item(s) ran but no coverage scorer was asked: give --eval-scorer-url (docs/citation.md)"
+    if ran > 0 and metrics.scorer_errors:
+        return f"the coverage scorer gave no score: {metrics.scorer_errors} scorer error(s), none scored"
+    return None
+
+
+JUDGE_BOUNDS = ("citationSupportedRate", "wrongSpeakerRate", "unparseableRate", "judgeAgreement", "judgeKappa")
+"""Metrics measured by a judge: a bound on any of them arms ``judgeErrors <= 0`` (docs/gate.md)."""
+
 CITATION_EXTRA_KEYS = (
     "citationParagraphsJudged",
     "citationParagraphsMismatched",
     "citationParagraphsSupported",
     "citationParagraphsWrongSpeaker",
+    "citationParagraphsUnparseable",
+    "citationJudgeErrors",
     "citationCoverageScores",
+    "citationScorerErrors",
+    "citationParagraphs",
 )
 """``ItemOutcome.extra`` keys read for the citation metrics (docs/citation.md)."""
 
 
+def _counter() -> Counter:
+    return Counter()
+
+
 @dataclass
 class CitationTally(Tally):
-    """Citation paragraph counts, summed over every outcome that carries them."""
+    """Citation paragraph counts, summed over every outcome that carries them.
+
+    Every field is an integer, an exact ``Fraction`` or a ``Counter`` of integers, so tallies
+    merge by addition and per-worker partial results give the same metrics as a plain run.
+    """
 
     judged: int = 0
     mismatched: int = 0
@@ -640,8 +931,22 @@ class CitationTally(Tally):
     judge_supported: int = 0
     speaker_judged: int = 0
     speaker_wrong: int = 0
+    unparseable_judged: int = 0
+    unparseable: int = 0
+    judge_outcomes: int = 0
+    """Outcomes carrying ``citationJudgeErrors`` (a judge was configured for them)."""
+    judge_errors: int = 0
+    scorer_outcomes: int = 0
+    """Outcomes carrying ``citationScorerErrors`` (a scorer was configured for them)."""
+    scorer_errors: int = 0
     coverage_scores: int = 0
     coverage_score_sum: Fraction = Fraction(0)
+    verdicts: Counter = field(default_factory=_counter)
+    """Label (``VERDICT_LABELS``) → paragraphs the judge was asked about."""
+    confusion: Counter = field(default_factory=_counter)
+    """``(expectedVerdict, label)`` → labelled paragraphs the judge was asked about."""
+    catches: Counter = field(default_factory=_counter)
+    """``CATCHES`` key → paragraphs."""
 
 
 class CitationKind(Kind):
@@ -655,16 +960,74 @@ class CitationKind(Kind):
         ),
         MetricSpec(
             "citation_supported_rate",
-            "Paragraphs the judge found supported / judged paragraphs, over items that ran a judge.",
+            "Paragraphs the judge found supported / paragraphs sent to the judge (unparseable and unjudged "
+            "included), over items that ran a judge.",
+            silent=_judge_asked,
         ),
         MetricSpec(
             "wrong_speaker_rate",
-            "Paragraphs the judge found wrong_speaker / judged paragraphs, over items that ran a judge.",
+            "Paragraphs the judge found wrong_speaker / paragraphs sent to the judge, over items that ran a judge.",
             direction=CEILING_RATE,
+            silent=_judge_asked,
+        ),
+        MetricSpec(
+            "unparseable_rate",
+            "Paragraphs whose judge replies could not be parsed / paragraphs sent to the judge.",
+            direction=CEILING_RATE,
+            silent=_judge_asked,
+        ),
+        MetricSpec(
+            "judge_errors",
+            "Paragraphs sent to the judge and left unjudged (down, rate-limited, timed out); null without a judge.",
+            direction=MetricDirection("<=", rate=False),
+            type_="count",
+            nullable=True,
+            silent=_judge_asked,
+            armed_by=JUDGE_BOUNDS,
         ),
         MetricSpec(
             "coverage_score_mean",
             "Mean citation coverage score in [0, 1] over paragraphs the scorer scored (nulls skipped).",
+            silent=_scorer_asked,
+        ),
+        MetricSpec(
+            "scorer_errors",
+            "Paragraphs sent to the coverage scorer that got no score; null without a scorer.",
+            direction=MetricDirection("<=", rate=False),
+            type_="count",
+            nullable=True,
+            silent=_scorer_asked,
+            armed_by=("coverageScoreMean",),
+        ),
+        MetricSpec(
+            "judge_agreement",
+            "Human-labelled paragraphs whose judge verdict equals expectedVerdict / labelled paragraphs sent to the "
+            "judge (unparseable and unjudged count as disagreements).",
+            silent=_judge_asked,
+        ),
+        MetricSpec(
+            "judge_kappa",
+            "Cohen's kappa between expectedVerdict and the judge over the same paragraphs (in [-1, 1]).",
+            silent=_judge_asked,
+        ),
+        MetricSpec(
+            "verdict_distribution",
+            "Paragraphs sent to the judge, per verdict, unparseable and unjudged; null without a judge.",
+            direction=None,
+            type_="table",
+        ),
+        MetricSpec(
+            "judge_confusion",
+            "Labelled paragraphs sent to the judge: {expectedVerdict: {judge's label: count}}, non-zero cells only; "
+            "null with none.",
+            direction=None,
+            type_="table",
+        ),
+        MetricSpec(
+            "citation_catches",
+            "Deterministic vs judge catches over paragraphs sent to the judge (docs/citation.md); null without a judge.",
+            direction=None,
+            type_="table",
         ),
     )
 
@@ -690,8 +1053,11 @@ class CitationKind(Kind):
             sources=source_map(item, response["evidence"]),
             mention_regex=dataset.manifest.mention_regex,
         )
-        extra = {**outcome.extra, **answer_extra(item, response, runner.spans(response, dataset))}
-        return outcome.model_copy(update={**figures, "extra": extra})
+        drilldown = answer_extra(item, response, runner.spans(response, dataset))
+        outcome = await assess_citation(
+            runner, item, outcome, answer=response["answer"], evidence=response["evidence"], dataset=dataset
+        )
+        return outcome.model_copy(update={**figures, "extra": {**outcome.extra, **drilldown}})
 
     def run_offline(self, item: CitationItem, dataset: Dataset) -> ItemOutcome:
         if item.response is None:
@@ -706,6 +1072,11 @@ class CitationKind(Kind):
         if item.question:
             shown["question"] = item.question[:ANSWER_CHARS]
         return outcome.model_copy(update={"extra": {**outcome.extra, **shown}})
+
+    async def run_offline_async(self, runner: ItemRunner, item: CitationItem, dataset: Dataset) -> ItemOutcome:
+        outcome = self.run_offline(item, dataset)
+        assert item.response is not None  # run_offline raised otherwise
+        return await assess_citation(runner, item, outcome, answer=item.response.answer, evidence=None, dataset=dataset)
 
     def tally_any(self, tally: CitationTally, outcome: ItemOutcome) -> None:
         """Fold the citation figures of any outcome's ``extra`` into ``tally``.
@@ -725,16 +1096,49 @@ class CitationKind(Kind):
             if wrong_speaker is not None:
                 tally.speaker_judged += judged
                 tally.speaker_wrong += wrong_speaker
+            unparseable = _part_of_judged(outcome, "citationParagraphsUnparseable", judged)
+            if unparseable is not None:
+                tally.unparseable_judged += judged
+                tally.unparseable += unparseable
+            judge_errors = _part_of_judged(outcome, "citationJudgeErrors", judged)
+            if judge_errors is not None:
+                tally.judge_outcomes += 1
+                tally.judge_errors += judge_errors
+            scorer_errors = _part_of_judged(outcome, "citationScorerErrors", judged)
+            if scorer_errors is not None:
+                tally.scorer_outcomes += 1
+                tally.scorer_errors += scorer_errors
         scores = _extra_scores(outcome)
         tally.coverage_scores += len(scores)
         tally.coverage_score_sum += sum(map(Fraction, scores), Fraction(0))
+        for label, expected, record in _asked_records(outcome):
+            tally.verdicts[label] += 1
+            if expected is not None:
+                tally.confusion[(expected, label)] += 1
+            tally.catches.update(paragraph_catches(record))
 
     def results(self, tally: CitationTally) -> dict[str, Any]:
+        asked = tally.judge_outcomes > 0
+        labelled = sum(tally.confusion.values())
+        agreeing = sum(count for (expected, got), count in tally.confusion.items() if expected == got)
+        confusion: dict[str, dict[str, int]] = {}
+        for expected in VERDICTS:
+            row = {got: tally.confusion[(expected, got)] for got in VERDICT_LABELS if tally.confusion[(expected, got)]}
+            if row:
+                confusion[expected] = row
         return {
             "citation_metadata_accuracy": ratio(tally.judged - tally.mismatched, tally.judged),
             "citation_supported_rate": ratio(tally.judge_supported, tally.judge_judged),
             "wrong_speaker_rate": ratio(tally.speaker_wrong, tally.speaker_judged),
+            "unparseable_rate": ratio(tally.unparseable, tally.unparseable_judged),
+            "judge_errors": tally.judge_errors if asked else None,
             "coverage_score_mean": ratio(tally.coverage_score_sum, tally.coverage_scores),
+            "scorer_errors": tally.scorer_errors if tally.scorer_outcomes else None,
+            "judge_agreement": ratio(agreeing, labelled),
+            "judge_kappa": cohen_kappa(tally.confusion),
+            "verdict_distribution": {label: tally.verdicts[label] for label in VERDICT_LABELS} if asked else None,
+            "judge_confusion": confusion if labelled else None,
+            "citation_catches": {key: tally.catches[key] for key in CATCHES} if asked else None,
         }
 
 
