@@ -217,6 +217,7 @@ def test_committed_baseline_is_a_report_of_this_dataset() -> None:
     assert baseline.metrics.retrieval_recall is not None
 
 
+@pytest.mark.xdist_group("main_job")
 def test_the_main_job_passes_and_its_recall_is_the_baselines(main_job) -> None:
     """The main job (tests/conftest.py: a subprocess against the reference target and the mock, as
     CI runs it) exits 0 with gate PASS, runs all 621 items without an error, and its recall over

@@ -41,6 +41,10 @@ HOSTILE_ANSWER = (
 )
 
 
+# One worker runs the whole module and the main job it reads (tests/conftest.py main_job).
+pytestmark = pytest.mark.xdist_group("main_job")
+
+
 @pytest.fixture(scope="module")
 def browser():
     """One headless chromium for the whole module (starting one takes most of a second)."""

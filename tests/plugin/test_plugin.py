@@ -122,7 +122,7 @@ def test_eval_dataset_collects_only_the_dataset(run, pytester, smoke):
 
 
 def test_reportinfo_points_at_the_item_line(run, pytester, smoke):
-    items, _ = pytester.inline_genitems(f"--eval-dataset={smoke}")
+    items, _ = pytester.inline_genitems("-p", "no:benchmark", f"--eval-dataset={smoke}")
     manifest_lines = (smoke / "manifest.json").read_text(encoding="utf-8").splitlines()
     assert len(items) == 10
     for item in items:
@@ -152,7 +152,7 @@ def test_items_can_use_fixtures(run, pytester, smoke):
 
 
 def test_help_lists_every_option_in_one_group(run, pytester):
-    result = pytester.runpytest("--help")
+    result = pytester.runpytest("-p", "no:benchmark", "--help")
     result.stdout.fnmatch_lines(["groundeval: gate grounded-answer quality:"])
     text = result.stdout.str()
     group = text.split("groundeval: gate grounded-answer quality:")[1].split("\n\n")[0]

@@ -40,8 +40,9 @@ def test_xdist_internals_the_plugin_reads_are_there(pytester: pytest.Pytester) -
     result.assert_outcomes(passed=7)
 
 
-def test_outside_a_worker_there_is_no_queue(pytestconfig: pytest.Config) -> None:
+def test_outside_a_worker_there_is_no_queue(pytester: pytest.Pytester) -> None:
     from pytest_groundeval.plugin import xdist
 
-    assert xdist.queued_indices(pytestconfig) is None
-    assert xdist.worker_id(pytestconfig) == "main"
+    config = pytester.parseconfigure("-p", "no:benchmark")  # a plain session's config, not a worker's
+    assert xdist.queued_indices(config) is None
+    assert xdist.worker_id(config) == "main"
