@@ -69,6 +69,9 @@ def _history_parser() -> _Parser:
     p = sub.add_parser("show", help="One run's metrics, gate, verdicts, latency and errors")
     p.add_argument("run", help="Run id, unique id prefix, 'latest' or 'latest~N'")
     p.add_argument("--by", choices=GROUPS, help="Bad-answer rate and percentiles per tool, kind or tag")
+    p.add_argument(
+        "--html", metavar="OUT", help="Also write the run's HTML report, with trends over earlier runs (docs/ci.md)"
+    )
     _history_option(p)
     p = sub.add_parser("compare", help="Two runs side by side; exit 1 when B regresses past the floors")
     p.add_argument("run_a", help="Reference run (e.g. main's latest)")
@@ -242,6 +245,43 @@ def _floors(path: str | None) -> dict[str, float] | None:
         raise HistoryError(str(exc)) from exc
 
 
+TREND_RUNS = 20
+"""Earlier runs of the same dataset and lineage a run's HTML report shows trends over."""
+
+
+def write_run_html(store: HistoryStore, ref: str, out: str) -> str:
+    """Write the HTML report of stored run ``ref`` to ``out``, with trends over earlier runs.
+
+    The trends and the two-run comparison use up to ``TREND_RUNS`` runs before it of the
+    same dataset version and model lineage, oldest first (docs/ci.md, "HTML report").
+
+    Raises:
+        HistoryError: ``ref`` names no run, or the file cannot be written.
+    """
+    from ..outputs.write import OutputError, write_outputs
+    from .reports import report_from_history
+
+    report = report_from_history(store, ref)
+    run_id = store.resolve_run(ref)
+    wire = report.to_wire()
+    lineage = wire.get("models")
+    earlier = []
+    for row in list_runs(store, dataset=report.dataset_version, limit=None):
+        if row.id == run_id or row.finished_ms is None:
+            continue
+        past = report_from_history(store, row.id).to_wire()
+        if past.get("models") == lineage and past.get("startedAtMs", 0) <= wire.get("startedAtMs", 0):
+            earlier.append({"id": row.id, "startedAt": row.started_ms, "metrics": past["metrics"]})
+        if len(earlier) >= TREND_RUNS:
+            break
+    trend = [*reversed(earlier), {"id": run_id, "startedAt": wire.get("startedAtMs"), "metrics": wire["metrics"]}]
+    try:
+        (path,) = write_outputs(wire, html=out, history=trend)
+    except OutputError as exc:
+        raise HistoryError(str(exc)) from None
+    return str(path)
+
+
 def history_main(argv: list[str]) -> int:
     """``groundeval history list|show|compare``.
 
@@ -269,6 +309,8 @@ def history_main(argv: list[str]) -> int:
                 lines = format_detail(show_run(store, args.run))
                 if args.by:
                     lines += ["", *format_groups(args.by, group_items(store, args.run, args.by))]
+                if args.html:
+                    lines.append(f"wrote {write_run_html(store, args.run, args.html)}")
                 status = 0
             else:
                 cmp = compare_runs(store, args.run_a, args.run_b, floors=floors)

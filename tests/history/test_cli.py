@@ -81,3 +81,14 @@ def test_the_progress_bar_redraws_one_line() -> None:
     show(4, 4)
     assert stream.getvalue().endswith("\rrejudge [" + "#" * 30 + "] 4/4\n")
     assert stream.getvalue().startswith("\rrejudge [" + "#" * 7 + "." * 23 + "] 1/4")
+
+
+def test_show_writes_the_runs_html_report_with_trends(store: HistoryStore, history_url: str, tmp_path, capsys) -> None:
+    first = _run(store, [_data.qa("q1")], label="main", started_ms=1_700_000_000_000)
+    second = _run(store, [_data.qa("q1", passed=False), _data.qa("q2")], label="pr-7", started_ms=1_700_000_100_000)
+    out = tmp_path / "run.html"
+    assert history_main(["show", "latest", "--html", str(out), "--history", history_url]) == 0
+    assert f"wrote {out}" in capsys.readouterr().out
+    page = out.read_text(encoding="utf-8")
+    # The run's own page, with a trend over the earlier run of the same dataset and lineage.
+    assert page.startswith("<!DOCTYPE html>") and second[:12] in page and first[:12] in page
