@@ -124,6 +124,10 @@ class ItemRunner:
         self._ingested: dict[str, asyncio.Future] = {}
         self.models: dict = {"generate": "unknown", "embed": "unknown"}
         """The model lineage of the target, set by whoever knows it (docs/target-contract.md)."""
+        self.drilldown = True
+        """Whether outcomes carry the per-item view (question, answer, claims, evidence in ``extra``,
+        ``core.drilldown``): the plugin turns it off when nothing would show it (no report, HTML,
+        Markdown, step summary, history or JUnit XML), saving its cost on every item."""
         self.journal: Any = None
         """The xdist worker's crash journal (``plugin.crash.WorkerJournal``), when the plugin runs it."""
         self.dispatcher: Any = None

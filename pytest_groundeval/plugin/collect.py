@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from ..core.dataset import Dataset, DatasetError, load_dataset
-from ..core.kinds import kind_of
+from ..core.kinds import get
 from ..core.outcome import ItemOutcome
 from ..core.runner import ItemError, errored_outcome
 from .record import record_outcome, record_run
@@ -57,9 +57,13 @@ class KindGroup(pytest.Collector):
         # Items of one group with one test function share one fixture closure, as the
         # instances of a parametrised test do: resolving it per item was most of collection.
         infos: dict[Any, Any] = {}
+        kind = get(self.name)
         for item in self.eval_items:
-            fn = _test_function(item)
-            test = EvalItem.from_parent(self, name=item.id, callobj=fn, eval_item=item, fixtureinfo=infos.get(fn))
+            uses_target = kind.needs_target(item)
+            fn = _against_target if uses_target else _recorded
+            test = EvalItem.from_parent(
+                self, name=item.id, callobj=fn, eval_item=item, uses_target=uses_target, fixtureinfo=infos.get(fn)
+            )
             infos.setdefault(fn, test._fixtureinfo)
             yield test
 
@@ -72,18 +76,16 @@ def _against_target(groundeval_runner):
     """A dataset item run against the target (docs/dataset.md)."""
 
 
-def _test_function(item: Any):
-    # The fixture a test requests decides what starts: recorded answers need no target
-    # (docs/evidence-risk.md: no provider call), so they must not pull in the mock or the server.
-    return _against_target if kind_of(item).needs_target(item) else _recorded
-
-
 class EvalItem(pytest.Function):
     """One dataset item as a test."""
 
-    def __init__(self, *, eval_item: Any, **kwargs: Any) -> None:
+    def __init__(self, *, eval_item: Any, uses_target: bool, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.eval_item = eval_item
+        self.uses_target = uses_target
+        """Whether running this item calls the target (review and recorded citation items do not).
+        The fixture it requests decides what starts: recorded answers need no target, so they
+        must not pull in the mock or the server (docs/evidence-risk.md: no provider call)."""
         for tag in eval_item.tags:
             self.add_marker(tag)
         self.outcome: ItemOutcome | None = None
@@ -92,10 +94,6 @@ class EvalItem(pytest.Function):
     def dataset(self) -> Dataset:
         return self.parent.dataset
 
-    @property
-    def uses_target(self) -> bool:
-        """Whether running this item calls the target (review and recorded citation items do not)."""
-        return kind_of(self.eval_item).needs_target(self.eval_item)
 
     def setup(self) -> None:
         super().setup()

@@ -169,6 +169,7 @@ def groundeval_runner(request: pytest.FixtureRequest, groundeval_target: Any) ->
         # A call failed: when the spawned child has died, say how, with its log tail.
         diagnose=spawned.diagnose if spawned is not None else None,
     )
+    runner.drilldown = shows_items(request.config, settings)
     problem = None
     try:
         runner.models = lineage(groundeval_target, settings.model_generate, settings.model_embed)
@@ -291,6 +292,24 @@ async def close_judging(runner: Any) -> None:
         if client is not None:
             await client.close()
     runner.judge = runner.scorer = None
+
+
+def shows_items(config: pytest.Config, settings: Any) -> bool:
+    """Whether anything of this run shows items' answers, claims and evidence (``ItemRunner.drilldown``).
+
+    The JSON report, the HTML page, the Markdown table or step summary, the run
+    history and JUnit XML do; the terminal summary alone does not.
+    """
+    import os
+
+    return bool(
+        settings.report
+        or settings.html
+        or settings.markdown
+        or (settings.step_summary and os.environ.get("GITHUB_STEP_SUMMARY", "").strip())
+        or getattr(settings, "history", None)
+        or config.getoption("xmlpath", None)
+    )
 
 
 def upcoming_items(session: pytest.Session, current: pytest.Item) -> Iterator[pytest.Item]:

@@ -25,7 +25,7 @@ from ..core.text import shorten
 from .bodies import ACCEPT_ENCODING, BodyError, BodyReader, decode_text, describe_size
 from .deadline import DeadlineTransport, deadline
 from .protocol import DEFAULT_MAX_RESPONSE_BYTES, TargetError, TargetUnavailable, call_headers, describe_exit
-from .responses import CALLS, MAX_JSON_DEPTH
+from .responses import CALLS, MAX_JSON_DEPTH, plain_json_text
 
 __all__ = ["BODY_EXCERPT_CHARS", "HttpTarget", "URL_CONNECT_TIMEOUT_S", "connect_url"]
 
@@ -93,7 +93,7 @@ def _decode_body(
     if not isinstance(body, dict):
         raise _fail(call, url, status, f"returned JSON that is not an object (a {type(body).__name__})", text)
     try:
-        check(body)
+        check(body, plain=plain_json_text(text))
     except ValueError as exc:
         raise _fail(call, url, status, f"returned a malformed response: {exc}", text) from None
     return body

@@ -125,7 +125,11 @@ class AdversarialKind(Kind):
             detail="\n".join(problems) or "planted falsehood was not supported",
             falsehood_supported=bool(offending),
             evidence_review=review,
-            extra=answer_extra(item, response, runner.spans(response, dataset), claim_truth=truth_of_claims),
+            extra=(
+                answer_extra(item, response, runner.spans(response, dataset), claim_truth=truth_of_claims)
+                if runner.drilldown
+                else {}
+            ),
             **figures,
         )
 

@@ -1053,7 +1053,7 @@ class CitationKind(Kind):
             sources=source_map(item, response["evidence"]),
             mention_regex=dataset.manifest.mention_regex,
         )
-        drilldown = answer_extra(item, response, runner.spans(response, dataset))
+        drilldown = answer_extra(item, response, runner.spans(response, dataset)) if runner.drilldown else {}
         outcome = await assess_citation(
             runner, item, outcome, answer=response["answer"], evidence=response["evidence"], dataset=dataset
         )

@@ -223,7 +223,11 @@ class QaKind(Kind):
             claims_true_cited=true_cited,
             claims_true_cited_supported=true_cited_supported,
             evidence_review=review,
-            extra=answer_extra(item, response, spans, claim_truth=truth_of_claims, expected=expected_found),
+            extra=(
+                answer_extra(item, response, spans, claim_truth=truth_of_claims, expected=expected_found)
+                if runner.drilldown
+                else {}
+            ),
             **figures,
         )
 
