@@ -596,45 +596,6 @@ def _failing_detail(failing: list[ParagraphVerdict], judged: int, sources: Mappi
     return "\n".join(lines)
 
 
-# --------------------------------------------------------------------------- the kind
-
-
-def _extra_count(outcome: ItemOutcome, key: str) -> int | None:
-    value = outcome.extra.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"item {outcome.id!r}: extra.{key} must be a non-negative integer, got {value!r}")
-    return value
-
-
-def _part_of_judged(outcome: ItemOutcome, key: str, judged: int) -> int | None:
-    value = _extra_count(outcome, key)
-    if value is not None and value > judged:
-        raise ValueError(
-            f"item {outcome.id!r}: extra.{key} ({value}) exceeds extra.citationParagraphsJudged ({judged})"
-        )
-    return value
-
-
-def _extra_scores(outcome: ItemOutcome) -> list[float]:
-    value = outcome.extra.get("citationCoverageScores")
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise ValueError(f"item {outcome.id!r}: extra.citationCoverageScores must be a list, got {value!r}")
-    scores = []
-    for i, score in enumerate(value):
-        if score is None:  # the scorer was unreachable for this paragraph (docs/citation.md)
-            continue
-        if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0.0 <= score <= 1.0:
-            raise ValueError(
-                f"item {outcome.id!r}: extra.citationCoverageScores[{i}] must be a number in [0, 1], got {score!r}"
-            )
-        scores.append(float(score))
-    return scores
-
-
 # --------------------------------------------------------------------------- judge and scorer
 
 
