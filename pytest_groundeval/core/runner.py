@@ -230,16 +230,11 @@ class ItemRunner:
             TypeError: the item needs a target.
             ItemError: judging failed; carries the errored outcome.
         """
-        kind = kind_of(item)
-        if kind.needs_target(item):
-            raise TypeError(f"{item.kind} item {item.id} needs a target")
+        kind = _offline_kind(item)
         try:
             return kind.run_offline(item, dataset)
-        except JudgeError as exc:
-            raise ItemError(errored_outcome(item, str(exc))) from exc
         except Exception as exc:
-            message = f"judging the recorded answer of {item.kind} item {item.id!r} raised {type(exc).__name__}: {exc}"
-            raise ItemError(errored_outcome(item, message)) from exc
+            raise _offline_error(item, exc) from exc
 
     async def run_offline_async(self, item: Any, dataset: Dataset) -> ItemOutcome:
         """``run_offline`` on the running event loop, with this runner's judge and scorer (docs/citation.md).
@@ -252,16 +247,11 @@ class ItemRunner:
             TypeError: the item needs a target.
             ItemError: judging failed; carries the errored outcome.
         """
-        kind = kind_of(item)
-        if kind.needs_target(item):
-            raise TypeError(f"{item.kind} item {item.id} needs a target")
+        kind = _offline_kind(item)
         try:
             return await kind.run_offline_async(self, item, dataset)
-        except JudgeError as exc:
-            raise ItemError(errored_outcome(item, str(exc))) from exc
         except Exception as exc:
-            message = f"judging the recorded answer of {item.kind} item {item.id!r} raised {type(exc).__name__}: {exc}"
-            raise ItemError(errored_outcome(item, message)) from exc
+            raise _offline_error(item, exc) from exc
 
     @staticmethod
     def needs_target(item: Any) -> bool:
@@ -398,6 +388,22 @@ class ItemRunner:
         if not review.passed:
             problems.append(describe_review(review))
         return review
+
+
+def _offline_kind(item: Any) -> Any:
+    """The kind of an item that needs no target; ``TypeError`` for one that does."""
+    kind = kind_of(item)
+    if kind.needs_target(item):
+        raise TypeError(f"{item.kind} item {item.id} needs a target")
+    return kind
+
+
+def _offline_error(item: Any, exc: Exception) -> ItemError:
+    """The ``ItemError`` of a recorded answer whose judging raised ``exc`` (its message names the item)."""
+    if isinstance(exc, JudgeError):
+        return ItemError(errored_outcome(item, str(exc)))
+    message = f"judging the recorded answer of {item.kind} item {item.id!r} raised {type(exc).__name__}: {exc}"
+    return ItemError(errored_outcome(item, message))
 
 
 def errored_outcome(item: Any, error: str) -> ItemOutcome:

@@ -9,8 +9,8 @@ history`` and ``groundeval rejudge`` commands read through ``HistoryStore``,
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .._lazy import lazy_exports
+
 
 _EXPORTS = {
     "ENV_VAR": "urls",
@@ -28,8 +28,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{module}", __name__), name)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
