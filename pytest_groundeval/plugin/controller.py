@@ -52,6 +52,8 @@ BASELINE_NAME = "baseline.json"
 
 UNKNOWN = "unknown"
 
+_UNREAD = object()
+
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 """The file GitHub Actions shows as the job summary; the Markdown gate table is appended to it."""
 
@@ -110,6 +112,10 @@ class DatasetRun:
     shard: dict | None = None
     """The report's ``shard`` block (``outputs.merge.shard_info``)."""
     _dataset: Any = None
+    _raw: Any = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self._raw = _UNREAD
 
     def dataset(self) -> Any:
         """The loaded dataset (for items that never produced an outcome); loaded once, on demand."""
@@ -119,12 +125,20 @@ class DatasetRun:
             self._dataset = load_dataset(self.manifest)
         return self._dataset
 
+    def _raw_manifest(self) -> Any:
+        """The manifest's JSON, read and parsed once (None when it cannot be read)."""
+        if self._raw is _UNREAD:
+            try:
+                self._raw = json.loads(self.manifest.read_bytes())
+            except (OSError, ValueError):
+                self._raw = None
+        return self._raw
+
     def dataset_ids(self) -> list[str] | None:
         """Every item id of the manifest (selected or not), read from its JSON; None when it cannot be read."""
         try:
-            items = json.loads(self.manifest.read_bytes())["items"]
-            return [str(item["id"]) for item in items]
-        except (OSError, ValueError, KeyError, TypeError):
+            return [str(item["id"]) for item in self._raw_manifest()["items"]]
+        except (KeyError, TypeError):
             return None
 
     def manifest_version(self) -> str:
@@ -132,8 +146,8 @@ class DatasetRun:
         if self.version:
             return self.version
         try:
-            return str(json.loads(self.manifest.read_bytes()).get("version") or UNKNOWN)
-        except (OSError, ValueError, AttributeError):
+            return str(self._raw_manifest().get("version") or UNKNOWN)
+        except AttributeError:
             return UNKNOWN
 
 
@@ -149,7 +163,6 @@ class GateSession:
         self.other_failures = 0
         self.usage_error: str | None = None
         self.interrupted_by: str | None = None
-        self.report_path: Path | None = None
         self.journal: Any = None
         self.session_id = uuid.uuid4().hex
         """The session id: sent to the target (``GROUNDEVAL_RUN_ID``), the root of each dataset's run id."""
@@ -652,7 +665,7 @@ class GateSession:
             writer = self._writer(run)
             writer.set_context(self._context(run))
             writers.append((writer, fields))
-        self.report_path = write_session(self.settings.report, writers)
+        write_session(self.settings.report, writers)
 
     def _write_outputs(self, parts: list[tuple[DatasetRun, dict]]) -> None:
         """The HTML page, the Markdown table and the step summary, from the same data as the report (docs/ci.md)."""
