@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..core.kinds import KIND_NAMES
+from .options import STEP_SUMMARY_ENV, step_summary_path
 from .record import GATE_ATTR, OUTCOME_ATTR, RUN_ATTR, SESSION_WORKERINPUT, session_key
 
 if TYPE_CHECKING:
@@ -54,7 +55,6 @@ UNKNOWN = "unknown"
 
 _UNREAD = object()
 
-STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 """The file GitHub Actions shows as the job summary; the Markdown gate table is appended to it."""
 
 SHARD_DECIDING = frozenset({"errors", "notRun", "run"})
@@ -169,8 +169,7 @@ class GateSession:
         config.stash[session_key] = self.session_id
         self.written: list[Path] = []
         self.output_errors: list[str] = []
-        summary = os.environ.get(STEP_SUMMARY_ENV, "").strip()
-        self.step_summary: Path | None = Path(summary) if summary and settings.step_summary else None
+        self.step_summary: Path | None = step_summary_path(settings)
         # What each item's outcome is kept for: everything for the HTML page, the failed and
         # errored ones for a Markdown table (it lists only those).
         self.keep = "all" if settings.html else "problems" if (settings.markdown or self.step_summary) else None

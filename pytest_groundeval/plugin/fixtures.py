@@ -300,13 +300,13 @@ def shows_items(config: pytest.Config, settings: Any) -> bool:
     The JSON report, the HTML page, the Markdown table or step summary, the run
     history and JUnit XML do; the terminal summary alone does not.
     """
-    import os
+    from .options import step_summary_path
 
     return bool(
         settings.report
         or settings.html
         or settings.markdown
-        or (settings.step_summary and os.environ.get("GITHUB_STEP_SUMMARY", "").strip())
+        or step_summary_path(settings)
         or getattr(settings, "history", None)
         or config.getoption("xmlpath", None)
     )

@@ -489,3 +489,14 @@ def _judging(values: dict, sources: dict) -> dict:
         scorer_model=values["scorer-model"] or (MOCK_SCORER_MODEL if scorer == MOCK else None),
         scorer_cap=_count(values["scorer-cap"], sources["scorer-cap"]) if values["scorer-cap"] else DEFAULT_SCORER_CAP,
     )
+
+
+STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+"""The environment variable naming the CI job summary file the Markdown gate is appended to."""
+
+
+def step_summary_path(settings: Settings) -> Path | None:
+    """The job summary file to append the Markdown gate to: ``GITHUB_STEP_SUMMARY``, unless
+    ``--eval-no-step-summary`` (docs/ci.md); None when there is none."""
+    summary = os.environ.get(STEP_SUMMARY_ENV, "").strip()
+    return Path(summary) if summary and settings.step_summary else None
