@@ -163,6 +163,11 @@ class GateSession:
         self.other_failures = 0
         self.usage_error: str | None = None
         self.interrupted_by: str | None = None
+        self.finishing = False
+        """True once the run loop is over (set by ``pytest_runtestloop``)."""
+        self.stopped_by_groundeval = False
+        """True when the session stopped because the harness stopped it (target down or gone),
+        not because the user or CI interrupted it; such a run exits 1, not 2."""
         self.journal: Any = None
         self.session_id = uuid.uuid4().hex
         """The session id: sent to the target (``GROUNDEVAL_RUN_ID``), the root of each dataset's run id."""
@@ -226,9 +231,13 @@ class GateSession:
             self._previous_sigterm = None
 
     def _on_sigterm(self, signum: int, frame: Any) -> None:
-        self.interrupted_by = "SIGTERM"
         # Once: a second SIGTERM ends the process the default way.
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if self.finishing:
+            # Every selected item has run: the session is writing its report and tearing
+            # down. Let it finish; an interrupt here would only cut the report short.
+            return
+        self.interrupted_by = "SIGTERM"
         raise KeyboardInterrupt("SIGTERM")
 
     # -- crashed xdist workers (plugin/crash.py) ----------------------------------------
@@ -280,6 +289,20 @@ class GateSession:
             else:
                 report.outcome = "rerun"
         return None
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Any:
+        try:
+            return (yield)
+        finally:
+            self.finishing = True
+
+    @pytest.hookimpl
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        # Under xdist a worker's session.shouldfail reaches the controller as an interrupt
+        # whose message is that reason; the harness's own stops start with "groundeval:".
+        if str(excinfo.value).startswith("groundeval:"):
+            self.stopped_by_groundeval = True
 
     @pytest.hookimpl
     def pytest_unconfigure(self, config: pytest.Config) -> None:
@@ -589,6 +612,11 @@ class GateSession:
     def pytest_sessionfinish_exit_status(self, session: pytest.Session, exitstatus: int) -> None:
         """The session's exit status, decided last (pytest reads only ``pytest_*`` names as hooks)."""
         if not self.exit_decided:
+            return
+        if exitstatus == pytest.ExitCode.INTERRUPTED and self.stopped_by_groundeval and not self.interrupted_by:
+            # The harness stopped the session (under xdist that arrives as an interrupt): a
+            # failed run, exit 1, as without xdist (docs/guarantees.md).
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
             return
         if exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
             return

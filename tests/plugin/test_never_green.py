@@ -311,3 +311,22 @@ def test_one_silent_qa_item_is_one_item_in_the_gate_text():
     result = evaluate_gate(metrics, dataset_version="v1", models={"generate": "g", "embed": "e"})
     reasons = [c.reason for c in result.checks if c.metric == "claimSupportPrecision"]
     assert reasons == ["1 qa item ran but the target returned no claims: nothing supported, nothing to measure"]
+
+
+def test_a_sigterm_after_the_run_loop_lets_the_session_finish(pytester, smoke):
+    # Once every item has run, the session is writing its report: a late SIGTERM must not
+    # cut it short with a traceback; before that, it interrupts like Ctrl-C.
+    config = pytester.parseconfigure("-p", "no:benchmark", f"--eval-dataset={smoke}")
+    gate = config.pluginmanager.get_plugin("groundeval-gate")
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        with pytest.raises(KeyboardInterrupt, match="SIGTERM"):
+            gate._on_sigterm(signal.SIGTERM, None)
+        assert gate.interrupted_by == "SIGTERM"
+        gate.interrupted_by = None
+        gate.finishing = True
+        gate._on_sigterm(signal.SIGTERM, None)  # returns: the report is being written
+        assert gate.interrupted_by is None
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # a second one ends the process
+    finally:
+        signal.signal(signal.SIGTERM, previous)
