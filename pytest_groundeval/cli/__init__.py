@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 USAGE = "usage: groundeval [--version] {" + ",".join(COMMANDS) + "} [options]\n\n" + "\n".join(
-    f"  {name:<12} {help_}" for name, (_, _, help_) in COMMANDS.items()
+    f"  {name:<{max(map(len, COMMANDS))}}  {help_}" for name, (_, _, help_) in COMMANDS.items()
 )
 
 
