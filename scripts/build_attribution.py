@@ -50,7 +50,6 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 from build_expertqa_citations import write_dataset  # noqa: E402
 
-DEFAULT_SRC = Path("/work/shared/data/timeqa/human_annotated_test.json")
 DEFAULT_OUT = REPO / "datasets" / "attribution"
 VERSION = "v1-attribution"
 """The dataset's version string (distinct from every other dataset's)."""
@@ -169,7 +168,7 @@ def build(src: Path, out: Path, pairs: int = DEFAULT_PAIRS) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Command line: ``--src FILE --out DIR --pairs N``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--src", type=Path, default=DEFAULT_SRC)
+    parser.add_argument("--src", type=Path, required=True, help="The source file, e.g. ../shared/data/timeqa/human_annotated_test.json")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--pairs", type=int, default=DEFAULT_PAIRS)
     args = parser.parse_args(argv)

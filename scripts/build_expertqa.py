@@ -34,7 +34,6 @@ import xxhash
 from pytest_groundeval.core.evidence import TIERS, EvidenceBlock, Tier, Verdict, review_answer
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_SRC = Path("/work/shared/data/expertqa/rand_test.first180.jsonl")
 DEFAULT_OUT = REPO / "datasets" / "expertqa"
 VERSION = "expertqa-1"
 """The dataset version (docs/dataset.md): a label of its own, so a baseline of another dataset never applies."""
@@ -349,7 +348,7 @@ def agreement_report(rows: Sequence[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Build the dataset (default) or print the agreement figures (``--agreement``)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--src", type=Path, default=DEFAULT_SRC, help="ExpertQA rand_test JSON lines")
+    parser.add_argument("--src", type=Path, required=True, help="The source file, e.g. ../shared/data/expertqa/rand_test.first180.jsonl")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="Output dataset directory")
     parser.add_argument("--agreement", action="store_true", help="Print agreement figures instead of building")
     args = parser.parse_args(argv)

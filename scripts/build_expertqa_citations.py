@@ -34,7 +34,6 @@ from pathlib import Path
 import xxhash
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_SRC = Path("/work/shared/data/expertqa/rand_test.first180.jsonl")
 DEFAULT_OUT = REPO / "datasets" / "expertqa-citations"
 VERSION = "v1-expertqa-citations"
 """The dataset's version string (distinct from every other dataset's)."""
@@ -130,7 +129,7 @@ def build(src: Path, out: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Command line: ``--src FILE --out DIR``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--src", type=Path, default=DEFAULT_SRC)
+    parser.add_argument("--src", type=Path, required=True, help="The source file, e.g. ../shared/data/expertqa/rand_test.first180.jsonl")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
     build(args.src, args.out)

@@ -22,7 +22,7 @@ from pytest_groundeval.core.evidence import EvidenceBlock, EvidenceReview, revie
 
 REPO = Path(__file__).resolve().parents[2]
 EXPERTQA = REPO / "datasets" / "expertqa"
-EXPERTQA_SRC = Path("/work/shared/data/expertqa/rand_test.first180.jsonl")
+EXPERTQA_SRC = REPO.parent / "shared" / "data" / "expertqa" / "rand_test.first180.jsonl"  # beside the checkout
 
 TIERS = ["guideline", "official", "peer_reviewed", "reputable", "community", "unverified"]
 

@@ -11,9 +11,10 @@ from pytest_groundeval.core.dataset import DatasetError, load_dataset
 from pytest_groundeval.core.kinds.citation import judge_citation, paragraphs, source_map
 
 REPO = Path(__file__).resolve().parents[2]
+SHARED_DATA = REPO.parent / "shared" / "data"  # beside the checkout, as CI lays it
 DATASETS = {
-    "build_expertqa_citations": (REPO / "datasets" / "expertqa-citations", Path("/work/shared/data/expertqa/rand_test.first180.jsonl")),
-    "build_attribution": (REPO / "datasets" / "attribution", Path("/work/shared/data/timeqa/human_annotated_test.json")),
+    "build_expertqa_citations": (REPO / "datasets" / "expertqa-citations", SHARED_DATA / "expertqa" / "rand_test.first180.jsonl"),
+    "build_attribution": (REPO / "datasets" / "attribution", SHARED_DATA / "timeqa" / "human_annotated_test.json"),
 }
 GENERATED = {"manifest.json", "corpus"}
 
