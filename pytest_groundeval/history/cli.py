@@ -253,7 +253,8 @@ def write_run_html(store: HistoryStore, ref: str, out: str) -> str:
     """Write the HTML report of stored run ``ref`` to ``out``, with trends over earlier runs.
 
     The trends and the two-run comparison use up to ``TREND_RUNS`` runs before it of the
-    same dataset version and model lineage, oldest first (docs/ci.md, "HTML report").
+    same dataset version and model lineage, oldest first (docs/ci.md, "HTML report"); the
+    comparison sets the run against the one before it, and says so when there is none.
 
     Raises:
         HistoryError: ``ref`` names no run, or the file cannot be written.
@@ -274,7 +275,9 @@ def write_run_html(store: HistoryStore, ref: str, out: str) -> str:
             earlier.append({"id": row.id, "startedAt": row.started_ms, "metrics": past["metrics"]})
         if len(earlier) >= TREND_RUNS:
             break
-    trend = [*reversed(earlier), {"id": run_id, "startedAt": wire.get("startedAtMs"), "metrics": wire["metrics"]}]
+    # The page adds the run itself as "this run": the history it is given holds only the runs before it,
+    # so its two-run comparison sets the run against the one before it, never against itself.
+    trend = list(reversed(earlier))
     try:
         (path,) = write_outputs(wire, html=out, history=trend)
     except OutputError as exc:
