@@ -46,6 +46,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.types import TypeEngine
 
 from . import schema
@@ -176,6 +177,11 @@ assert set(MIGRATIONS) == set(range(1, schema.SCHEMA_VERSION)), "every old versi
 # --- opening ---------------------------------------------------------------------------------
 
 
+def _first_line(exc: BaseException) -> str:
+    message = str(getattr(exc, "orig", None) or exc).strip()
+    return message.splitlines()[0] if message else type(exc).__name__
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -195,9 +201,17 @@ def stored_version(conn: Connection) -> int | None:
             )
         return None
     version = conn.execute(select(schema.schema_info.c.version).where(schema.schema_info.c.id == 1)).scalar()
+    where = f"history database {describe_url(conn.engine.url.render_as_string(hide_password=False))}"
     if version is None:
-        raise HistoryError("the history database's schema_info table is empty (docs/history.md)")
-    return int(version)
+        raise HistoryError(f"{where}: its schema_info table is empty (docs/history.md)")
+    # SQLite keeps whatever was stored (2.9, "two"); only a whole number of a released schema is a version.
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise HistoryError(
+            f"{where}: schema_info.version is {version!r}, not a groundeval schema version (a whole number from 1 "
+            f"to {schema.SCHEMA_VERSION}); the database was changed by hand or is not a groundeval history "
+            "(docs/history.md)"
+        )
+    return version
 
 
 def create_version(conn: Connection, metadata: MetaData, version: int) -> None:
@@ -237,7 +251,16 @@ def ensure_schema(engine: Engine) -> int:
                 f"version {schema.SCHEMA_VERSION} this pytest-groundeval reads: upgrade pytest-groundeval"
             )
         while current < schema.SCHEMA_VERSION:
-            MIGRATIONS[current](conn)
+            try:
+                MIGRATIONS[current](conn)
+            except SQLAlchemyError as exc:
+                # The tables are not what schema_info says (e.g. a current database marked version 1):
+                # nothing is changed (the transaction rolls back) and the database is refused.
+                raise HistoryError(
+                    f"history database {describe_url(str(engine.url))} says schema version {before}, but migrating "
+                    f"it from version {current} to {current + 1} failed: {_first_line(exc)}; its tables do not "
+                    f"match schema_info.version (docs/history.md)"
+                ) from exc
             current += 1
         conn.execute(
             schema.schema_info.update()

@@ -36,7 +36,16 @@ from typing import Any
 
 from .errors import HistoryError
 from .records import item_row
-from .urls import BUSY_TIMEOUT_S, configure_sqlite, dbapi_conninfo, describe_url, resolve_url, sqlite_path
+from .urls import (
+    BUSY_TIMEOUT_S,
+    CLIENT_ENCODING,
+    check_server_encoding,
+    configure_sqlite,
+    dbapi_conninfo,
+    describe_url,
+    resolve_url,
+    sqlite_path,
+)
 
 SCHEMA_VERSION = 2
 """The schema version this writer writes (``schema.SCHEMA_VERSION``; a test keeps the two equal)."""
@@ -140,7 +149,12 @@ class HistoryWriter:
                         f"history database {describe_url(url)} needs psycopg 3: "
                         "pip install 'pytest-groundeval[postgres]'"
                     ) from exc
-                conn = psycopg.connect(dbapi_conninfo(url), autocommit=True)
+                conn = psycopg.connect(dbapi_conninfo(url), autocommit=True, client_encoding=CLIENT_ENCODING)
+                try:
+                    check_server_encoding(conn, url)
+                except BaseException:
+                    conn.close()
+                    raise
         except (OSError, sqlite3.Error) as exc:
             raise HistoryError(f"cannot open history database {describe_url(url)}: {_first_line(exc)}") from exc
         except Exception as exc:
@@ -168,9 +182,13 @@ class HistoryWriter:
         from .engine import create_history_engine
         from .migrations import ensure_schema
 
+        from sqlalchemy.exc import SQLAlchemyError
+
         engine = create_history_engine(self.url)
         try:
             ensure_schema(engine)
+        except SQLAlchemyError as exc:
+            raise HistoryError(f"cannot open history database {describe_url(self.url)}: {_first_line(exc)}") from exc
         finally:
             engine.dispose()
 
