@@ -192,3 +192,45 @@ def test_rejudge_fills_missing_judgments_with_the_mock_judge_and_all_replaces_th
         assert groundeval(["rejudge", "latest", "--all", *judge]) == 0
     assert _rows(db, judgments) == filled
     assert "paragraph(s) judged" in capsys.readouterr().out
+
+
+def _postgres_server():
+    """A throwaway PostgreSQL server (tests/history/conftest.py's ``PostgresServer``), loaded by path."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_history_pg", ROOT / "tests" / "history" / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.PostgresServer()
+
+
+STOP_PG_CONFTEST = """
+import subprocess
+
+_stopped = []
+
+def pytest_runtest_setup(item):
+    # The database goes away once the run is recorded as started and before any outcome is written.
+    if not _stopped:
+        _stopped.append(subprocess.run({command!r}, capture_output=True, timeout=60).returncode)
+"""
+
+
+def test_postgres_stopped_mid_run_fails_the_session_and_says_why(run, pytester, smoke):
+    server = _postgres_server()
+    try:
+        server.start()
+        url = f"postgresql://postgres@127.0.0.1:{server.port}/postgres"
+        stop = [*server.prefix, str(server.bindir / "pg_ctl"), "-D", str(server.data), "-m", "immediate", "-w", "stop"]
+        pytester.makeconftest(STOP_PG_CONFTEST.format(command=stop))
+        # qa and adversarial items have default floors: the gate is armed and passes.
+        result = run(f"--eval-dataset={smoke}", f"--eval-history={url}", "-n", "0", "-k", "qa or adversarial")
+    finally:
+        server.stop()
+    out = result.stdout.str()
+    assert "history: recording failed, the history of this run is incomplete: " in out
+    lines = out.splitlines()
+    verdict = next(i for i, line in enumerate(lines) if line.startswith("gate: "))
+    assert lines[verdict] == "gate: PASS"
+    assert lines[verdict + 1].startswith("exit status 1: the run could not be recorded in the history")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
