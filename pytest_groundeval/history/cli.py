@@ -161,7 +161,8 @@ def format_detail(detail: RunDetail) -> list[str]:
     ]
     for js in detail.judgment_sets:
         state = "current" if js.is_current else "kept"
-        why = f" ({js.reason})" if js.reason and js.status != "complete" else ""
+        reason = " ".join((js.reason or "").split())
+        why = f" ({reason[:157] + '...' if len(reason) > 160 else reason})" if reason and js.status != "complete" else ""
         lines.append(
             f"judgment set {js.id} [{state}] {js.origin} judge {js.judge_model or '-'} prompt {js.prompt_version or '-'} "
             f"{_when(js.created_ms)} UTC: {js.status}, {js.paragraphs - js.failed} of {js.paragraphs} paragraph(s) "
