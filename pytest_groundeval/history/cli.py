@@ -162,10 +162,13 @@ def format_detail(detail: RunDetail) -> list[str]:
     for js in detail.judgment_sets:
         state = "current" if js.is_current else "kept"
         reason = " ".join((js.reason or "").split())
-        why = f" ({reason[:157] + '...' if len(reason) > 160 else reason})" if reason and js.status != "complete" else ""
+        if len(reason) > 160:
+            reason = reason[:157] + "..."
+        why = f" ({reason})" if reason and js.status != "complete" else ""
         lines.append(
-            f"judgment set {js.id} [{state}] {js.origin} judge {js.judge_model or '-'} prompt {js.prompt_version or '-'} "
-            f"{_when(js.created_ms)} UTC: {js.status}, {js.paragraphs - js.failed} of {js.paragraphs} paragraph(s) "
+            f"judgment set {js.id} [{state}] {js.origin} judge {js.judge_model or '-'} "
+            f"prompt {js.prompt_version or '-'} {_when(js.created_ms)} UTC: {js.status}, "
+            f"{js.paragraphs - js.failed} of {js.paragraphs} paragraph(s) "
             f"with a parseable verdict{why}"
         )
     if detail.metrics is not None:

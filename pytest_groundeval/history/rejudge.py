@@ -292,7 +292,9 @@ def rejudge_run(
     _write(store, new_set, pending)
     with store.engine.connect() as conn:
         failed = case((j.c.verdict.is_(None) | (j.c.verdict == "unparseable"), 1), else_=0)
-        total, bad = conn.execute(select(func.count(), func.coalesce(func.sum(failed), 0)).where(j.c.set_id == new_set)).one()
+        total, bad = conn.execute(
+            select(func.count(), func.coalesce(func.sum(failed), 0)).where(j.c.set_id == new_set)
+        ).one()
     result.paragraphs, result.failed = int(total), int(bad)
     if result.complete:
         metrics, gate = _make_current(store, run_id, new_set, current, result, run.config or {}, run.gate,
@@ -314,7 +316,8 @@ def _open_set(store: HistoryStore, run_id: str, current: int, judge: Any) -> int
         new_set = conn.execute(
             insert(sets).returning(sets.c.id).values(
                 run_id=run_id, origin=schema.ORIGIN_REJUDGE, judge_model=getattr(judge, "model", None),
-                scorer_model=getattr(judge, "scorer_model", None), prompt_version=getattr(judge, "prompt_version", None),
+                scorer_model=getattr(judge, "scorer_model", None),
+                prompt_version=getattr(judge, "prompt_version", None),
                 created_ms=now_ms(), status=schema.SET_INCOMPLETE, is_current=False, paragraphs=0, failed=0,
                 reason="being judged (a rejudge that stopped here never finished)",
             )

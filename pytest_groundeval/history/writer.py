@@ -437,7 +437,8 @@ class HistoryWriter:
             # The run's own judgment set: complete when the run finished and every paragraph has a
             # parseable verdict; its figures are the run's.
             cursor.execute(
-                "SELECT COUNT(*), COALESCE(SUM(CASE WHEN verdict IS NULL OR verdict = 'unparseable' THEN 1 ELSE 0 END), 0) "
+                "SELECT COUNT(*), "
+                "COALESCE(SUM(CASE WHEN verdict IS NULL OR verdict = 'unparseable' THEN 1 ELSE 0 END), 0) "
                 f"FROM judgments WHERE set_id = (SELECT id FROM judgment_sets WHERE run_id = {m} AND origin = 'run')",
                 (run_id,),
             )
