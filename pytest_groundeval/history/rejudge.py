@@ -34,7 +34,7 @@ from .records import PARAGRAPHS_KEY, VERDICTS, outcome_from_rows
 from .store import HistoryStore, now_ms
 
 WRITE_BATCH = 50
-"""Judgments per commit: a killed rejudge keeps what it wrote and can be resumed (missing ones only)."""
+"""Judgments per commit and per ``judge_many`` call; a killed rejudge leaves its set incomplete, not current."""
 
 RECALL = "retrievalRecall"
 
@@ -297,7 +297,7 @@ def rejudge_run(
         ).one()
     result.paragraphs, result.failed = int(total), int(bad)
     if result.complete:
-        metrics, gate = _make_current(store, run_id, new_set, current, result, run.config or {}, run.gate,
+        metrics, gate = _make_current(store, run_id, new_set, result, run.config or {}, run.gate,
                                       recompute or default_recompute)  # fmt: skip
         result.metrics, result.gate = metrics, gate
     else:
@@ -407,7 +407,6 @@ def _make_current(
     store: HistoryStore,
     run_id: str,
     new_set: int,
-    old_set: int,
     result: RejudgeResult,
     config: Mapping[str, Any],
     stored_gate: Any,
@@ -440,8 +439,10 @@ def _make_current(
         conn.execute(
             update(runs).where(runs.c.id == run_id).values(metrics=metrics, gate=gate, gate_passed=bool(gate["passed"]))
         )
-        # The old set first: at most one set of a run is current (a unique index says so).
-        conn.execute(update(sets).where(sets.c.id == old_set).values(is_current=False))
+        # Every current set of the run first (the one this rejudge copied, or one a concurrent rejudge made
+        # current since):
+        # at most one set of a run is current, and a unique index says so.
+        conn.execute(update(sets).where(sets.c.run_id == run_id, sets.c.is_current.is_(True)).values(is_current=False))
         conn.execute(update(sets).where(sets.c.id == new_set).values(
             is_current=True, status=schema.SET_COMPLETE, paragraphs=result.paragraphs, failed=0, reason=None,
             judge_model=result.judge_model, metrics=metrics, gate=gate))  # fmt: skip
