@@ -2,8 +2,9 @@
 
 Each command takes ``--history URL`` (else ``GROUNDEVAL_HISTORY``, else the
 default ``.groundeval/history.db`` in the working directory). Exit codes: 0 ok,
-1 ``compare`` found a regression (or ``rejudge`` could not judge some
-paragraphs), 2 usage error or unusable database.
+1 ``compare`` found a regression (or ``rejudge`` left some paragraph without a
+parseable verdict: its new judgment set is kept but not made current), 2 usage
+error or unusable database.
 """
 
 from __future__ import annotations
@@ -143,19 +144,33 @@ def format_detail(detail: RunDetail) -> list[str]:
     """``history show`` lines."""
     r, c = detail.run, detail.config
     models = c.get("models") or {}
+    current = detail.current_set
+    judge = (current.judge_model if current is not None else None) or c.get("judgeModel") or "-"
     lines = [
         f"run {r.id}  label {r.label or '-'}  status {r.status}",
         f"started {_when(r.started_ms)} UTC  finished {_when(r.finished_ms)}",
         f"dataset {r.dataset_path or '-'} version {r.dataset_version or '-'}",
         # JSONB does not keep key order: generate and embed first, then any other role.
         "models " + " ".join(f"{k}={models[k]}" for k in sorted(models, key=lambda k: (k != "generate", k != "embed", k)))
-        + f"  judge={c.get('judgeModel') or '-'} scorer={c.get('scorerModel') or '-'}",
+        + f"  judge={judge} scorer={c.get('scorerModel') or '-'}",
         f"plugin {c.get('pluginVersion') or '-'}  git {c.get('gitCommit') or '-'}",
         f"items {r.items}: {detail.passed} passed, {detail.failed} failed, {len(detail.errors)} errors",
         f"latency p50 {_ms(detail.latency_ms_p50)}  p95 {_ms(detail.latency_ms_p95)}",
         "verdicts " + ", ".join(f"{k} {n}" for k, n in detail.verdicts.items())
         + f"; deterministic mismatches {detail.mismatched_paragraphs}",
     ]
+    for js in detail.judgment_sets:
+        state = "current" if js.is_current else "kept"
+        reason = " ".join((js.reason or "").split())
+        if len(reason) > 160:
+            reason = reason[:157] + "..."
+        why = f" ({reason})" if reason and js.status != "complete" else ""
+        lines.append(
+            f"judgment set {js.id} [{state}] {js.origin} judge {js.judge_model or '-'} "
+            f"prompt {js.prompt_version or '-'} {_when(js.created_ms)} UTC: {js.status}, "
+            f"{js.paragraphs - js.failed} of {js.paragraphs} paragraph(s) "
+            f"with a parseable verdict{why}"
+        )
     if detail.metrics is not None:
         lines.append("metrics:")
         for name, value in detail.metrics.items():
@@ -253,7 +268,8 @@ def write_run_html(store: HistoryStore, ref: str, out: str) -> str:
     """Write the HTML report of stored run ``ref`` to ``out``, with trends over earlier runs.
 
     The trends and the two-run comparison use up to ``TREND_RUNS`` runs before it of the
-    same dataset version and model lineage, oldest first (docs/ci.md, "HTML report").
+    same dataset version and model lineage, oldest first (docs/ci.md, "HTML report"); the
+    comparison sets the run against the one before it, and says so when there is none.
 
     Raises:
         HistoryError: ``ref`` names no run, or the file cannot be written.
@@ -274,7 +290,9 @@ def write_run_html(store: HistoryStore, ref: str, out: str) -> str:
             earlier.append({"id": row.id, "startedAt": row.started_ms, "metrics": past["metrics"]})
         if len(earlier) >= TREND_RUNS:
             break
-    trend = [*reversed(earlier), {"id": run_id, "startedAt": wire.get("startedAtMs"), "metrics": wire["metrics"]}]
+    # The page adds the run itself as "this run": the history it is given holds only the runs before it,
+    # so its two-run comparison sets the run against the one before it, never against itself.
+    trend = list(reversed(earlier))
     try:
         (path,) = write_outputs(wire, html=out, history=trend)
     except OutputError as exc:
@@ -350,9 +368,10 @@ def rejudge_main(argv: list[str], judge_factory: JudgeFactory | None = None) -> 
             ``--judge-url`` and ``--judge-model`` are then required.
 
     Returns:
-        0 when every selected paragraph was judged; 1 when the judge failed on some
-        (they stay unjudged and counted); 2 for a usage error, an unknown or
-        unfinished run, or an unusable database.
+        0 when the new judgment set is complete and became current (or nothing needed
+        judging); 1 when some paragraph got no parseable verdict (the set is kept as an
+        incomplete attempt, nothing current replaced; stderr says how many and why);
+        2 for a usage error, an unknown or unfinished run, or an unusable database.
     """
     try:
         args = _rejudge_parser().parse_args(argv)
@@ -374,12 +393,26 @@ def rejudge_main(argv: list[str], judge_factory: JudgeFactory | None = None) -> 
     except HistoryError as exc:
         print(f"groundeval rejudge: {exc}", file=sys.stderr)
         return 2
-    print(f"run {result.run_id}: {result.judged} of {result.candidates} paragraph(s) judged, {result.errors} failed")
+    failed = result.errors + result.unparseable
+    print(f"run {result.run_id}: {result.judged} of {result.candidates} paragraph(s) given a parseable verdict, "
+          f"{failed} failed ({result.errors} judge error(s), {result.unparseable} unparseable)")  # fmt: skip
     for message in result.error_messages:
         print(f"  judge failed: {message}")
+    if result.set_id is None:
+        print("nothing to judge: every paragraph has a parseable verdict (--all judges them again)")
+    elif result.complete:
+        print(f"judgment set {result.set_id} (judge {result.judge_model or '-'}) is complete and now current; "
+              f"set {result.replaced_set} is kept")  # fmt: skip
+    else:
+        print(
+            f"groundeval rejudge: judgment set {result.set_id} is incomplete and kept as an attempt: {result.reason}; "
+            f"the current set ({result.replaced_set}), the run's metrics and its gate are unchanged (docs/history.md)",
+            file=sys.stderr,
+        )
     if result.gate is not None:
-        print(f"gate: {'PASS' if result.gate.get('passed') else 'FAIL'}")
+        unchanged = "" if result.complete and result.set_id is not None else " (unchanged)"
+        print(f"gate: {'PASS' if result.gate.get('passed') else 'FAIL'}{unchanged}")
     if result.metrics is not None:
         shown = {k: result.metrics.get(k) for k in ("citationSupportedRate", "wrongSpeakerRate", "coverageScoreMean")}
         print("metrics: " + json.dumps(shown))
-    return 1 if result.errors else 0
+    return 0 if result.complete else 1

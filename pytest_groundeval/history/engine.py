@@ -9,7 +9,8 @@ opens one with the settings the readers and migrations rely on:
   writer processes wait for each other instead of failing, foreign keys on, and
   ``BEGIN IMMEDIATE`` for write transactions so a writer takes the lock up front
   rather than failing to upgrade a read lock halfway.
-* PostgreSQL: the psycopg 3 driver (``postgresql+psycopg``); plain transactions.
+* PostgreSQL: the psycopg 3 driver (``postgresql+psycopg``); plain transactions; client
+  encoding UTF8, and a database whose encoding is not UTF8 (e.g. ``SQL_ASCII``) refused.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from sqlalchemy.engine import make_url
 from .errors import HistoryError
 from .urls import (
     BUSY_TIMEOUT_S,
+    CLIENT_ENCODING,
     DEFAULT_PATH,
     ENV_VAR,
     SHORTHANDS,
     VALID_FORMS,
+    check_server_encoding,
     configure_sqlite,
     describe_url,
     resolve_url,
@@ -70,7 +73,13 @@ def create_history_engine(url: str, *, busy_timeout_s: float = BUSY_TIMEOUT_S) -
         raise HistoryError(
             f"history database {describe_url(url)} needs psycopg 3: pip install 'pytest-groundeval[postgres]'"
         ) from exc
-    return create_engine(url, pool_size=2, max_overflow=2)
+    engine = create_engine(url, pool_size=2, max_overflow=2, connect_args={"client_encoding": CLIENT_ENCODING})
+
+    @event.listens_for(engine, "connect")
+    def _on_pg_connect(dbapi_connection: Any, _record: Any) -> None:
+        check_server_encoding(dbapi_connection, url)
+
+    return engine
 
 
 def _sqlite_engine(url: str, path: Path, busy_timeout_s: float) -> Engine:

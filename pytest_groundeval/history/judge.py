@@ -42,7 +42,11 @@ class LLMJudge:
     """
 
     def __init__(self, url: str, model: str, api_key: str | None = None, **client_options: Any) -> None:
+        from ..judge.prompt import PROMPT_VERSION
+
         self.model = model
+        self.prompt_version = PROMPT_VERSION
+        """Recorded with the judgment set a rejudge writes."""
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="groundeval-rejudge", daemon=True)
         self._thread.start()

@@ -12,12 +12,18 @@ Versions:
 
 * **1**, the first released schema: runs, items (no tool trace, no iteration
   count), item_tags, judgments (no coverage score, no judge model, no judging time).
-* **2** (current): items gain ``tool_trace`` and ``iterations``; a ``tool_calls``
+* **2**: items gain ``tool_trace`` and ``iterations``; a ``tool_calls``
   table holds one row per tool-trace entry; judgments gain ``coverage_score``,
   ``judge_model`` and ``judged_ms``.
+* **3** (current): a ``judgment_sets`` table (one set per run as recorded, one per
+  rejudge, each with its judge model, prompt version, time, status and whether it
+  is current); judgments gain ``set_id`` and are unique per (set, item,
+  paragraph). Migrating makes each run's existing judgments its first, current
+  set, with the judge model the run recorded.
 
-``V1_METADATA`` is version 1 frozen as it shipped; tests build a v1 database from
-it and migrate it. Never edit a frozen version: add a new one.
+``V1_METADATA`` and ``V2_METADATA`` are versions 1 and 2 frozen as they shipped;
+tests build databases from them and migrate them. Never edit a frozen version:
+add a new one.
 """
 
 from __future__ import annotations
@@ -41,11 +47,14 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    case,
+    func,
     inspect,
     select,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.types import TypeEngine
 
 from . import schema
@@ -134,6 +143,102 @@ Table(
     Index("ix_judgments_run", "run_id"),
 )
 
+# --- version 2, frozen ---------------------------------------------------------------------
+
+V2_METADATA = MetaData()
+"""The second schema (version 2), frozen."""
+
+Table(
+    "schema_info",
+    V2_METADATA,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("version", Integer, nullable=False),
+    Column("migrated_ms", BigInteger, nullable=False),
+)
+Table(
+    "runs",
+    V2_METADATA,
+    Column("id", String(32), primary_key=True),
+    Column("label", Text, nullable=True),
+    Column("dataset_path", Text, nullable=True),
+    Column("dataset_version", Text, nullable=True),
+    Column("config", _JSON, nullable=False),
+    Column("started_ms", BigInteger, nullable=False),
+    Column("finished_ms", BigInteger, nullable=True),
+    Column("interrupted", Boolean, nullable=True),
+    Column("gate_passed", Boolean, nullable=True),
+    Column("gate", _JSON, nullable=True),
+    Column("metrics", _JSON, nullable=True),
+    Index("ix_runs_started", "started_ms"),
+    Index("ix_runs_label", "label"),
+)
+Table(
+    "items",
+    V2_METADATA,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("item_id", Text, nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("passed", Boolean, nullable=False),
+    Column("error", Text, nullable=True),
+    Column("detail", Text, nullable=False),
+    Column("trace_id", Text, nullable=True),
+    Column("question", Text, nullable=True),
+    Column("answer", Text, nullable=True),
+    Column("tags", _JSON, nullable=False),
+    Column("sources", _JSON, nullable=True),
+    Column("trace", _JSON, nullable=True),
+    Column("latency_ms", Float, nullable=True),
+    Column("prompt_tokens", Integer, nullable=True),
+    Column("completion_tokens", Integer, nullable=True),
+    Column("tool_trace", _JSON, nullable=True),
+    Column("iterations", Integer, nullable=True),
+    Column("outcome", _JSON, nullable=False),
+    Column("recorded_ms", BigInteger, nullable=False),
+    UniqueConstraint("run_id", "item_id", name="uq_items_run_item"),
+)
+Table(
+    "item_tags",
+    V2_METADATA,
+    Column("item", Integer, ForeignKey("items.id", ondelete="CASCADE"), primary_key=True),
+    Column("tag", Text, primary_key=True),
+    Column("run_id", String(32), nullable=False),
+    Index("ix_item_tags_run", "run_id", "tag"),
+)
+Table(
+    "tool_calls",
+    V2_METADATA,
+    Column("item", Integer, ForeignKey("items.id", ondelete="CASCADE"), primary_key=True),
+    Column("position", Integer, primary_key=True, autoincrement=False),
+    Column("run_id", String(32), nullable=False),
+    Column("tool", Text, nullable=False),
+    Column("calls", Integer, nullable=False),
+    Column("hit_count", Integer, nullable=False),
+    Column("hit_ids", _JSON, nullable=False),
+    Index("ix_tool_calls_run", "run_id", "tool"),
+)
+Table(
+    "judgments",
+    V2_METADATA,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("item", Integer, ForeignKey("items.id", ondelete="CASCADE"), nullable=False),
+    Column("run_id", String(32), nullable=False),
+    Column("paragraph", Integer, nullable=False),
+    Column("text", Text, nullable=False),
+    Column("markers", _JSON, nullable=False),
+    Column("missing_markers", _JSON, nullable=False),
+    Column("metadata_mismatch", _JSON, nullable=False),
+    Column("deterministic_pass", Boolean, nullable=False),
+    Column("verdict", String(32), nullable=True),
+    Column("rationale", Text, nullable=True),
+    Column("expected_verdict", String(32), nullable=True),
+    Column("coverage_score", Float, nullable=True),
+    Column("judge_model", Text, nullable=True),
+    Column("judged_ms", BigInteger, nullable=True),
+    UniqueConstraint("item", "paragraph", name="uq_judgments_item_paragraph"),
+    Index("ix_judgments_run", "run_id"),
+)
+
 # --- migrations ------------------------------------------------------------------------------
 
 
@@ -167,13 +272,150 @@ def _migrate_1_to_2(conn: Connection) -> None:
     ).create(conn)
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _migrate_1_to_2}
+_V3_JUDGMENT_COLUMNS = (
+    "id", "set_id", "item", "run_id", "paragraph", "text", "markers", "missing_markers", "metadata_mismatch",
+    "deterministic_pass", "verdict", "rationale", "expected_verdict", "coverage_score", "judge_model", "judged_ms",
+)
+
+
+def _v3_tables(metadata: MetaData, judgments_name: str) -> tuple[Table, Table]:
+    """Version 3's ``judgment_sets`` and ``judgments`` (named ``judgments_name``, no indexes), frozen."""
+    Table("runs", metadata, Column("id", String(32), primary_key=True))
+    Table("items", metadata, Column("id", Integer, primary_key=True))
+    sets = Table(
+        "judgment_sets",
+        metadata,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+        Column("origin", String(16), nullable=False),
+        Column("judge_model", Text, nullable=True),
+        Column("scorer_model", Text, nullable=True),
+        Column("prompt_version", Text, nullable=True),
+        Column("created_ms", BigInteger, nullable=False),
+        Column("status", String(16), nullable=False),
+        Column("is_current", Boolean, nullable=False),
+        Column("paragraphs", Integer, nullable=False),
+        Column("failed", Integer, nullable=False),
+        Column("reason", Text, nullable=True),
+        Column("metrics", _JSON, nullable=True),
+        Column("gate", _JSON, nullable=True),
+        Index("ix_judgment_sets_run", "run_id"),
+    )
+    Index("uq_judgment_sets_current", sets.c.run_id, unique=True, sqlite_where=sets.c.is_current,
+          postgresql_where=sets.c.is_current)  # fmt: skip
+    judgments = Table(
+        judgments_name,
+        metadata,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("set_id", Integer, ForeignKey("judgment_sets.id", ondelete="CASCADE"), nullable=False),
+        Column("item", Integer, ForeignKey("items.id", ondelete="CASCADE"), nullable=False),
+        Column("run_id", String(32), nullable=False),
+        Column("paragraph", Integer, nullable=False),
+        Column("text", Text, nullable=False),
+        Column("markers", _JSON, nullable=False),
+        Column("missing_markers", _JSON, nullable=False),
+        Column("metadata_mismatch", _JSON, nullable=False),
+        Column("deterministic_pass", Boolean, nullable=False),
+        Column("verdict", String(32), nullable=True),
+        Column("rationale", Text, nullable=True),
+        Column("expected_verdict", String(32), nullable=True),
+        Column("coverage_score", Float, nullable=True),
+        Column("judge_model", Text, nullable=True),
+        Column("judged_ms", BigInteger, nullable=True),
+        UniqueConstraint("set_id", "item", "paragraph", name="uq_judgments_set_item_paragraph"),
+    )
+    return sets, judgments
+
+
+def _migrate_2_to_3(conn: Connection) -> None:
+    """v2 → v3: ``judgment_sets``; each run's judgments become its first, current set; judgments gain ``set_id``."""
+    v2 = V2_METADATA.tables
+    runs, old = v2["runs"], v2["judgments"]
+    v3 = MetaData()
+    sets, _ = _v3_tables(v3, "judgments")
+    sets.create(conn)
+    failed = case((old.c.verdict.is_(None) | (old.c.verdict == "unparseable"), 1), else_=0)
+    figures = {
+        row.run_id: row
+        for row in conn.execute(
+            select(old.c.run_id, func.count().label("n"), func.sum(failed).label("failed"),
+                   func.max(old.c.judged_ms).label("judged_ms")).group_by(old.c.run_id)  # fmt: skip
+        )
+    }
+    models: dict[str, set[str]] = {}
+    for run_id, model in conn.execute(select(old.c.run_id, old.c.judge_model).where(old.c.judge_model.is_not(None))
+                                      .distinct()):  # fmt: skip
+        models.setdefault(run_id, set()).add(model)
+    rows = []
+    for run in conn.execute(select(runs)).mappings():
+        config = run["config"] if isinstance(run["config"], dict) else {}
+        found = figures.get(run["id"])
+        n, bad = (int(found.n), int(found.failed or 0)) if found is not None else (0, 0)
+        recorded = models.get(run["id"], set())
+        # The judge the run recorded; a run rejudged under version 2 names its judge on every judgment.
+        judge = next(iter(recorded)) if len(recorded) == 1 else config.get("judgeModel")
+        finished = run["finished_ms"] is not None and not run["interrupted"]
+        reason = None
+        if not finished:
+            reason = "the run did not finish"
+        elif bad:
+            reason = f"{bad} of {n} paragraph(s) have no parseable verdict (recorded before judgment sets)"
+        rows.append({
+            "run_id": run["id"], "origin": "run", "judge_model": judge, "scorer_model": config.get("scorerModel"),
+            "prompt_version": None,
+            "created_ms": (found.judged_ms if found is not None and found.judged_ms is not None
+                           else run["finished_ms"] or run["started_ms"]),
+            "status": "complete" if finished and not bad else "incomplete", "is_current": True,
+            "paragraphs": n, "failed": bad, "reason": reason, "metrics": run["metrics"], "gate": run["gate"],
+        })  # fmt: skip
+    if rows:
+        conn.execute(sets.insert(), rows)
+    before = conn.execute(select(func.count()).select_from(old)).scalar()
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("ALTER TABLE judgments ADD COLUMN set_id INTEGER")
+        conn.exec_driver_sql(
+            "UPDATE judgments SET set_id = (SELECT s.id FROM judgment_sets s WHERE s.run_id = judgments.run_id)"
+        )
+        conn.exec_driver_sql("ALTER TABLE judgments ALTER COLUMN set_id SET NOT NULL")
+        conn.exec_driver_sql(
+            "ALTER TABLE judgments ADD CONSTRAINT judgments_set_id_fkey FOREIGN KEY (set_id) "
+            "REFERENCES judgment_sets (id) ON DELETE CASCADE"
+        )
+        conn.exec_driver_sql("ALTER TABLE judgments DROP CONSTRAINT uq_judgments_item_paragraph")
+        conn.exec_driver_sql(
+            "ALTER TABLE judgments ADD CONSTRAINT uq_judgments_set_item_paragraph UNIQUE (set_id, item, paragraph)"
+        )
+    else:
+        # SQLite cannot drop a table constraint: rebuild the table (same ids), then swap it in.
+        _, new = _v3_tables(MetaData(), "judgments_v3")
+        new.create(conn)
+        columns = ", ".join(_V3_JUDGMENT_COLUMNS)
+        picked = ", ".join("s.id" if c == "set_id" else f"j.{c}" for c in _V3_JUDGMENT_COLUMNS)
+        conn.exec_driver_sql(
+            f"INSERT INTO judgments_v3 ({columns}) SELECT {picked} FROM judgments j "
+            "JOIN judgment_sets s ON s.run_id = j.run_id"
+        )
+        conn.exec_driver_sql("DROP TABLE judgments")
+        conn.exec_driver_sql("ALTER TABLE judgments_v3 RENAME TO judgments")
+        conn.exec_driver_sql("CREATE INDEX ix_judgments_run ON judgments (run_id)")
+    conn.exec_driver_sql("CREATE INDEX ix_judgments_set ON judgments (set_id)")
+    after = conn.execute(select(func.count()).select_from(old)).scalar()
+    if after != before:
+        raise HistoryError(f"migrating judgments to version 3 kept {after} of {before} rows (a judgment of no run?)")
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3}
 """``MIGRATIONS[v]`` takes a database from version ``v`` to ``v + 1``."""
 
 assert set(MIGRATIONS) == set(range(1, schema.SCHEMA_VERSION)), "every old version needs a migration"
 
 
 # --- opening ---------------------------------------------------------------------------------
+
+
+def _first_line(exc: BaseException) -> str:
+    message = str(getattr(exc, "orig", None) or exc).strip()
+    return message.splitlines()[0] if message else type(exc).__name__
 
 
 def _now_ms() -> int:
@@ -195,9 +437,17 @@ def stored_version(conn: Connection) -> int | None:
             )
         return None
     version = conn.execute(select(schema.schema_info.c.version).where(schema.schema_info.c.id == 1)).scalar()
+    where = f"history database {describe_url(conn.engine.url.render_as_string(hide_password=False))}"
     if version is None:
-        raise HistoryError("the history database's schema_info table is empty (docs/history.md)")
-    return int(version)
+        raise HistoryError(f"{where}: its schema_info table is empty (docs/history.md)")
+    # SQLite keeps whatever was stored (2.9, "two"); only a whole number of a released schema is a version.
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise HistoryError(
+            f"{where}: schema_info.version is {version!r}, not a groundeval schema version (a whole number from 1 "
+            f"to {schema.SCHEMA_VERSION}); the database was changed by hand or is not a groundeval history "
+            "(docs/history.md)"
+        )
+    return version
 
 
 def create_version(conn: Connection, metadata: MetaData, version: int) -> None:
@@ -237,7 +487,16 @@ def ensure_schema(engine: Engine) -> int:
                 f"version {schema.SCHEMA_VERSION} this pytest-groundeval reads: upgrade pytest-groundeval"
             )
         while current < schema.SCHEMA_VERSION:
-            MIGRATIONS[current](conn)
+            try:
+                MIGRATIONS[current](conn)
+            except SQLAlchemyError as exc:
+                # The tables are not what schema_info says (e.g. a current database marked version 1):
+                # nothing is changed (the transaction rolls back) and the database is refused.
+                raise HistoryError(
+                    f"history database {describe_url(str(engine.url))} says schema version {before}, but migrating "
+                    f"it from version {current} to {current + 1} failed: {_first_line(exc)}; its tables do not "
+                    f"match schema_info.version (docs/history.md)"
+                ) from exc
             current += 1
         conn.execute(
             schema.schema_info.update()

@@ -23,7 +23,7 @@ from ..core.metrics import percentile
 from . import schema
 from .engine import HistoryError
 from .records import BAD_VERDICTS, VERDICTS
-from .store import HistoryStore
+from .store import HistoryStore, current_set_id
 
 GroupBy = Literal["tool", "kind", "tag"]
 """What ``group_items`` groups by."""
@@ -64,6 +64,41 @@ class RunRow:
 
 
 @dataclass
+class JudgmentSetRow:
+    """One judgment set of a run (docs/history.md, "Judgment sets")."""
+
+    id: int
+    origin: str
+    """``run`` (recorded by the run) or ``rejudge``."""
+    judge_model: str | None
+    scorer_model: str | None
+    prompt_version: str | None
+    created_ms: int
+    status: str
+    """``complete`` (every paragraph has a parseable verdict) or ``incomplete``."""
+    is_current: bool
+    paragraphs: int
+    failed: int
+    """Paragraphs without a parseable verdict."""
+    reason: str | None
+    """Why the set is incomplete."""
+
+
+def judgment_sets(store: HistoryStore, run_id: str) -> list[JudgmentSetRow]:
+    """A run's judgment sets, oldest first."""
+    sets = schema.judgment_sets
+    with store.engine.connect() as conn:
+        rows = conn.execute(
+            select(sets.c.id, sets.c.origin, sets.c.judge_model, sets.c.scorer_model, sets.c.prompt_version,
+                   sets.c.created_ms, sets.c.status, sets.c.is_current, sets.c.paragraphs, sets.c.failed,
+                   sets.c.reason)
+            .where(sets.c.run_id == run_id)
+            .order_by(sets.c.id)
+        ).all()  # fmt: skip
+    return [JudgmentSetRow(*row[:7], bool(row.is_current), *row[8:]) for row in rows]
+
+
+@dataclass
 class RunDetail:
     """One run's figures (``history show``)."""
 
@@ -81,6 +116,13 @@ class RunDetail:
     """Paragraphs failing a deterministic check (metadata mismatch or unknown marker)."""
     latency_ms_p50: float | None
     latency_ms_p95: float | None
+    judgment_sets: list[JudgmentSetRow] = field(default_factory=list)
+    """Every judgment set of the run, oldest first; verdicts and figures are the current one's."""
+
+    @property
+    def current_set(self) -> JudgmentSetRow | None:
+        """The current judgment set (its judge model is the one the verdicts and metrics come from)."""
+        return next((s for s in self.judgment_sets if s.is_current), None)
 
 
 @dataclass
@@ -213,10 +255,13 @@ def _run_row(store: HistoryStore, run_id: str) -> RunRow:
 
 
 def verdict_counts(store: HistoryStore, run_id: str) -> dict[str, int]:
-    """Paragraphs per judge verdict for a run: every verdict of ``VERDICTS`` (0 when absent) and ``unjudged``."""
+    """Paragraphs per judge verdict in a run's current judgment set: every verdict of ``VERDICTS`` (0 when
+    absent) and ``unjudged``."""
     j = schema.judgments
     with store.engine.connect() as conn:
-        rows = conn.execute(select(j.c.verdict, func.count()).where(j.c.run_id == run_id).group_by(j.c.verdict)).all()
+        rows = conn.execute(
+            select(j.c.verdict, func.count()).where(j.c.set_id == current_set_id(run_id)).group_by(j.c.verdict)
+        ).all()
     counts = dict.fromkeys([*VERDICTS, UNJUDGED], 0)
     for verdict, n in rows:
         counts[verdict or UNJUDGED] = counts.get(verdict or UNJUDGED, 0) + n
@@ -244,7 +289,7 @@ def show_run(store: HistoryStore, ref: str) -> RunDetail:
             .order_by(items.c.id)
         ).all()
         mismatched = conn.execute(
-            select(func.count()).where(j.c.run_id == run_id, j.c.deterministic_pass.is_(False))
+            select(func.count()).where(j.c.set_id == current_set_id(run_id), j.c.deterministic_pass.is_(False))
         ).scalar()
     latencies = sorted(r.latency_ms for r in rows if r.latency_ms is not None)
     return RunDetail(
@@ -259,6 +304,7 @@ def show_run(store: HistoryStore, ref: str) -> RunDetail:
         mismatched_paragraphs=int(mismatched or 0),
         latency_ms_p50=percentile(latencies, 50),
         latency_ms_p95=percentile(latencies, 95),
+        judgment_sets=judgment_sets(store, run_id),
     )
 
 
@@ -266,12 +312,14 @@ def show_run(store: HistoryStore, ref: str) -> RunDetail:
 
 
 def bad_item_keys(store: HistoryStore, run_id: str) -> set[int]:
-    """Row keys of the run's items with an ``unsupported`` or ``wrong_speaker`` judgment."""
+    """Row keys of the run's items with an ``unsupported`` or ``wrong_speaker`` judgment in its current set."""
     j = schema.judgments
     with store.engine.connect() as conn:
         return set(
             conn.execute(
-                select(j.c.item).where(j.c.run_id == run_id, j.c.verdict.in_(BAD_VERDICTS)).distinct()
+                select(j.c.item)
+                .where(j.c.set_id == current_set_id(run_id), j.c.verdict.in_(BAD_VERDICTS))
+                .distinct()
             ).scalars()
         )
 

@@ -1,18 +1,22 @@
 """Rejudging stored answers (docs/history.md): new judge verdicts without calling the target.
 
-``rejudge_run`` walks the stored citation paragraphs of a run — those with no
-judge verdict, or with ``all_paragraphs`` every one — asks a judge for each,
-writes the verdicts (replacing old ones, the judge model recorded per
-judgment), then recomputes the run's metrics and gate from the stored item
-outcomes and stores them.
+Stored verdicts are never destroyed. ``rejudge_run`` writes a new *judgment
+set*: a copy of the run's current set in which the selected paragraphs (those
+with no parseable verdict, or with ``all_paragraphs`` every one) get the judge's
+new verdict. The new set becomes current only when every paragraph of it has a
+parseable verdict (not NULL, not ``unparseable``); then the run's metrics and
+gate are recomputed from it and stored. Otherwise it stays an ``incomplete``
+attempt: the current set, the run's metrics, gate and PASS/FAIL are untouched,
+and the result says how many paragraphs failed and why.
 
 The judge is a callable, so the real LLM judge (docs/citation.md) plugs in
 where the tests use a deterministic one::
 
     def judge(request: JudgeRequest) -> JudgeVerdict | Mapping: ...
 
-A judge that raises leaves the paragraph unjudged and is counted (``errors``):
-such a paragraph stays in the citation denominators and is not supported.
+A judge may carry ``model`` (and ``scorer_model``, ``prompt_version``), recorded
+with the set; else the set records the model its first verdict names. A judge
+that raises leaves the paragraph without a verdict in the new set, and is counted.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import case, func, insert, literal, select, update
 
 from . import schema
 from .engine import HistoryError
@@ -30,7 +34,7 @@ from .records import PARAGRAPHS_KEY, VERDICTS, outcome_from_rows
 from .store import HistoryStore, now_ms
 
 WRITE_BATCH = 50
-"""Judgments per commit: a killed rejudge keeps what it wrote and can be resumed (missing ones only)."""
+"""Judgments per commit and per ``judge_many`` call; a killed rejudge leaves its set incomplete, not current."""
 
 RECALL = "retrievalRecall"
 
@@ -93,15 +97,53 @@ class RejudgeResult:
 
     run_id: str
     judged: int = 0
-    """Paragraphs that received a new verdict."""
+    """Selected paragraphs that received a parseable verdict."""
     errors: int = 0
-    """Paragraphs the judge failed on (left unjudged)."""
+    """Selected paragraphs the judge failed on (no verdict)."""
+    unparseable: int = 0
+    """Selected paragraphs whose verdict is ``unparseable``."""
     candidates: int = 0
-    """Paragraphs selected (missing a verdict, or all)."""
+    """Paragraphs selected (missing a parseable verdict, or all)."""
     error_messages: list[str] = field(default_factory=list)
-    """The first few judge failures, ``item#paragraph: message``."""
+    """The first few failures, ``item#paragraph: message``."""
+    set_id: int | None = None
+    """The judgment set written; None when nothing was selected (no set written)."""
+    paragraphs: int = 0
+    """Paragraphs in the new set (selected or carried over from the current set)."""
+    failed: int = 0
+    """Paragraphs of the new set without a parseable verdict; 0 means complete."""
+    judge_model: str | None = None
+    """The judge model recorded with the new set."""
+    replaced_set: int | None = None
+    """The set that was current before; with ``complete``, it is kept but no longer current."""
     metrics: dict[str, Any] | None = None
+    """The run's metrics: recomputed from the new set when it became current, else as stored."""
     gate: dict[str, Any] | None = None
+    """The run's gate: recomputed when the new set became current, else as stored."""
+
+    @property
+    def complete(self) -> bool:
+        """True when the new set gave every paragraph a parseable verdict and became current (or nothing was asked)."""
+        return self.failed == 0
+
+    @property
+    def reason(self) -> str:
+        """Why the new set is incomplete, in one line; empty when it is complete."""
+        if self.complete:
+            return ""
+        parts = []
+        if self.errors:
+            parts.append(f"{self.errors} judge error(s)")
+        if self.unparseable:
+            parts.append(f"{self.unparseable} unparseable verdict(s)")
+        carried = self.failed - self.errors - self.unparseable
+        if carried > 0:
+            parts.append(f"{carried} carried over without a verdict")
+        shown = "; ".join(self.error_messages[:3])
+        return (
+            f"{self.failed} of {self.paragraphs} paragraph(s) got no parseable verdict ({', '.join(parts)})"
+            + (f": {shown}" if shown else "")
+        )
 
 
 def _verdict(value: Any, where: str) -> JudgeVerdict:
@@ -135,43 +177,56 @@ def rejudge_run(
     progress: Progress | None = None,
     recompute: Recompute | None = None,
 ) -> RejudgeResult:
-    """Judge a run's stored paragraphs and store the new verdicts, metrics and gate.
+    """Judge a run's stored paragraphs into a new judgment set; make it current only when complete.
 
     Args:
         ref: A run reference (full id, unique prefix, ``latest``, ``latest~N``).
         judge: Called once per selected paragraph, in (item, paragraph) order.
-        all_paragraphs: Judge every paragraph again (old verdicts replaced), not only missing ones.
+        all_paragraphs: Judge every paragraph again, not only those without a parseable verdict.
         progress: Called with ``(done, total)`` after each paragraph.
         recompute: Metrics and gate from outcomes; default ``default_recompute``.
 
     Returns:
-        Counts, and the stored metrics and gate.
+        Counts, the set written and, when it became current, the recomputed metrics and
+        gate (else the run's stored ones). ``result.complete`` is False when some
+        paragraph got no parseable verdict: the set is then kept as an incomplete
+        attempt and nothing current is replaced.
 
     Raises:
         HistoryError: ``ref`` names no run, the run has no finish time (its metrics
-            would describe part of a run), or the judge returned an invalid verdict.
+            would describe part of a run) or no current judgment set, or the judge
+            returned an invalid verdict.
     """
     run_id = store.resolve_run(ref)
-    runs, items, j = schema.runs, schema.items, schema.judgments
+    runs, items, j, sets = schema.runs, schema.items, schema.judgments, schema.judgment_sets
     with store.engine.connect() as conn:
-        run = conn.execute(select(runs.c.finished_ms, runs.c.config, runs.c.gate, runs.c.dataset_path)
-                           .where(runs.c.id == run_id)).one()
+        run = conn.execute(select(runs.c.finished_ms, runs.c.config, runs.c.gate, runs.c.metrics, runs.c.dataset_path)
+                           .where(runs.c.id == run_id)).one()  # fmt: skip
         if run.finished_ms is None:
             raise HistoryError(
                 f"run {run_id[:12]} has no finish time (killed or still running): rejudging would store metrics "
                 "for part of a run"
             )
+        current = conn.execute(select(sets.c.id).where(sets.c.run_id == run_id, sets.c.is_current.is_(True))).scalar()
+        if current is None:
+            raise HistoryError(f"run {run_id[:12]} has no current judgment set (docs/history.md)")
         query = (
-            select(j.c.id, j.c.paragraph, j.c.text, j.c.markers, j.c.metadata_mismatch, items.c.item_id,
+            select(j.c.id, j.c.item, j.c.paragraph, j.c.text, j.c.markers, j.c.metadata_mismatch, items.c.item_id,
                    items.c.question, items.c.answer, items.c.sources, items.c.trace)
             .join(items, items.c.id == j.c.item)
-            .where(j.c.run_id == run_id)
+            .where(j.c.set_id == current)
             .order_by(j.c.item, j.c.paragraph)
-        )
+        )  # fmt: skip
         if not all_paragraphs:
-            query = query.where(j.c.verdict.is_(None))
+            query = query.where(j.c.verdict.is_(None) | (j.c.verdict == "unparseable"))
         selected = conn.execute(query).all()
-    result = RejudgeResult(run_id=run_id, candidates=len(selected))
+    result = RejudgeResult(run_id=run_id, candidates=len(selected), replaced_set=current,
+                           metrics=run.metrics, gate=run.gate)  # fmt: skip
+    if not selected:
+        return result
+    result.judge_model = getattr(judge, "model", None)
+    new_set = _open_set(store, run_id, current, judge)
+    result.set_id = new_set
     pending: list[dict[str, Any]] = []
     requests = [
         JudgeRequest(
@@ -209,32 +264,74 @@ def rejudge_run(
         if (done - 1) % WRITE_BATCH == 0:
             batch = answers(done - 1)
         raw = batch[(done - 1) % WRITE_BATCH]
+        key = {"item": row.item, "paragraph": row.paragraph}
         if isinstance(raw, Exception):
-            exc = raw
             result.errors += 1
             if len(result.error_messages) < 5:
-                result.error_messages.append(f"{row.item_id}#{row.paragraph}: {exc}")
-            # Replaced means replaced: a verdict by an earlier judge must not survive a failed --all.
-            pending.append({"key": row.id, "verdict": None, "rationale": None, "judge_model": None,
-                            "judged_ms": None, "keep_score": True, "coverage_score": None})
+                result.error_messages.append(f"{row.item_id}#{row.paragraph}: {raw}")
+            # In the new set only: the current set keeps its verdict.
+            pending.append({**key, "verdict": None, "rationale": None, "judge_model": None, "judged_ms": None,
+                            "keep_score": True, "coverage_score": None})  # fmt: skip
         else:
             verdict = _verdict(raw, where)
-            result.judged += 1
-            pending.append({"key": row.id, "verdict": verdict.verdict, "rationale": verdict.rationale,
+            if verdict.verdict == "unparseable":
+                result.unparseable += 1
+                if len(result.error_messages) < 5:
+                    result.error_messages.append(f"{row.item_id}#{row.paragraph}: unparseable: {verdict.rationale}")
+            else:
+                result.judged += 1
+            result.judge_model = result.judge_model or verdict.judge_model
+            pending.append({**key, "verdict": verdict.verdict, "rationale": verdict.rationale,
                             "judge_model": verdict.judge_model, "judged_ms": now_ms(),
                             "keep_score": verdict.coverage_score is None, "coverage_score": verdict.coverage_score})
         if len(pending) >= WRITE_BATCH:
-            _write(store, pending)
+            _write(store, new_set, pending)
             pending = []
         if progress is not None:
             progress(done, len(selected))
-    _write(store, pending)
-    metrics, gate = _store_figures(store, run_id, run.config or {}, run.gate, recompute or default_recompute)
-    result.metrics, result.gate = metrics, gate
+    _write(store, new_set, pending)
+    with store.engine.connect() as conn:
+        failed = case((j.c.verdict.is_(None) | (j.c.verdict == "unparseable"), 1), else_=0)
+        total, bad = conn.execute(
+            select(func.count(), func.coalesce(func.sum(failed), 0)).where(j.c.set_id == new_set)
+        ).one()
+    result.paragraphs, result.failed = int(total), int(bad)
+    if result.complete:
+        metrics, gate = _make_current(store, run_id, new_set, result, run.config or {}, run.gate,
+                                      recompute or default_recompute)  # fmt: skip
+        result.metrics, result.gate = metrics, gate
+    else:
+        with store.write() as conn:
+            conn.execute(update(sets).where(sets.c.id == new_set).values(
+                status=schema.SET_INCOMPLETE, paragraphs=result.paragraphs, failed=result.failed,
+                reason=result.reason, judge_model=result.judge_model))  # fmt: skip
     return result
 
 
-def _write(store: HistoryStore, pending: Sequence[dict[str, Any]]) -> None:
+def _open_set(store: HistoryStore, run_id: str, current: int, judge: Any) -> int:
+    """A new, not current, incomplete judgment set: a copy of the current set's paragraphs and verdicts."""
+    sets, j = schema.judgment_sets, schema.judgments
+    copied = [c.name for c in j.columns if c.name not in ("id", "set_id")]
+    with store.write() as conn:
+        new_set = conn.execute(
+            insert(sets).returning(sets.c.id).values(
+                run_id=run_id, origin=schema.ORIGIN_REJUDGE, judge_model=getattr(judge, "model", None),
+                scorer_model=getattr(judge, "scorer_model", None),
+                prompt_version=getattr(judge, "prompt_version", None),
+                created_ms=now_ms(), status=schema.SET_INCOMPLETE, is_current=False, paragraphs=0, failed=0,
+                reason="being judged (a rejudge that stopped here never finished)",
+            )
+        ).scalar_one()  # fmt: skip
+        conn.execute(
+            insert(j).from_select(
+                ["set_id", *copied],
+                select(literal(new_set), *(j.c[name] for name in copied)).where(j.c.set_id == current),
+            )
+        )
+    return new_set
+
+
+def _write(store: HistoryStore, set_id: int, pending: Sequence[dict[str, Any]]) -> None:
     if not pending:
         return
     j = schema.judgments
@@ -243,7 +340,11 @@ def _write(store: HistoryStore, pending: Sequence[dict[str, Any]]) -> None:
             values = {k: entry[k] for k in ("verdict", "rationale", "judge_model", "judged_ms")}
             if not entry["keep_score"]:
                 values["coverage_score"] = entry["coverage_score"]
-            conn.execute(update(j).where(j.c.id == entry["key"]).values(**values))
+            conn.execute(
+                update(j)
+                .where(j.c.set_id == set_id, j.c.item == entry["item"], j.c.paragraph == entry["paragraph"])
+                .values(**values)
+            )
 
 
 def judge_figures(paragraphs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -302,14 +403,21 @@ def default_recompute(
     return metrics.to_wire(), gate.to_wire()
 
 
-def _store_figures(
-    store: HistoryStore, run_id: str, config: Mapping[str, Any], stored_gate: Any, recompute: Recompute
+def _make_current(
+    store: HistoryStore,
+    run_id: str,
+    new_set: int,
+    result: RejudgeResult,
+    config: Mapping[str, Any],
+    stored_gate: Any,
+    recompute: Recompute,
 ) -> tuple[dict, dict]:
-    items, j, runs = schema.items, schema.judgments, schema.runs
+    """Recompute the run's figures from the complete set ``new_set`` and make it current, in one transaction."""
+    items, j, runs, sets = schema.items, schema.judgments, schema.runs, schema.judgment_sets
     with store.engine.connect() as conn:
         rows = conn.execute(select(items.c.id, items.c.kind, items.c.outcome).where(items.c.run_id == run_id)).all()
         by_item: dict[int, list[dict[str, Any]]] = {}
-        for jr in conn.execute(select(j).where(j.c.run_id == run_id)).mappings():
+        for jr in conn.execute(select(j).where(j.c.set_id == new_set)).mappings():
             by_item.setdefault(jr["item"], []).append(dict(jr))
     outcomes, updates = [], []
     for row in rows:
@@ -331,6 +439,13 @@ def _store_figures(
         conn.execute(
             update(runs).where(runs.c.id == run_id).values(metrics=metrics, gate=gate, gate_passed=bool(gate["passed"]))
         )
+        # Every current set of the run first (the one this rejudge copied, or one a concurrent rejudge made
+        # current since):
+        # at most one set of a run is current, and a unique index says so.
+        conn.execute(update(sets).where(sets.c.run_id == run_id, sets.c.is_current.is_(True)).values(is_current=False))
+        conn.execute(update(sets).where(sets.c.id == new_set).values(
+            is_current=True, status=schema.SET_COMPLETE, paragraphs=result.paragraphs, failed=0, reason=None,
+            judge_model=result.judge_model, metrics=metrics, gate=gate))  # fmt: skip
     return metrics, gate
 
 

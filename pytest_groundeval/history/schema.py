@@ -1,14 +1,18 @@
 """The current history schema (docs/history.md): tables as SQLAlchemy Core objects.
 
-Six tables and one version row:
+Seven tables and one version row:
 
 * ``runs``: one row per run (per dataset of a session), its configuration,
   start and finish times, gate outcome and metrics.
 * ``items``: one row per item outcome of a run.
 * ``item_tags``: one row per (item, tag), so tag analysis is plain SQL.
 * ``tool_calls``: one row per entry of an item's ``toolTrace``.
-* ``judgments``: one row per judged citation paragraph: the deterministic
-  findings and, once a judge ran, its verdict, rationale, coverage score and model.
+* ``judgment_sets``: one row per set of judgments of a run: the run's own, then
+  one per rejudge, each with its judge model, prompt version, time, status
+  (``complete``/``incomplete``) and whether it is the run's current set.
+* ``judgments``: one row per citation paragraph per judgment set: the
+  deterministic findings and, once a judge ran, its verdict, rationale, coverage
+  score and model.
 * ``schema_info``: the schema version of the database (``SCHEMA_VERSION``).
 
 Times are Unix epoch milliseconds (BIGINT), latencies milliseconds (float).
@@ -36,8 +40,17 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The schema this package reads and writes. 1 was the first released schema (see ``migrations.py``)."""
+
+SET_COMPLETE = "complete"
+"""A judgment set whose every paragraph has a parseable verdict (not NULL, not ``unparseable``)."""
+SET_INCOMPLETE = "incomplete"
+"""A judgment set with a paragraph left without a parseable verdict (or a run that did not finish)."""
+ORIGIN_RUN = "run"
+"""The judgment set a run recorded as it ran."""
+ORIGIN_REJUDGE = "rejudge"
+"""A judgment set written by ``groundeval rejudge``."""
 
 JSONType = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
 """JSON on SQLite (stored as text, queried with ``json_extract``), JSONB on PostgreSQL."""
@@ -121,10 +134,38 @@ tool_calls = Table(  # v2
     Index("ix_tool_calls_run", "run_id", "tool"),
 )
 
+judgment_sets = Table(  # v3
+    "judgment_sets",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(RUN_ID_LENGTH), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("origin", String(16), nullable=False),  # ORIGIN_RUN or ORIGIN_REJUDGE
+    Column("judge_model", Text, nullable=True),
+    Column("scorer_model", Text, nullable=True),
+    Column("prompt_version", Text, nullable=True),
+    Column("created_ms", BigInteger, nullable=False),
+    Column("status", String(16), nullable=False),  # SET_COMPLETE or SET_INCOMPLETE
+    Column("is_current", Boolean, nullable=False),
+    Column("paragraphs", Integer, nullable=False),
+    Column("failed", Integer, nullable=False),  # paragraphs with no parseable verdict
+    Column("reason", Text, nullable=True),  # why the set is incomplete
+    Column("metrics", JSONType, nullable=True),  # the run's metrics and gate computed from this set
+    Column("gate", JSONType, nullable=True),
+    Index("ix_judgment_sets_run", "run_id"),
+)
+Index(
+    "uq_judgment_sets_current",
+    judgment_sets.c.run_id,
+    unique=True,
+    sqlite_where=judgment_sets.c.is_current,
+    postgresql_where=judgment_sets.c.is_current,
+)  # at most one current set per run
+
 judgments = Table(
     "judgments",
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("set_id", Integer, ForeignKey("judgment_sets.id", ondelete="CASCADE"), nullable=False),  # v3
     Column("item", Integer, ForeignKey("items.id", ondelete="CASCADE"), nullable=False),
     Column("run_id", String(RUN_ID_LENGTH), nullable=False),
     Column("paragraph", Integer, nullable=False),
@@ -139,9 +180,10 @@ judgments = Table(
     Column("coverage_score", Float, nullable=True),  # v2
     Column("judge_model", Text, nullable=True),  # v2
     Column("judged_ms", BigInteger, nullable=True),  # v2
-    UniqueConstraint("item", "paragraph", name="uq_judgments_item_paragraph"),
+    UniqueConstraint("set_id", "item", "paragraph", name="uq_judgments_set_item_paragraph"),  # v3
     Index("ix_judgments_run", "run_id"),
+    Index("ix_judgments_set", "set_id"),  # v3
 )
 
-ALL_TABLES = (schema_info, runs, items, item_tags, tool_calls, judgments)
+ALL_TABLES = (schema_info, runs, items, item_tags, tool_calls, judgment_sets, judgments)
 """Every table of the current schema, in creation order."""

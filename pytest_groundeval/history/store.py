@@ -28,6 +28,7 @@ __all__ = [
     "HistoryStore",
     "HistoryWriter",
     "RunRecorder",
+    "current_set_id",
     "new_run_id",
     "now_ms",
 ]
@@ -150,6 +151,12 @@ class HistoryStore:
             raise HistoryError(f"run {ref!r} is ambiguous: it starts {'more than 5' if len(rows) > 5 else len(rows)} "
                                f"run ids ({shown}); give more digits")
         return rows[0][0]
+
+
+def current_set_id(run_id: str) -> Any:
+    """A scalar subquery: the id of ``run_id``'s current judgment set (docs/history.md, "Judgment sets")."""
+    sets = schema.judgment_sets
+    return select(sets.c.id).where(sets.c.run_id == run_id, sets.c.is_current.is_(True)).scalar_subquery()
 
 
 class _WriteTransaction:

@@ -111,6 +111,38 @@ def dbapi_conninfo(url: str) -> str:
     return "postgresql://" + url.partition("://")[2]
 
 
+CLIENT_ENCODING = "UTF8"
+"""The client encoding every PostgreSQL connection asks for: text and JSON are exchanged as UTF-8."""
+
+
+def check_server_encoding(connection: Any, url: str) -> None:
+    """Refuse a PostgreSQL database whose encoding is not UTF-8 (docs/history.md, "PostgreSQL").
+
+    ``connection`` is a psycopg connection opened with ``client_encoding=UTF8``.
+    ``SQL_ASCII`` stores bytes unchecked, so answers written by one client could
+    not be read back by another; any other encoding cannot hold every answer.
+
+    Raises:
+        HistoryError: the database's encoding is not UTF8; the message names it.
+    """
+    from .errors import HistoryError
+
+    cursor = connection.cursor()
+    try:
+        cursor.execute("SHOW server_encoding")
+        row = cursor.fetchone()
+    finally:
+        cursor.close()
+    encoding = row[0] if row else None
+    if isinstance(encoding, bytes):
+        encoding = encoding.decode("ascii", "replace")
+    if str(encoding).upper().replace("-", "") != CLIENT_ENCODING:
+        raise HistoryError(
+            f"history database {describe_url(url)} has encoding {encoding}, but the history needs UTF8: "
+            "create it with CREATE DATABASE name ENCODING 'UTF8' TEMPLATE template0 (docs/history.md)"
+        )
+
+
 def enable_wal(cursor: Any, path: Path | str, timeout_s: float) -> None:
     """Switch a SQLite file to WAL, waiting for other processes: the switch does not use the busy timeout.
 

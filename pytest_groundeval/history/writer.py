@@ -36,9 +36,18 @@ from typing import Any
 
 from .errors import HistoryError
 from .records import item_row
-from .urls import BUSY_TIMEOUT_S, configure_sqlite, dbapi_conninfo, describe_url, resolve_url, sqlite_path
+from .urls import (
+    BUSY_TIMEOUT_S,
+    CLIENT_ENCODING,
+    check_server_encoding,
+    configure_sqlite,
+    dbapi_conninfo,
+    describe_url,
+    resolve_url,
+    sqlite_path,
+)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The schema version this writer writes (``schema.SCHEMA_VERSION``; a test keeps the two equal)."""
 
 RUN_ID_LENGTH = 32
@@ -62,8 +71,12 @@ _COLUMNS = {
     ),
     "item_tags": ("item", "tag", "run_id"),
     "tool_calls": ("item", "position", "run_id", "tool", "calls", "hit_count", "hit_ids"),
+    "judgment_sets": (
+        "run_id", "origin", "judge_model", "scorer_model", "prompt_version", "created_ms", "status", "is_current",
+        "paragraphs", "failed",
+    ),
     "judgments": (
-        "item", "run_id", "paragraph", "text", "markers", "missing_markers", "metadata_mismatch",
+        "set_id", "item", "run_id", "paragraph", "text", "markers", "missing_markers", "metadata_mismatch",
         "deterministic_pass", "verdict", "rationale", "expected_verdict", "coverage_score", "judge_model",
         "judged_ms",
     ),
@@ -72,6 +85,12 @@ _JSON_COLUMNS = frozenset(
     {"config", "tags", "sources", "trace", "tool_trace", "outcome", "hit_ids", "markers", "missing_markers",
      "metadata_mismatch", "metrics", "gate"}
 )
+
+
+def _prompt_version() -> str:
+    from ..judge.prompt import PROMPT_VERSION  # standard library only
+
+    return PROMPT_VERSION
 
 
 def now_ms() -> int:
@@ -140,7 +159,12 @@ class HistoryWriter:
                         f"history database {describe_url(url)} needs psycopg 3: "
                         "pip install 'pytest-groundeval[postgres]'"
                     ) from exc
-                conn = psycopg.connect(dbapi_conninfo(url), autocommit=True)
+                conn = psycopg.connect(dbapi_conninfo(url), autocommit=True, client_encoding=CLIENT_ENCODING)
+                try:
+                    check_server_encoding(conn, url)
+                except BaseException:
+                    conn.close()
+                    raise
         except (OSError, sqlite3.Error) as exc:
             raise HistoryError(f"cannot open history database {describe_url(url)}: {_first_line(exc)}") from exc
         except Exception as exc:
@@ -168,9 +192,13 @@ class HistoryWriter:
         from .engine import create_history_engine
         from .migrations import ensure_schema
 
+        from sqlalchemy.exc import SQLAlchemyError
+
         engine = create_history_engine(self.url)
         try:
             ensure_schema(engine)
+        except SQLAlchemyError as exc:
+            raise HistoryError(f"cannot open history database {describe_url(self.url)}: {_first_line(exc)}") from exc
         finally:
             engine.dispose()
 
@@ -279,9 +307,18 @@ class HistoryWriter:
             "config": dict(config),
             "started_ms": now_ms() if started_ms is None else int(started_ms),
         }
+        judged = config.get("judgeModel")
+        # The run's own judgment set, current from the start; finish_run records whether it is complete.
+        judgment_set = {
+            "run_id": run_id, "origin": "run", "judge_model": None if judged is None else str(judged),
+            "scorer_model": None if config.get("scorerModel") is None else str(config["scorerModel"]),
+            "prompt_version": _prompt_version() if judged else None, "created_ms": row["started_ms"],
+            "status": "incomplete", "is_current": True, "paragraphs": 0, "failed": 0,
+        }  # fmt: skip
         try:
             with self._transaction() as cursor:
                 self._insert(cursor, "runs", [row])
+                self._insert(cursor, "judgment_sets", [judgment_set])
         except Exception as exc:
             if self._integrity_error(exc):
                 raise HistoryError(f"run id {run_id} is already in the history") from exc
@@ -314,9 +351,17 @@ class HistoryWriter:
         m = self._mark
         try:
             with self._transaction() as cursor:
-                cursor.execute(f"SELECT 1 FROM runs WHERE id = {m}", (run_id,))
-                if cursor.fetchone() is None:
+                cursor.execute(
+                    f"SELECT s.id FROM runs r LEFT JOIN judgment_sets s ON s.run_id = r.id AND s.origin = 'run' "
+                    f"WHERE r.id = {m}",
+                    (run_id,),
+                )
+                found = cursor.fetchone()
+                if found is None:
                     raise HistoryError(f"run {run_id} is not in the history (open_run first)")
+                if found[0] is None:
+                    raise HistoryError(f"run {run_id} has no judgment set of its own (docs/history.md)")
+                set_id = found[0]
                 self._insert(cursor, "items", [{**row, "run_id": run_id, "recorded_ms": recorded} for row, *_ in parsed])
                 if self._postgres:
                     cursor.execute(f"SELECT item_id, id FROM items WHERE run_id = {m} AND item_id = ANY({m})",
@@ -333,7 +378,8 @@ class HistoryWriter:
                     tags.extend({"item": key, "tag": tag, "run_id": run_id} for tag in item_tags)
                     tools.extend({**tool, "item": key, "run_id": run_id} for tool in item_tools)
                     judgments.extend(
-                        {**j, "item": key, "run_id": run_id, "judged_ms": recorded if j["verdict"] else None}
+                        {**j, "set_id": set_id, "item": key, "run_id": run_id,
+                         "judged_ms": recorded if j["verdict"] else None}
                         for j in item_judgments
                     )
                 self._insert(cursor, "item_tags", tags)
@@ -388,6 +434,26 @@ class HistoryWriter:
             )
             if cursor.rowcount != 1:
                 raise HistoryError(f"run {run_id} is not in the history")
+            # The run's own judgment set: complete when the run finished and every paragraph has a
+            # parseable verdict; its figures are the run's.
+            cursor.execute(
+                "SELECT COUNT(*), "
+                "COALESCE(SUM(CASE WHEN verdict IS NULL OR verdict = 'unparseable' THEN 1 ELSE 0 END), 0) "
+                f"FROM judgments WHERE set_id = (SELECT id FROM judgment_sets WHERE run_id = {m} AND origin = 'run')",
+                (run_id,),
+            )
+            total, failed = (int(v) for v in cursor.fetchone())
+            if interrupted:
+                status, reason = "incomplete", "the run was interrupted"
+            elif failed:
+                status, reason = "incomplete", f"{failed} of {total} paragraph(s) have no parseable verdict"
+            else:
+                status, reason = "complete", None
+            cursor.execute(
+                f"UPDATE judgment_sets SET status = {m}, paragraphs = {m}, failed = {m}, reason = {m}, "
+                f"metrics = {m}{cast}, gate = {m}{cast} WHERE run_id = {m} AND origin = 'run'",
+                (status, total, failed, reason, params[2], params[3], run_id),
+            )
 
     def _update_config(self, run_id: str, update: Mapping[str, Any]) -> None:
         m = self._mark

@@ -52,6 +52,9 @@ SPAN_CHARS = 2_000
 HISTORY_RUNS = 30
 """Runs of history drawn in the trends (the most recent)."""
 
+NO_EARLIER_RUN = "No earlier run of this dataset and model lineage to compare this run with."
+"""The comparison's text when the history holds no run before this one."""
+
 _KNOWN_EXTRA = frozenset(
     {
         "tags",
@@ -401,13 +404,21 @@ def _history_section(report: Mapping[str, Any], history: Sequence[Mapping[str, A
             figures.append(
                 f'<figure class="trend">{charts.trend(points, name=metric, labels=labels, bound=bounds.get(metric))}</figure>'
             )
+    if len(runs) > 1:
+        compare = (
+            '<h2>Compare two runs</h2><p><label>run A <select id="cmp-a"></select></label> '
+            '<label>run B <select id="cmp-b"></select></label></p>'
+            '<table class="grid" id="cmp"><thead><tr><th>metric</th><th>A</th><th>B</th><th>B − A</th></tr></thead>'
+            "<tbody></tbody></table>"
+        )
+    else:
+        compare = f'<h2>Compare two runs</h2><p id="cmp-none">{NO_EARLIER_RUN}</p>'
     html = (
         f'<section id="history"><h2>Trends over the last {len(runs)} runs</h2><div class="trends">'
         + "".join(figures)
-        + '</div><h2>Compare two runs</h2><p><label>run A <select id="cmp-a"></select></label> '
-        '<label>run B <select id="cmp-b"></select></label></p>'
-        '<table class="grid" id="cmp"><thead><tr><th>metric</th><th>A</th><th>B</th><th>B − A</th></tr></thead>'
-        "<tbody></tbody></table></section>"
+        + "</div>"
+        + compare
+        + "</section>"
     )
     return html, runs
 

@@ -828,6 +828,10 @@ class GateSession:
             tr.write_line("gate: PASS", green=True, bold=True)
         else:
             tr.write_line("gate: FAIL", red=True, bold=True)
+        if self.history is not None and self.history.failure is not None:
+            from .history import HISTORY_EXIT
+
+            tr.write_line(HISTORY_EXIT, red=True, bold=True)
         if self.sharded:
             index, count = self.settings.shard
             tr.write_line(

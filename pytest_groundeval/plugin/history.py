@@ -27,7 +27,13 @@ import pytest
 from ..core.contract import dataset_run_id
 
 HISTORY_FAILED = "history: recording failed, the history of this run is incomplete: "
-"""Prefix of the summary line when a batch could not be written (the gate is unaffected)."""
+"""Prefix of the summary line when a batch could not be written (the gate's checks are unaffected)."""
+
+HISTORY_EXIT = (
+    "exit status 1: the run could not be recorded in the history, so the session fails whatever the gate says "
+    "(docs/guarantees.md)"
+)
+"""The summary line after the gate verdict when the history could not be written: why the session exits 1."""
 
 
 def item_context(item: Any) -> dict[str, Any]:

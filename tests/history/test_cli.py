@@ -90,5 +90,36 @@ def test_show_writes_the_runs_html_report_with_trends(store: HistoryStore, histo
     assert history_main(["show", "latest", "--html", str(out), "--history", history_url]) == 0
     assert f"wrote {out}" in capsys.readouterr().out
     page = out.read_text(encoding="utf-8")
-    # The run's own page, with a trend over the earlier run of the same dataset and lineage.
-    assert page.startswith("<!DOCTYPE html>") and second[:12] in page and first[:12] in page
+    # The run's own page ("this run"), with a trend over the earlier run of the same dataset and lineage.
+    assert page.startswith("<!DOCTYPE html>") and first[:12] in page and _page_runs(page) == [first, "this run"]
+    assert second[:12] not in page
+
+
+def _page_runs(page: str) -> list[str]:
+    import json
+    import re
+
+    island = re.search(r'<script type="application/json" id="ge-data">(.*?)</script>', page, flags=re.S)
+    assert island, "the page carries no data island"
+    return [run["id"] for run in json.loads(island.group(1))["runs"]]
+
+
+def test_show_html_compares_the_run_with_the_one_before_it_never_itself(
+    store: HistoryStore, history_url: str, tmp_path, capsys
+) -> None:
+    first = _run(store, [_data.qa("q1")], label="main", started_ms=1_700_000_000_000)
+    out = tmp_path / "first.html"
+    assert history_main(["show", first, "--html", str(out), "--history", history_url]) == 0
+    page = out.read_text(encoding="utf-8")
+    # No earlier run: the page says so, and has no comparison that could set the run against itself.
+    assert _page_runs(page) == ["this run"]
+    assert 'id="cmp-none"' in page and "No earlier run of this dataset" in page and 'id="cmp-a"' not in page
+
+    second = _run(store, [_data.qa("q1", passed=False)], label="pr-7", started_ms=1_700_000_100_000)
+    out = tmp_path / "second.html"
+    assert history_main(["show", "latest", "--html", str(out), "--history", history_url]) == 0
+    page = out.read_text(encoding="utf-8")
+    runs = _page_runs(page)
+    # The comparison's default pair is the last two runs: the one before it (A) and this run (B).
+    assert runs == [first, "this run"] and second not in runs
+    assert 'id="cmp-a"' in page and "cmp-none" not in page

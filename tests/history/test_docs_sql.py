@@ -9,6 +9,7 @@ from sqlalchemy import text
 
 from pytest_groundeval.history import HistoryStore
 from pytest_groundeval.history.queries import group_items
+from pytest_groundeval.history.rejudge import JudgeVerdict, rejudge_run
 
 from . import _data
 
@@ -27,12 +28,23 @@ def _populate(store: HistoryStore) -> str:
         _data.citation("c", [_data.paragraph(0, verdict="wrong_speaker"), _data.paragraph(1)], tools=("sql",)),
     ])
     store.finish_run(newer, metrics={"claimSupportPrecision": 0.9}, gate={"passed": False, "checks": []})
+    # A complete rejudge clears c (its set becomes current); an incomplete attempt calling it wrong_speaker
+    # again is kept but not current: the queries must read the current set only.
+    supported = JudgeVerdict(verdict="supported", rationale="checked", judge_model="judge-b")
+    assert rejudge_run(store, newer, lambda request: supported, all_paragraphs=True).complete
+
+    def failing(request):
+        if request.paragraph == 1:
+            raise ConnectionError("judge unreachable")
+        return JudgeVerdict(verdict="wrong_speaker", rationale="no", judge_model="judge-c")
+
+    assert not rejudge_run(store, newer, failing, all_paragraphs=True).complete
     store.open_run(_data.config(), label="killed", started_ms=500)
     return newer
 
 
 def test_every_ready_query_runs_and_returns_rows(store: HistoryStore) -> None:
-    assert len(BLOCKS) >= 7, "the ready SQL blocks of docs/history.md were not found"
+    assert len(BLOCKS) >= 9, "the ready SQL blocks of docs/history.md were not found"
     newer = _populate(store)
     dialect = store.engine.dialect.name
     results = {}
@@ -46,6 +58,13 @@ def test_every_ready_query_runs_and_returns_rows(store: HistoryStore) -> None:
             results[block.split("FROM")[0]] = rows
     by_tool = next(rows for head, rows in results.items() if "t.tool" in head)
     expected = {g.group: (g.items, g.bad) for g in group_items(store, newer, "tool")}
-    assert {row[0]: (row[1], row[2]) for row in by_tool} == expected == {"search": (2, 1), "sql": (2, 2)}
+    assert {row[0]: (row[1], row[2]) for row in by_tool} == expected == {"search": (2, 1), "sql": (2, 1)}
+    sets = next(rows for head, rows in results.items() if "prompt_version" in head)
+    assert [(r[1], r[2], r[5], bool(r[6])) for r in sets] == [
+        ("run", None, "incomplete", False), ("rejudge", "judge-b", "complete", True),
+        ("rejudge", "judge-c", "incomplete", False)]
+    earlier = next(rows for head, rows in results.items() if "s.id AS set_id" in head)
+    assert {(r[2], r[3], r[4]) for r in earlier} == {
+        ("incomplete", "wrong_speaker", 1), ("incomplete", "unjudged", 1)}
     flips = next(rows for head, rows in results.items() if "a.passed AS was" in head)
     assert sorted((r[0], bool(r[2]), bool(r[3])) for r in flips) == [("a", True, False), ("b", False, True)]

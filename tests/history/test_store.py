@@ -269,43 +269,82 @@ def _judge(model: str, verdicts: dict[str, str], fail_on: set[str] = frozenset()
     return judge
 
 
-def test_rejudge_fills_missing_judgments_and_all_replaces_them(store: HistoryStore, history_url: str) -> None:
+def _sets(store: HistoryStore, run_id: str):
+    sets = schema.judgment_sets
+    with store.engine.connect() as conn:
+        return [tuple(r) for r in conn.execute(
+            select(sets.c.id, sets.c.origin, sets.c.judge_model, sets.c.status, sets.c.is_current, sets.c.paragraphs,
+                   sets.c.failed).where(sets.c.run_id == run_id).order_by(sets.c.id))]  # fmt: skip
+
+
+def _set_verdicts(store: HistoryStore, set_id: int):
+    j = schema.judgments
+    with store.engine.connect() as conn:
+        return sorted((r.verdict or "-", r.judge_model or "-", r.coverage_score) for r in conn.execute(
+            select(j.c.verdict, j.c.judge_model, j.c.coverage_score).where(j.c.set_id == set_id)))  # fmt: skip
+
+
+def test_rejudge_writes_a_new_set_and_makes_it_current_only_when_complete(store: HistoryStore, history_url: str,
+                                                                        capsys) -> None:
     records = [
         _data.citation("c1", [_data.paragraph(0, verdict="supported"), _data.paragraph(1)]),
         _data.citation("c2", [_data.paragraph(0), _data.paragraph(1)]),
         _data.qa("q1"),
     ]
     run_id = _record_run(store, records, floors={"citationSupportedRate": 0.9})
+    ((run_set, origin, _, status, current, paragraphs, failed),) = _sets(store, run_id)
+    # The run's own set: 3 of 4 paragraphs recorded without a verdict.
+    assert (origin, status, current, paragraphs, failed) == ("run", "incomplete", True, 4, 3)
 
     first = _judge("judge-b", {"c2": "wrong_speaker"})
     result = rejudge_run(store, run_id, first)
     assert first.calls == [("c1", 1), ("c2", 0), ("c2", 1)]  # c1#0 already had a verdict
-    assert (result.judged, result.errors) == (3, 0)
-    j = schema.judgments
-    with store.engine.connect() as conn:
-        rows = {(r.verdict, r.judge_model) for r in conn.execute(select(j.c.verdict, j.c.judge_model))}
-    assert rows == {("supported", "judge-a"), ("supported", "judge-b"), ("wrong_speaker", "judge-b")}
+    assert (result.judged, result.errors, result.complete) == (3, 0, True)
+    second_set = result.set_id
+    assert _sets(store, run_id) == [(run_set, "run", None, "incomplete", False, 4, 3),
+                                    (second_set, "rejudge", "judge-b", "complete", True, 4, 0)]
+    # The run's own verdicts are kept as they were; the new set holds the old verdict and the new ones.
+    assert _set_verdicts(store, run_set) == [("-", "-", None), ("-", "-", None), ("-", "-", None),
+                                             ("supported", "judge-a", 0.5)]
+    assert _set_verdicts(store, second_set) == [("supported", "judge-a", 0.5), ("supported", "judge-b", 0.75),
+                                                ("wrong_speaker", "judge-b", 0.75), ("wrong_speaker", "judge-b", 0.75)]
     detail = show_run(store, run_id)
     assert detail.metrics["citationSupportedRate"] == 0.5 and detail.metrics["wrongSpeakerRate"] == 0.5
-    assert detail.gate["passed"] is False  # 0.5 < the recorded floor 0.9
+    assert detail.gate["passed"] is False and detail.run.status == "FAIL"  # 0.5 < the recorded floor 0.9
     assert any(c["metric"] == "citationSupportedRate" and c["outcome"] == "FAIL" for c in detail.gate["checks"])
-    assert rejudge_run(store, run_id, first).candidates == 0  # nothing missing any more
+    assert detail.current_set.id == second_set and detail.current_set.judge_model == "judge-b"
+    assert rejudge_run(store, run_id, first).candidates == 0  # nothing missing any more: no set written
+    assert len(_sets(store, run_id)) == 2
 
+    # A judge failing on c2: the attempt is kept, incomplete and not current; nothing current changes.
     second = _judge("judge-c", {}, fail_on={"c2"})
     result = rejudge_run(store, run_id, second, all_paragraphs=True)
-    assert len(second.calls) == 4 and (result.judged, result.errors) == (2, 2)
-    with store.engine.connect() as conn:
-        rows = sorted((r.verdict or "-", r.judge_model or "-", r.coverage_score)
-                      for r in conn.execute(select(j.c.verdict, j.c.judge_model, j.c.coverage_score)))
-    # c2 failed: its verdicts are cleared (replaced means replaced), the coverage scores stay.
-    assert rows == [("-", "-", 0.75), ("-", "-", 0.75), ("supported", "judge-c", 0.75), ("supported", "judge-c", 0.75)]
-    detail = show_run(store, run_id)
-    assert detail.metrics["citationSupportedRate"] == 0.5 and detail.metrics["wrongSpeakerRate"] == 0.0
-    assert detail.verdicts["unjudged"] == 2
-    # The CLI: without a judge it is a usage error; with a factory it judges what is missing.
+    assert len(second.calls) == 4 and (result.judged, result.errors, result.failed, result.complete) == (2, 2, 2, False)
+    assert "2 of 4 paragraph(s) got no parseable verdict (2 judge error(s))" in result.reason
+    assert "c2#0: judge unreachable" in result.reason
+    assert _sets(store, run_id)[1:] == [(second_set, "rejudge", "judge-b", "complete", True, 4, 0),
+                                        (result.set_id, "rejudge", "judge-c", "incomplete", False, 4, 2)]
+    assert _set_verdicts(store, result.set_id) == [("-", "-", 0.75), ("-", "-", 0.75), ("supported", "judge-c", 0.75),
+                                                   ("supported", "judge-c", 0.75)]
+    assert _set_verdicts(store, second_set)[1:] == [("supported", "judge-b", 0.75), ("wrong_speaker", "judge-b", 0.75),
+                                                    ("wrong_speaker", "judge-b", 0.75)]
+    after = show_run(store, run_id)
+    assert (after.metrics, after.gate, after.run.status) == (detail.metrics, detail.gate, "FAIL")
+    assert after.verdicts == detail.verdicts and after.verdicts["wrong_speaker"] == 2
+
+    # The CLI: without a judge it is a usage error; an incomplete attempt exits 1 saying why; a complete one 0.
     assert rejudge_main([run_id, "--history", history_url]) == 2
-    assert rejudge_main([run_id[:8], "--history", history_url], lambda args: _judge("judge-d", {})) == 0
-    assert show_run(store, run_id).metrics["citationSupportedRate"] == 1.0
+    assert rejudge_main([run_id[:8], "--all", "--history", history_url],
+                        lambda args: _judge("judge-d", {}, fail_on={"c1"})) == 1  # fmt: skip
+    captured = capsys.readouterr()
+    assert "0 of 4" not in captured.out and "2 failed (2 judge error(s), 0 unparseable)" in captured.out
+    assert "is incomplete and kept as an attempt: 2 of 4 paragraph(s) got no parseable verdict" in captured.err
+    assert "gate: FAIL (unchanged)" in captured.out
+    assert rejudge_main([run_id[:8], "--all", "--history", history_url], lambda args: _judge("judge-d", {})) == 0
+    assert "is complete and now current" in capsys.readouterr().out
+    final = show_run(store, run_id)
+    assert final.metrics["citationSupportedRate"] == 1.0 and final.current_set.judge_model == "judge-d"
+    assert len(final.judgment_sets) == 5 and sum(s.is_current for s in final.judgment_sets) == 1
 
 
 def test_rejudge_refuses_an_unfinished_run(store: HistoryStore) -> None:
@@ -337,7 +376,7 @@ def test_migration_from_the_first_released_schema(history_url: str) -> None:
 
     with HistoryStore.open(history_url) as store:
         with store.engine.connect() as conn:
-            assert stored_version(conn) == schema.SCHEMA_VERSION == 2
+            assert stored_version(conn) == schema.SCHEMA_VERSION == 3
             old = conn.execute(select(schema.judgments)).mappings().one()
         assert old["verdict"] == "supported" and old["judge_model"] is None and old["coverage_score"] is None
         detail = show_run(store, "latest")
@@ -345,11 +384,72 @@ def test_migration_from_the_first_released_schema(history_url: str) -> None:
         # The new columns take data, for old and new runs alike.
         new = _record_run(store, [_data.qa("q", tools=("search",))], started_ms=10)
         assert [g.group for g in group_items(store, new, "tool")] == ["search"]
-        # A v1 judgment can be rejudged: the judge model is recorded in the new column.
+        # A v1 judgment can be rejudged: the judge model is recorded in the new set, the old verdict kept.
         verdict = {"verdict": "partial", "rationale": "only half", "judgeModel": "judge-v2"}
-        assert rejudge_run(store, "a" * 32, lambda request: verdict, all_paragraphs=True).judged == 1
+        result = rejudge_run(store, "a" * 32, lambda request: verdict, all_paragraphs=True)
+        assert result.judged == 1 and result.complete
+        assert _set_verdicts(store, result.set_id) == [("partial", "judge-v2", None)]
+        assert _set_verdicts(store, result.replaced_set) == [("supported", "-", None)]
+
+
+def test_migration_from_version_2_makes_the_judgments_each_runs_first_current_set(history_url: str) -> None:
+    from pytest_groundeval.history.engine import WRITE, create_history_engine, resolve_url
+    from pytest_groundeval.history.migrations import V2_METADATA
+
+    engine = create_history_engine(resolve_url(history_url))
+    v2 = V2_METADATA.tables
+    judged, unjudged, killed = "a" * 32, "b" * 32, "c" * 32
+    with engine.connect().execution_options(**WRITE) as conn, conn.begin():
+        create_version(conn, V2_METADATA, 2)
+        for run_id, judge, started in ((judged, "judge-x", 5), (unjudged, None, 6), (killed, "judge-x", 7)):
+            conn.execute(v2["runs"].insert().values(
+                id=run_id, label=run_id[0], config={"models": {}, "judgeModel": judge, "scorerModel": None},
+                started_ms=started, finished_ms=None if run_id == killed else started + 10,
+                interrupted=None if run_id == killed else False,
+                metrics=None if run_id == killed else {"errors": 0}, gate=None if run_id == killed else
+                {"passed": run_id == judged, "checks": []}, gate_passed=None if run_id == killed else run_id == judged))
+            item = conn.execute(v2["items"].insert().returning(v2["items"].c.id).values(
+                run_id=run_id, item_id="c1", kind="citation", passed=True, detail="", tags=[], tool_trace=None,
+                outcome={"id": "c1", "kind": "citation", "pass": True, "extra": {}}, recorded_ms=started)).scalar()
+            for paragraph in (0, 1):
+                conn.execute(v2["judgments"].insert().values(
+                    item=item, run_id=run_id, paragraph=paragraph, text=f"P{paragraph} [1].", markers=["1"],
+                    missing_markers=[], metadata_mismatch=[], deterministic_pass=True,
+                    verdict="supported" if judge else None, rationale="ok" if judge else None,
+                    judge_model=judge, judged_ms=started + 1 if judge else None, coverage_score=0.5))
+    engine.dispose()
+
+    with HistoryStore.open(history_url) as store:
         with store.engine.connect() as conn:
-            assert conn.execute(select(schema.judgments.c.judge_model)).scalar() == "judge-v2"
+            assert stored_version(conn) == 3
+        # One set per run, current, with the judge model the run recorded; complete only when finished and judged.
+        sets = {run_id: _sets(store, run_id) for run_id in (judged, unjudged, killed)}
+        assert [row[1:] for row in sets[judged]] == [("run", "judge-x", "complete", True, 2, 0)]
+        assert [row[1:] for row in sets[unjudged]] == [("run", None, "incomplete", True, 2, 2)]
+        assert [row[1:] for row in sets[killed]] == [("run", "judge-x", "incomplete", True, 2, 0)]
+        assert _set_verdicts(store, sets[judged][0][0]) == [("supported", "judge-x", 0.5)] * 2
+        detail = show_run(store, judged)
+        assert detail.verdicts["supported"] == 2 and detail.current_set.judge_model == "judge-x"
+        assert show_run(store, unjudged).verdicts["unjudged"] == 2
+        # The migrated table takes a second set of the same paragraphs (unique per set, item, paragraph).
+        verdict = JudgeVerdict(verdict="supported", rationale="checked", judge_model="judge-y", coverage_score=0.75)
+        result = rejudge_run(store, unjudged, lambda request: verdict, all_paragraphs=True)
+        assert result.complete and _set_verdicts(store, result.set_id) == [("supported", "judge-y", 0.75)] * 2
+        assert _set_verdicts(store, result.replaced_set) == [("-", "-", 0.5)] * 2
+        # New runs record their own set on the migrated database.
+        new = _record_run(store, [_data.citation("c", [_data.paragraph(0, verdict="supported")])], started_ms=20)
+        assert [row[1:] for row in _sets(store, new)] == [("run", None, "complete", True, 1, 0)]
+        # The migrated schema is the fresh one: same tables, columns and unique constraints.
+        from sqlalchemy import inspect
+
+        with store.engine.connect() as conn:
+            migrated = inspect(conn)
+            for table in schema.ALL_TABLES:
+                assert {c["name"] for c in migrated.get_columns(table.name)} == set(table.c.keys()), table.name
+            uniques = {u["name"] for u in migrated.get_unique_constraints("judgments")}
+            assert "uq_judgments_set_item_paragraph" in uniques and "uq_judgments_item_paragraph" not in uniques
+            indexes = {i["name"] for i in migrated.get_indexes("judgments")}
+            assert {"ix_judgments_run", "ix_judgments_set"} <= indexes
 
 
 def test_compare_uses_the_recorded_floors_as_they_are(store: HistoryStore) -> None:

@@ -163,6 +163,13 @@ def test_a_killed_run_keeps_its_items_and_has_no_finish_time(pytester, smoke, sh
     assert groundeval(["gate", "--history", "latest", "--history-url", f"sqlite:///{db}"]) == 1
 
 
+CURRENT = (
+    "SELECT j.verdict, j.judge_model FROM judgments j JOIN judgment_sets s ON s.id = j.set_id AND s.is_current "
+    "ORDER BY j.item, j.paragraph"
+)
+"""The verdicts of the current judgment set."""
+
+
 def test_rejudge_fills_missing_judgments_with_the_mock_judge_and_all_replaces_them(run, pytester, capsys):
     from pytest_groundeval.mock import ThreadedMockProvider
 
@@ -172,13 +179,12 @@ def test_rejudge_fills_missing_judgments_with_the_mock_judge_and_all_replaces_th
     url = f"sqlite:///{db}"
     result = run(f"--eval-dataset={dataset}", f"--eval-history={url}")
     assert result.ret in (0, 1), result.stdout.str()
-    judgments = "SELECT verdict, judge_model FROM judgments ORDER BY item, paragraph"
-    before = _rows(db, judgments)
+    before = _rows(db, CURRENT)
     assert before and all(verdict is None for verdict, _ in before)
     with ThreadedMockProvider() as mock:
         judge = ["--judge-url", mock.base_url, "--judge-model", "mock-judge", "--history", url]
         assert groundeval(["rejudge", "latest", *judge]) == 0
-        filled = _rows(db, judgments)
+        filled = _rows(db, CURRENT)
         assert len(filled) == len(before) and all(v is not None and m == "mock-judge" for v, m in filled)
         assert "judge" in {call.kind for call in mock.log}
         metrics = json.loads(_rows(db, "SELECT metrics FROM runs")[0][0])
@@ -188,7 +194,110 @@ def test_rejudge_fills_missing_judgments_with_the_mock_judge_and_all_replaces_th
             conn.execute("UPDATE judgments SET verdict = 'partial', judge_model = 'old-judge'")
         conn.close()
         assert groundeval(["rejudge", "latest", *judge]) == 0  # nothing missing: nothing asked
-        assert {m for _, m in _rows(db, judgments)} == {"old-judge"}
+        assert {m for _, m in _rows(db, CURRENT)} == {"old-judge"}
         assert groundeval(["rejudge", "latest", "--all", *judge]) == 0
-    assert _rows(db, judgments) == filled
-    assert "paragraph(s) judged" in capsys.readouterr().out
+    assert _rows(db, CURRENT) == filled
+    assert "paragraph(s) given a parseable verdict" in capsys.readouterr().out
+    # Every set is kept: the run's own, the first rejudge, the one --all replaced it with.
+    assert _rows(db, "SELECT origin, status, is_current FROM judgment_sets ORDER BY id") == [
+        ("run", "incomplete", 0), ("rejudge", "complete", 0), ("rejudge", "complete", 1)]
+
+
+def _unused_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_dead_or_prose_judge_never_destroys_stored_verdicts_nor_flips_the_run(run, pytester, capsys):
+    from pytest_groundeval.mock import ThreadedMockProvider
+
+    dataset = pytester.path / "citation-smoke"
+    shutil.copytree(ROOT / "datasets" / "citation-smoke", dataset)
+    floors = pytester.path / "floors.json"
+    # A ceiling the mock judge's verdicts break (1 wrong speaker of 7 paragraphs) and all-unparseable would meet.
+    floors.write_text(json.dumps({"wrongSpeakerRate": 0.1}), encoding="utf-8")
+    db = pytester.path / "h.db"
+    url = f"sqlite:///{db}"
+    result = run(f"--eval-dataset={dataset}", f"--eval-history={url}", f"--eval-floors={floors}")
+    assert result.ret in (0, 1), result.stdout.str()
+    stored = "SELECT gate_passed, metrics, gate FROM runs"
+    with ThreadedMockProvider() as mock:
+        assert groundeval(["rejudge", "latest", "--judge-url", mock.base_url, "--judge-model", "mock-judge",
+                           "--history", url]) == 0  # fmt: skip
+        capsys.readouterr()
+        judged = _rows(db, CURRENT)
+        (run_row,) = _rows(db, stored)
+        assert run_row[0] == 0 and json.loads(run_row[1])["wrongSpeakerRate"] > 0.1  # FAIL, as measured
+        assert all(v is not None and v != "unparseable" for v, _ in judged) and len(judged) == 7
+
+        # A judge that answers prose: every verdict would be unparseable, and wrongSpeakerRate 0 would PASS.
+        prose = ["--judge-url", mock.base_url, "--judge-model", "mock-judge+fault=prose", "--history", url]
+        assert groundeval(["rejudge", "latest", "--all", *prose]) == 1
+        out, err = capsys.readouterr()
+        assert "0 of 7 paragraph(s) given a parseable verdict, 7 failed (0 judge error(s), 7 unparseable)" in out
+        assert "7 of 7 paragraph(s) got no parseable verdict (7 unparseable verdict(s))" in err
+        assert "gate: FAIL (unchanged)" in out and "0 failed" not in out
+        assert _rows(db, CURRENT) == judged and _rows(db, stored) == [run_row]
+
+    # A dead judge (nothing listens on the port): no verdict is set to NULL.
+    dead = ["--judge-url", f"http://127.0.0.1:{_unused_port()}/v1", "--judge-model", "judge-x", "--history", url]
+    assert groundeval(["rejudge", "latest", "--all", *dead]) == 1
+    out, err = capsys.readouterr()
+    assert "7 of 7 paragraph(s) got no parseable verdict (7 judge error(s))" in err and "unreachable" in err
+    assert _rows(db, CURRENT) == judged and _rows(db, stored) == [run_row]
+    assert _rows(db, "SELECT origin, judge_model, status, is_current, failed FROM judgment_sets ORDER BY id") == [
+        ("run", None, "incomplete", 0, 7), ("rejudge", "mock-judge", "complete", 1, 0),
+        ("rejudge", "mock-judge+fault=prose", "incomplete", 0, 7), ("rejudge", "judge-x", "incomplete", 0, 7)]
+    # The earlier sets are in the database, with their verdicts: the prose attempt's are kept as unparseable.
+    assert {v for (v,) in _rows(db, "SELECT verdict FROM judgments WHERE set_id = 3")} == {"unparseable"}
+
+    assert groundeval(["history", "show", "latest", "--history", url]) == 0
+    out = capsys.readouterr().out
+    assert "judge=mock-judge " in out and "status FAIL" in out
+    assert "judgment set 2 [current] rejudge judge mock-judge" in out
+    assert "judgment set 4 [kept] rejudge judge judge-x" in out
+
+
+def _postgres_server():
+    """A throwaway PostgreSQL server (tests/history/conftest.py's ``PostgresServer``), loaded by path."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_history_pg", ROOT / "tests" / "history" / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.PostgresServer()
+
+
+STOP_PG_CONFTEST = """
+import subprocess
+
+_stopped = []
+
+def pytest_runtest_setup(item):
+    # The database goes away once the run is recorded as started and before any outcome is written.
+    if not _stopped:
+        _stopped.append(subprocess.run({command!r}, capture_output=True, timeout=60).returncode)
+"""
+
+
+def test_postgres_stopped_mid_run_fails_the_session_and_says_why(run, pytester, smoke):
+    server = _postgres_server()
+    try:
+        server.start()
+        url = f"postgresql://postgres@127.0.0.1:{server.port}/postgres"
+        stop = [*server.prefix, str(server.bindir / "pg_ctl"), "-D", str(server.data), "-m", "immediate", "-w", "stop"]
+        pytester.makeconftest(STOP_PG_CONFTEST.format(command=stop))
+        # qa and adversarial items have default floors: the gate is armed and passes.
+        result = run(f"--eval-dataset={smoke}", f"--eval-history={url}", "-n", "0", "-k", "qa or adversarial")
+    finally:
+        server.stop()
+    out = result.stdout.str()
+    assert "history: recording failed, the history of this run is incomplete: " in out
+    lines = out.splitlines()
+    verdict = next(i for i, line in enumerate(lines) if line.startswith("gate: "))
+    assert lines[verdict] == "gate: PASS"
+    assert lines[verdict + 1].startswith("exit status 1: the run could not be recorded in the history")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED

@@ -1,0 +1,98 @@
+"""Databases the history refuses cleanly (docs/history.md): a schema_info version that is not one, a
+PostgreSQL database that is not UTF-8. The CLI exits 2 and pytest exits 4 (usage error), never INTERNALERROR."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from pytest_groundeval.history import HistoryError, HistoryStore
+from pytest_groundeval.history.cli import history_main
+
+SMOKE = Path(__file__).resolve().parents[2] / "datasets" / "smoke"
+
+
+def _pytest_run(pytester: pytest.Pytester, url: str) -> pytest.RunResult:
+    """A pytest run with ``--eval-history=url``; the history is opened before any item runs (no target needed)."""
+    shutil.copytree(SMOKE, pytester.path / "smoke")
+    return pytester.runpytest(
+        "-p", "no:cacheprovider", "-p", "no:benchmark", "--eval-dataset=smoke", "--eval-url=http://127.0.0.1:9",
+        "--eval-api-key=unused",
+        f"--eval-history={url}",
+    )
+
+
+def _set_version(url: str, value: object) -> None:
+    HistoryStore.open(url).close()  # a current database
+    from pytest_groundeval.history.engine import create_history_engine, resolve_url
+
+    engine = create_history_engine(resolve_url(url))
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE schema_info SET version = :v WHERE id = 1"), {"v": value})
+    engine.dispose()
+
+
+def _stored(url: str) -> object:
+    from pytest_groundeval.history.engine import create_history_engine, resolve_url
+
+    engine = create_history_engine(resolve_url(url))
+    with engine.connect() as conn:
+        value = conn.execute(text("SELECT version FROM schema_info")).scalar()
+    engine.dispose()
+    return value
+
+
+@pytest.mark.parametrize("value", [0, 1, -1, 2.9, "two"])
+def test_a_schema_version_that_is_not_one_is_refused_by_the_cli_and_pytest(
+    value, history_url: str, pytester: pytest.Pytester, capsys
+) -> None:
+    if history_url.startswith("postgresql") and not isinstance(value, int):
+        pytest.skip("an integer column on PostgreSQL cannot hold 2.9 or text")  # SQLite keeps them as stored
+    _set_version(history_url, value)
+    with pytest.raises(HistoryError) as info:
+        HistoryStore.open(history_url)
+    message = str(info.value)
+    assert "history database" in message and "schema" in message
+    if value == 1:
+        # Version 1 is a real version, but these are current tables: the migration fails and nothing changes.
+        assert "says schema version 1" in message and "do not match" in message
+    else:
+        assert f"schema_info.version is {value!r}" in message
+    assert _stored(history_url) == value  # refused, not rewritten
+
+    assert history_main(["list", "--history", history_url]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("groundeval history list: history database") and len(err.strip().splitlines()) == 1
+
+    result = _pytest_run(pytester, history_url)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
+    result.stderr.fnmatch_lines(["*--eval-history: history database*schema*"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+def test_a_sql_ascii_postgres_database_is_refused_naming_its_encoding(pg_server, pytester: pytest.Pytester,
+                                                                        capsys) -> None:
+    name = f"ascii_{uuid.uuid4().hex[:8]}"
+    admin = pg_server._admin()
+    with admin.connect() as conn:
+        conn.execute(text(f"CREATE DATABASE {name} ENCODING 'SQL_ASCII' TEMPLATE template0"))
+    try:
+        url = f"postgresql://postgres@127.0.0.1:{pg_server.port}/{name}"
+        with pytest.raises(HistoryError, match="has encoding SQL_ASCII, but the history needs UTF8"):
+            HistoryStore.open(url)
+        assert history_main(["list", "--history", url]) == 2
+        err = capsys.readouterr().err
+        assert "encoding SQL_ASCII" in err and f"/{name}" in err and "Traceback" not in err
+
+        result = _pytest_run(pytester, url)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
+        result.stderr.fnmatch_lines(["*--eval-history: history database*has encoding SQL_ASCII*UTF8*"])
+        assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        admin.dispose()
