@@ -12,6 +12,7 @@ unknown schema versions; ``core.render.format_report`` prints one (``groundeval 
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import subprocess
@@ -22,7 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from pydantic import Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from .wire import WireModel
 from .gate import GateResult
@@ -118,7 +119,9 @@ class BaselineInfo(WireModel):
     """The baseline's dataset version; the check is skipped when it is not the run's."""
     models: ModelLineage
     """The baseline's model lineage; the check is skipped unless it is the run's, both known."""
-    retrieval_recall: float | None = Field(default=None, ge=0, le=1)
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    retrieval_recall: float | None = Field(default=None, ge=0, le=1, strict=True)
     """The figure compared with: the baseline's recall over the qa items this run covered
     (``qa_items`` set), or its overall ``retrievalRecall`` (``qa_items`` None); None when
     it measured none or lacks some of the items."""
@@ -135,7 +138,14 @@ class BaselineInfo(WireModel):
 
 
 class Report(WireModel):
-    """A saved run (docs/gate.md), versioned by ``schema_version``."""
+    """A saved run (docs/gate.md), versioned by ``schema_version``.
+
+    Every figure is validated: counts are whole numbers >= 0, rates finite and in
+    range (``Metrics``), no number is NaN or infinite. ``parse_report`` also checks
+    the metrics against the items (``check_metrics``).
+    """
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     schema_version: int = SCHEMA_VERSION
     """Report schema version; this plugin reads and writes 1."""
@@ -145,7 +155,7 @@ class Report(WireModel):
     """Model lineage (generate, embed); a baseline is comparable only with the same lineage."""
     started_at_ms: int
     """Session start, Unix epoch milliseconds."""
-    duration_ms: float
+    duration_ms: float = Field(ge=0)
     """Session wall time in milliseconds."""
     metrics: Metrics
     """The run's metrics."""
@@ -216,12 +226,54 @@ def _validation_summary(exc: ValidationError) -> str:
     return "; ".join(problems) + (f"; and {more} more" if more > 0 else "")
 
 
-def parse_report(obj: Any, source: str) -> Report:
-    """Validate a decoded report.
+def _same_figure(stored: Any, recomputed: Any) -> bool:
+    if isinstance(stored, float) or isinstance(recomputed, float):
+        if stored is None or recomputed is None:
+            return False
+        # Both come from the same exact computation; the tolerance only absorbs JSON's last digit.
+        return math.isclose(stored, recomputed, rel_tol=1e-9, abs_tol=1e-12)
+    return stored == recomputed
+
+
+def check_metrics(report: Report, source: str) -> None:
+    """Refuse a report whose metrics are not the metrics of its items (docs/gate.md).
+
+    A report lists every item it aggregated (``items``), so its metrics are recomputed
+    from them with ``core.metrics.compute_metrics``, the function the run and
+    ``groundeval merge`` use, and compared field by field: ``items`` first (a report
+    whose items were removed, ``"items": []`` under metrics counting some, is refused
+    on it), then every metric in ``Metrics`` order. Rates are compared to 1e-9
+    (relative), counts and tables exactly. A report of no items must hold the metrics
+    of no items.
 
     Raises:
-        ReportError: Not an object, missing or unknown ``schemaVersion``, or a field
-            that does not match the schema (up to five, with their JSON paths).
+        ReportError: The first field that disagrees, as ``metrics.<field>``, with the
+            stored and the recomputed value; the message starts with ``source``.
+    """
+    from .metrics import compute_metrics
+
+    try:
+        recomputed = compute_metrics(report.items).to_wire()
+    except ValueError as exc:
+        raise ReportError(f"{source}: the items cannot be aggregated: {exc}") from exc
+    stored = report.metrics.to_wire()
+    for key in ["items", *(k for k in stored if k != "items")]:
+        if not _same_figure(stored.get(key), recomputed.get(key)):
+            raise ReportError(
+                f"{source}: metrics.{key} is {json.dumps(stored.get(key))} but the report's "
+                f"{len(report.items)} item(s) give {json.dumps(recomputed.get(key))}: the metrics are not "
+                "this report's (edited by hand?); groundeval re-gates only metrics it can recompute (docs/gate.md)"
+            )
+
+
+def parse_report(obj: Any, source: str) -> Report:
+    """Validate a decoded report, and its metrics against its items (``check_metrics``).
+
+    Raises:
+        ReportError: Not an object, missing or unknown ``schemaVersion``, a field
+            that does not match the schema (up to five, with their JSON paths: a
+            negative count, a rate that is not a finite number in its range, ``true``
+            where a number belongs), or metrics its items do not give.
     """
     if not isinstance(obj, dict):
         raise ReportError(f"{source}: a report must be a JSON object, got {type(obj).__name__}")
@@ -231,10 +283,12 @@ def parse_report(obj: Any, source: str) -> Report:
     if version != SCHEMA_VERSION or isinstance(version, bool):
         raise ReportError(f"{source}: unknown schemaVersion {version!r}; this plugin reads {SCHEMA_VERSION}")
     try:
-        return Report.model_validate(obj)
+        report = Report.model_validate(obj)
     except ValidationError as exc:
         summary = _validation_summary(exc)
         raise ReportError(f"{source}: does not match report schema v{SCHEMA_VERSION}: {summary}") from exc
+    check_metrics(report, source)
+    return report
 
 
 def read_report(path: str | Path) -> Report:
