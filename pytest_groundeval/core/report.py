@@ -21,7 +21,7 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from pydantic import ConfigDict, Field, ValidationError
 
@@ -587,21 +587,42 @@ def spools_beside(path: str | Path) -> list[Path]:
     return sorted(found, key=lambda p: p.stat().st_mtime)
 
 
-def recover_report(path: str | Path) -> tuple[Path, int]:
+class Recovered(NamedTuple):
+    """What ``recover_report`` wrote."""
+
+    path: Path
+    """The report written."""
+    ran: int
+    """Items whose outcome the spools held."""
+    not_run: int
+    """Collected items that never ran, recovered as ``notRun`` errors."""
+
+
+NOT_RUN_KILLED = "not run: the run was killed before this item ran (recovered by groundeval report --recover)"
+"""The error of an item a killed run collected but never ran."""
+
+
+def recover_report(path: str | Path) -> Recovered:
     """Rebuild the report of a run killed before it finished (SIGKILL) from its spools.
 
     Reads every spool of the latest session beside ``path`` (complete lines only: a
-    line cut by the kill is dropped), recomputes metrics and the gate with the floors
-    the run used, and writes the report at ``path`` marked ``interrupted`` (its gate
-    fails: the run did not finish). The spools are removed once the report is written.
+    line cut by the kill is dropped). Each collected item the spool's context lists but
+    no outcome line holds never ran: it is recovered as a ``notRun`` error, counted as
+    its kind counts an error (the dataset is read from the recorded manifest when it
+    still loads). Metrics are computed from all of them and the gate applied with the
+    floors and the baseline the run recorded in the spool, plus the ``notRun`` and
+    interrupted checks, so the gate fails; the report is written at ``path`` marked
+    ``interrupted``, recording those floors and that baseline (docs/gate.md). The spools
+    are removed once the report is written.
 
     Returns:
-        ``(path, items recovered)``.
+        ``Recovered(path, items that ran, items that never ran)``.
 
     Raises:
-        ReportError: no spool beside ``path``, or a spool has no context.
+        ReportError: no spool beside ``path``; a spool has no context, or its recorded
+            items, floors or baseline are invalid (the message names the spool).
     """
-    from .gate import evaluate_gate, interrupted_check
+    from .gate import evaluate_gate, interrupted_check, not_run_check
     from .metrics import MetricsAccumulator
 
     target = Path(path)
@@ -614,27 +635,38 @@ def recover_report(path: str | Path) -> tuple[Path, int]:
         by_session.setdefault(str(context.get("session")), []).append((spool, context, items))
     latest = max(by_session.values(), key=lambda parts: max(p.stat().st_mtime for p, _, _ in parts))
     parts = []
-    recovered = 0
+    ran = not_run = 0
     environment = environment_info()
     for spool, context, items in latest:
+        floors, baseline = _recorded_gate(spool, context)
+        outcomes = items + _never_ran(spool, context, {outcome.id for outcome in items})
         accumulator = MetricsAccumulator()
         writer = ReportWriter(target)
-        for outcome in items:
+        for outcome in outcomes:
             accumulator.add(outcome)
             writer.add_item(outcome)
-        recovered += len(items)
+        missed = sum(outcome.not_run for outcome in outcomes)
+        ran += len(outcomes) - missed
+        not_run += missed
         metrics = accumulator.result()
         models = context.get("models") or {"generate": "unknown", "embed": "unknown"}
+        version = context.get("datasetVersion") or "unknown"
         gate = evaluate_gate(
-            metrics, floors=context.get("floors"), dataset_version=context.get("datasetVersion") or "unknown",
+            metrics,
+            floors=floors,
+            baseline=baseline,
+            dataset_version=version,
             models=models,
+            qa_ids={outcome.id for outcome in outcomes if outcome.kind == "qa"},
         )
-        gate = gate.model_copy(update={"passed": False, "checks": [*gate.checks, interrupted_check(len(items))]})
+        extra = [not_run_check(missed, len(outcomes))] if missed else []
+        extra.append(interrupted_check(len(outcomes) - missed))
+        gate = gate.model_copy(update={"passed": False, "checks": [*gate.checks, *extra]})
         parts.append(
             (
                 writer,
                 dict(
-                    dataset_version=context.get("datasetVersion") or "unknown",
+                    dataset_version=version,
                     models=models,
                     started_at_ms=int(context.get("startedAtMs") or 0),
                     duration_ms=0,
@@ -642,13 +674,55 @@ def recover_report(path: str | Path) -> tuple[Path, int]:
                     gate=gate,
                     environment=environment,
                     interrupted=True,
+                    floors=floors,
+                    baseline=baseline,
                 ),
             )
         )
     write_session(target, parts)
     for spool, _, _ in latest:
         spool.unlink(missing_ok=True)
-    return target, recovered
+    return Recovered(target, ran, not_run)
+
+
+def _recorded_gate(spool: Path, context: dict) -> tuple[dict[str, float] | None, BaselineInfo | None]:
+    """The floors and the baseline a spool's context records (None for what it does not record)."""
+    from .gate import FloorsError, check_recorded_floors
+
+    floors = context.get("floors")
+    try:
+        floors = check_recorded_floors(floors, f"recorded in {spool}") if floors is not None else None
+    except FloorsError as exc:
+        raise ReportError(f"{spool}: the run's floors are invalid: {exc}") from exc
+    baseline = context.get("baseline")
+    try:
+        baseline = BaselineInfo.model_validate(baseline) if baseline is not None else None
+    except ValidationError as exc:
+        raise ReportError(f"{spool}: the run's baseline is invalid: {_validation_summary(exc)}") from exc
+    return floors, baseline
+
+
+def _never_ran(spool: Path, context: dict, ran: set[str]) -> list[ItemOutcome]:
+    """A ``notRun`` error for each item the context lists as collected and no outcome line holds."""
+    from .kinds import KIND_NAMES, errored_outcome
+
+    collected = context.get("items") or {}
+    if not isinstance(collected, dict):
+        raise ReportError(f"{spool}: the run's collected items must be an object of item id -> kind")
+    missing = [(item_id, kind) for item_id, kind in collected.items() if item_id not in ran]
+    for item_id, kind in missing:
+        if kind not in KIND_NAMES:
+            raise ReportError(f"{spool}: collected item {item_id!r} has unknown kind {kind!r}")
+    if not missing:
+        return []
+    items_by_id = None
+    try:
+        from .dataset import load_dataset
+
+        items_by_id = load_dataset(context["manifest"]).by_id
+    except Exception:  # the dataset moved or changed: the items still count, as plain errors
+        items_by_id = None
+    return [errored_outcome(items_by_id, kind, item_id, NOT_RUN_KILLED, not_run=True) for item_id, kind in missing]
 
 
 def _read_spool(spool: Path) -> tuple[dict, list[ItemOutcome]]:
