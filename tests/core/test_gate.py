@@ -513,7 +513,7 @@ def test_cli_gate_reads_a_report_written_before_floors_and_baseline_were_recorde
         ("bad-json-report", "not valid JSON"),
         ("bad-baseline", "unknown schemaVersion 99"),
         ("bad-floors", "is not a valid floor for claimSupportPrecision"),
-        ("no-args", "one of the arguments --report --history is required"),
+        ("no-args", "one of the arguments --report --run is required"),
     ],
 )
 def test_cli_gate_unusable_input_exits_2(saved, tmp_path, capsys, setup, message):

@@ -92,3 +92,61 @@ def test_show_writes_the_runs_html_report_with_trends(store: HistoryStore, histo
     page = out.read_text(encoding="utf-8")
     # The run's own page, with a trend over the earlier run of the same dataset and lineage.
     assert page.startswith("<!DOCTYPE html>") and second[:12] in page and first[:12] in page
+
+
+# --- groundeval gate --run RUN --history URL (issue 19) ------------------------------------------
+
+
+def _measured_run(store: HistoryStore, records, *, started_ms: int) -> str:
+    """A finished run whose stored metrics are its items' and whose gate applied its floors."""
+    from pytest_groundeval.core.gate import evaluate_gate, parse_floors
+    from pytest_groundeval.core.metrics import compute_metrics
+    from pytest_groundeval.history.reports import stored_outcomes
+
+    floors = parse_floors({"claimSupportPrecision": 0.9}, "test floors")
+    config = _data.config(floors=floors)
+    run_id = store.open_run(config, label="main", started_ms=started_ms)
+    store.add_items(run_id, records)
+    metrics = compute_metrics(stored_outcomes(store, run_id))
+    gate = evaluate_gate(metrics, floors=floors, dataset_version="2026.1", models=config["models"])
+    store.finish_run(run_id, metrics=metrics.to_wire(), gate=gate.to_wire(), finished_ms=started_ms + 1500)
+    return run_id
+
+
+def test_gate_takes_the_run_with_run_and_the_database_with_history(store: HistoryStore, history_url: str,
+                                                                   capsys) -> None:  # fmt: skip
+    _measured_run(store, [_data.qa("q1"), _data.qa("q2")], started_ms=1_700_000_000_000)
+    assert main(["gate", "--run", "latest", "--history", history_url]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[-1] == "gate: PASS" and captured.err == ""
+    assert "claimSupportPrecision" in captured.out
+
+
+def test_gates_old_spelling_still_works_and_warns(store: HistoryStore, history_url: str, capsys) -> None:
+    _measured_run(store, [_data.qa("q1")], started_ms=1_700_000_000_000)
+    assert main(["gate", "--history", "latest", "--history-url", history_url]) == 0
+    err = capsys.readouterr().err
+    assert "groundeval gate: --history-url URL is deprecated; use --history URL" in err
+    assert "groundeval gate: --history RUN is deprecated; use --run RUN" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--history", "sqlite"], "--history URL names the database of --run RUN"),
+        (["--report", "r.json", "--history", "sqlite"], "a --report needs none"),
+        (["--run", "latest", "--history", "sqlite", "--history-url", "sqlite"], "both name the history database"),
+    ],
+)
+def test_gate_history_usage_errors_exit_2(argv, message, capsys) -> None:
+    assert main(["gate", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_stored_run_whose_metrics_are_not_its_items_is_refused(store: HistoryStore, history_url: str,
+                                                                 capsys) -> None:  # fmt: skip
+    # _run stores metrics that claim no items and precision 1.0 over an item it lists.
+    _run(store, [_data.qa("q1", passed=False)], label="x", started_ms=1)
+    assert main(["gate", "--run", "latest", "--history", history_url]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("groundeval gate: history run latest: metrics.items is 0 but the report's 1 item(s) give 1")
