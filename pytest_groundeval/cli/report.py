@@ -15,11 +15,12 @@ def _plural(n: int, word: str) -> str:
 
 
 def report_main(argv: list[str]) -> int:
-    """``groundeval report R [--recover] [--html OUT] [--markdown OUT] [--history FILE]``.
+    """``groundeval report R [--recover] [--html OUT] [--markdown OUT] [--history URL | --trends FILE]``.
 
     ``R``: print a saved report's metrics, gate and failed/errored items (each dataset's,
     for a session report of several); with ``--html`` or ``--markdown`` write those
-    outputs instead (docs/ci.md), one ``wrote PATH`` line each. ``--recover``: a run
+    outputs instead (docs/ci.md), one ``wrote PATH`` line each; the page's trends come
+    from the history database ``--history URL`` or the JSON file ``--trends FILE``. ``--recover``: a run
     killed before it finished (SIGKILL) left its items spooled beside ``R``; write them
     to ``R`` as a report marked interrupted, the collected items that never ran as
     ``notRun`` errors, gated with the floors and baseline the run recorded (docs/gate.md:

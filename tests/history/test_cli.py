@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from pytest_groundeval.cli import main
@@ -150,3 +152,41 @@ def test_a_stored_run_whose_metrics_are_not_its_items_is_refused(store: HistoryS
     assert main(["gate", "--run", "latest", "--history", history_url]) == 2
     err = capsys.readouterr().err
     assert err.startswith("groundeval gate: history run latest: metrics.items is 0 but the report's 1 item(s) give 1")
+
+
+def test_report_draws_html_trends_from_the_history_database(store: HistoryStore, history_url: str, tmp_path,
+                                                                capsys) -> None:  # fmt: skip
+    from pytest_groundeval.core.report import write_report
+    from pytest_groundeval.history.reports import report_from_history
+
+    first = _measured_run(store, [_data.qa("q1")], started_ms=1_700_000_000_000)
+    second = _measured_run(store, [_data.qa("q1"), _data.qa("q2")], started_ms=1_700_000_100_000)
+    report = write_report(tmp_path / "r.json", report_from_history(store, second))
+    out = tmp_path / "r.html"
+    assert main(["report", str(report), "--html", str(out), "--history", history_url]) == 0
+    captured = capsys.readouterr()
+    assert f"wrote {out}" in captured.out and captured.err == ""
+    page = out.read_text(encoding="utf-8")
+    assert "Trends over the last 2 runs" in page and first[:12] in page
+    # --trends FILE reads the JSON list --history FILE used to.
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps([{"id": "run-from-file", "startedAt": 1, "metrics": {"errors": 0}}]))
+    assert main(["report", str(report), "--html", str(out), "--trends", str(runs)]) == 0
+    assert "run-from-file" in out.read_text(encoding="utf-8") and capsys.readouterr().err == ""
+
+
+def test_report_history_file_is_a_deprecated_spelling_of_trends(store: HistoryStore, history_url: str, tmp_path,
+                                                                capsys) -> None:  # fmt: skip
+    from pytest_groundeval.core.report import write_report
+    from pytest_groundeval.history.reports import report_from_history
+
+    run_id = _measured_run(store, [_data.qa("q1")], started_ms=1_700_000_000_000)
+    report = write_report(tmp_path / "r.json", report_from_history(store, run_id))
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps([{"id": "run-from-file", "startedAt": 1, "metrics": {"errors": 0}}]))
+    out = tmp_path / "r.html"
+    assert main(["report", str(report), "--html", str(out), "--history", str(runs)]) == 0
+    assert "run-from-file" in out.read_text(encoding="utf-8")
+    assert "groundeval report: --history FILE (a JSON list of runs) is deprecated; use --trends FILE" in (
+        capsys.readouterr().err
+    )
