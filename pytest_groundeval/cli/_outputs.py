@@ -1,4 +1,4 @@
-"""The ``--html`` / ``--markdown`` / ``--history`` / ``--trends`` options shared by ``groundeval report`` and ``merge`` (docs/ci.md)."""
+"""The ``--html`` / ``--markdown`` / ``--history`` / ``--trends`` options of ``report`` and ``merge`` (docs/ci.md)."""
 
 from __future__ import annotations
 

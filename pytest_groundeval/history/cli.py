@@ -295,7 +295,8 @@ def write_run_html(store: HistoryStore, ref: str, out: str) -> str:
     report = report_from_history(store, ref)
     run_id = store.resolve_run(ref)
     wire = report.to_wire()
-    earlier = earlier_runs(store, report.dataset_version, wire.get("models"), wire.get("startedAtMs", 0), exclude=run_id)
+    started = wire.get("startedAtMs", 0)
+    earlier = earlier_runs(store, report.dataset_version, wire.get("models"), started, exclude=run_id)
     trend = [*earlier, {"id": run_id, "startedAt": wire.get("startedAtMs"), "metrics": wire["metrics"]}]
     try:
         (path,) = write_outputs(wire, html=out, history=trend)

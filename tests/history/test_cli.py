@@ -124,12 +124,23 @@ def test_gate_takes_the_run_with_run_and_the_database_with_history(store: Histor
     assert "claimSupportPrecision" in captured.out
 
 
-def test_gates_old_spelling_still_works_and_warns(store: HistoryStore, history_url: str, capsys) -> None:
+@pytest.mark.parametrize(
+    ("argv", "warned"),
+    [
+        (["--history", "latest", "--history-url", "{url}"], ["--history-url URL", "--history RUN"]),
+        (["--run", "latest", "--history-url", "{url}"], ["--history-url URL"]),
+        (["--history", "latest"], ["--history RUN"]),  # the database from GROUNDEVAL_HISTORY
+    ],
+)
+def test_gates_old_spellings_still_work_and_warn(store: HistoryStore, history_url: str, capsys, monkeypatch,
+                                                 argv, warned) -> None:  # fmt: skip
     _measured_run(store, [_data.qa("q1")], started_ms=1_700_000_000_000)
-    assert main(["gate", "--history", "latest", "--history-url", history_url]) == 0
-    err = capsys.readouterr().err
-    assert "groundeval gate: --history-url URL is deprecated; use --history URL" in err
-    assert "groundeval gate: --history RUN is deprecated; use --run RUN" in err
+    monkeypatch.setenv("GROUNDEVAL_HISTORY", history_url)
+    assert main(["gate", *(arg.format(url=history_url) for arg in argv)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    use = {"--history-url URL": "use --history URL", "--history RUN": "use --run RUN"}
+    assert [line.split(" is deprecated; ")[0] for line in err] == [f"groundeval gate: {old}" for old in warned]
+    assert all(use[old] in line for old, line in zip(warned, err))
 
 
 @pytest.mark.parametrize(
