@@ -1,4 +1,4 @@
-"""The ``--html`` / ``--markdown`` / ``--history`` options shared by ``groundeval report`` and ``merge`` (docs/ci.md)."""
+"""The ``--html`` / ``--markdown`` / ``--history`` / ``--trends`` options of ``report`` and ``merge`` (docs/ci.md)."""
 
 from __future__ import annotations
 
@@ -11,21 +11,75 @@ from ..outputs.write import OutputError, read_history, write_outputs
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--html OUT``, ``--markdown OUT`` and ``--history FILE`` to a command's parser."""
+    """Add ``--html OUT``, ``--markdown OUT``, ``--history URL`` and ``--trends FILE`` to a command's parser."""
     parser.add_argument("--html", metavar="OUT", help="Write the report as one self-contained HTML page")
     parser.add_argument("--markdown", metavar="OUT", help="Write the gate as a Markdown table")
-    parser.add_argument("--history", metavar="FILE", help="JSON list of past runs {id, startedAt, metrics} for trends")
+    trends = parser.add_mutually_exclusive_group()
+    trends.add_argument(
+        "--history",
+        metavar="URL",
+        help="History database whose earlier runs of the same dataset and lineage the HTML page shows trends over",
+    )
+    trends.add_argument(
+        "--trends", metavar="FILE", help="JSON list of past runs {id, startedAt, metrics}, oldest first, for trends"
+    )
+
+
+def is_database_url(value: str) -> bool:
+    """Whether a ``--history`` value names a database (``scheme://…`` or a shorthand such as ``sqlite``).
+
+    Anything else is the JSON file of runs ``--history`` named before it meant the
+    database on every command: read as ``--trends FILE``, with a deprecation warning.
+    """
+    from ..history.urls import SHORTHANDS
+
+    return "://" in value or value.strip().lower() in SHORTHANDS
+
+
+def _trends(report: Mapping[str, Any], args: argparse.Namespace, prog: str) -> list[dict[str, Any]] | None:
+    """The past runs the HTML page shows trends over, from ``--trends FILE`` or ``--history URL``.
+
+    Raises:
+        OutputError: the file cannot be read, or the database cannot be opened or read.
+    """
+    trends_file, history_url = getattr(args, "trends", None), getattr(args, "history", None)
+    if history_url is not None and not is_database_url(history_url):
+        print(
+            f"{prog}: --history FILE (a JSON list of runs) is deprecated; use --trends FILE "
+            "(--history names the history database, as on every command)",
+            file=sys.stderr,
+        )
+        trends_file, history_url = history_url, None
+    if trends_file is not None:
+        return read_history(trends_file)
+    if history_url is None or not getattr(args, "html", None):
+        return None  # only the HTML page draws trends
+    from ..history.cli import earlier_runs
+    from ..history.errors import HistoryError
+    from ..history.store import HistoryStore
+
+    try:
+        with HistoryStore.open(history_url) as store:
+            return earlier_runs(
+                store, report.get("datasetVersion"), report.get("models"), int(report.get("startedAtMs") or 0) - 1
+            )
+    except HistoryError as exc:
+        raise OutputError(f"--history: {exc}") from exc
 
 
 def outputs_from_args(report: Mapping[str, Any], args: argparse.Namespace, prog: str) -> int:
     """Write what ``--html``/``--markdown`` asked for, one ``wrote PATH`` line each.
 
+    The HTML trends come from ``--trends FILE``, or from the runs recorded in the history
+    database ``--history URL`` before this report's run (same dataset version and lineage).
+    ``--history FILE`` still reads a JSON file of runs, with a deprecation warning.
+
     Returns:
         0 on success; 2 with one line on stderr when a file cannot be written or the
-        history cannot be read.
+        trends cannot be read.
     """
     try:
-        history = read_history(args.history) if getattr(args, "history", None) else None
+        history = _trends(report, args, prog)
         for path in write_outputs(report, html=args.html, markdown=args.markdown, history=history):
             print(f"wrote {path}")
     except OutputError as exc:

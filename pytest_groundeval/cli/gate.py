@@ -14,22 +14,23 @@ from ..core.gate import (
     missing_items_check,
 )
 from ..core.render import format_check
-from ..core.report import Report, ReportError, read_report, read_reports
+from ..core.report import Report, ReportError, check_metrics, read_report, read_reports
 from ._args import Parser, ParserExit, UsageError
 
 
 def _gate_parser() -> Parser:
     parser = Parser(prog="groundeval gate", description="Re-apply gate floors to a saved report")
-    source = parser.add_mutually_exclusive_group(required=True)
+    source = parser.add_mutually_exclusive_group()
     source.add_argument("--report", help="Report JSON written by --eval-report")
     source.add_argument(
-        "--history", metavar="RUN", help="A run stored by --eval-history: id, unique id prefix, 'latest' or 'latest~N'"
+        "--run", metavar="RUN", help="A run stored by --eval-history: id, unique id prefix, 'latest' or 'latest~N'"
     )
     parser.add_argument(
-        "--history-url",
+        "--history",
         metavar="URL",
-        help="History database of --history (default: $GROUNDEVAL_HISTORY, else .groundeval/history.db)",
+        help="History database of --run (default: $GROUNDEVAL_HISTORY, else .groundeval/history.db)",
     )
+    parser.add_argument("--history-url", metavar="URL", help="Deprecated spelling of --history URL")
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
         "--baseline", help="Earlier report to compare retrieval recall with, instead of the one the run recorded"
@@ -44,10 +45,13 @@ def _gate_parser() -> Parser:
 
 
 def gate_main(argv: list[str]) -> int:
-    """``groundeval gate --report R | --history RUN [--baseline B | --no-baseline] [--floors F]``.
+    """``groundeval gate --report R | --run RUN [--history URL] [--baseline B | --no-baseline] [--floors F]``.
 
-    ``--history RUN`` gates a run stored in the history (docs/history.md) exactly as
-    ``--report`` gates its report: the floors, baseline and lineage the run recorded.
+    ``--run RUN`` gates a run stored in the history database ``--history URL``
+    (docs/history.md) exactly as ``--report`` gates its report: the floors, baseline and
+    lineage the run recorded. The metrics of either are recomputed from its items and a
+    report whose metrics disagree is refused (``core.report.check_metrics``). The old
+    spellings ``--history RUN`` and ``--history-url URL`` still work, with a warning.
 
     Without ``--floors`` the floors the run recorded are applied (the defaults for a
     report that records none); without ``--baseline`` or ``--no-baseline``, the baseline
@@ -57,8 +61,9 @@ def gate_main(argv: list[str]) -> int:
 
     Returns:
         0 when the gate passes, 1 when it fails, 2 when an argument is missing or
-        the report, baseline or floors file cannot be read or is invalid (one line
-        on stderr).
+        the report, baseline or floors file cannot be read or is invalid: a count
+        below 0, a rate that is not a finite number in range, metrics its items do
+        not give (one line on stderr naming the file and the field).
     """
     try:
         args = _gate_parser().parse_args(argv)
@@ -67,20 +72,22 @@ def gate_main(argv: list[str]) -> int:
     except UsageError as exc:
         print(f"groundeval gate: {exc}", file=sys.stderr)
         return 2
-    if args.history_url is not None and args.history is None:
-        print("groundeval gate: --history-url needs --history RUN", file=sys.stderr)
+    try:
+        _resolve_spellings(args)
+    except UsageError as exc:
+        print(f"groundeval gate: {exc}", file=sys.stderr)
         return 2
-    if args.history is not None:
+    if args.run is not None:
         from ..history.errors import HistoryError
 
         try:
             reports = [_stored_report(args)]
-        except HistoryError as exc:
+        except (HistoryError, ReportError) as exc:
             print(f"groundeval gate: {exc}", file=sys.stderr)
             return 2
-        args.report = f"history run {args.history}"
+        args.report = f"history run {args.run}"
     try:
-        if args.history is None:
+        if args.run is None:
             reports = read_reports(args.report)
         explicit_baseline = read_report(args.baseline) if args.baseline else None
         explicit_floors = load_floors(args.floors) if args.floors else None
@@ -102,14 +109,59 @@ def gate_main(argv: list[str]) -> int:
     return 0 if all(verdicts) else 1
 
 
+def _deprecated(old: str, new: str) -> None:
+    print(f"groundeval gate: {old} is deprecated; use {new}", file=sys.stderr)
+
+
+def _resolve_spellings(args: Any) -> None:
+    """Map the deprecated spellings onto ``--run RUN`` and ``--history URL`` (docs/history.md), warning on stderr.
+
+    ``--history`` names the history database on every command. Before, ``gate`` took
+    ``--history RUN --history-url URL``: ``--history-url`` is still read as ``--history``,
+    and ``--history`` given without ``--run`` or ``--report`` is still read as ``--run``
+    unless its value is a database URL.
+
+    Raises:
+        UsageError: neither or both of ``--report`` and ``--run``, or ``--history``
+            without ``--run``.
+    """
+    from ..history.urls import SHORTHANDS
+
+    if args.history_url is not None:
+        _deprecated("--history-url URL", "--history URL")
+        if args.history is not None and args.run is None and args.report is None:
+            _deprecated("--history RUN", "--run RUN")
+            args.run, args.history = args.history, args.history_url
+        elif args.history is not None:
+            raise UsageError("--history and --history-url both name the history database; give --history URL")
+        else:
+            args.history = args.history_url
+    elif args.history is not None and args.run is None and args.report is None:
+        if "://" in args.history or args.history.strip().lower() in SHORTHANDS:
+            raise UsageError("--history URL names the database of --run RUN; give --run RUN (e.g. --run latest)")
+        _deprecated("--history RUN", "--run RUN (--history names the history database)")
+        args.run, args.history = args.history, None
+    if args.report is None and args.run is None:
+        raise UsageError("one of the arguments --report --run is required")
+    if args.history is not None and args.run is None:
+        raise UsageError("--history URL names the database of --run RUN; a --report needs none")
+
+
 def _stored_report(args: Any) -> Report:
-    """The stored run ``args.history`` as a report (raises ``HistoryError``)."""
+    """The stored run ``args.run`` as a report, its metrics checked against its items.
+
+    Raises:
+        HistoryError: no such run, or the database cannot be opened.
+        ReportError: the run's stored metrics are not what its items give (``check_metrics``).
+    """
     from ..history.reports import report_from_history
     from ..history.store import HistoryStore
     from ..history.urls import url_from_sources
 
-    with HistoryStore.open(url_from_sources(args.history_url)) as store:
-        return report_from_history(store, args.history)
+    with HistoryStore.open(url_from_sources(args.history)) as store:
+        report = report_from_history(store, args.run)
+    check_metrics(report, f"history run {args.run}")
+    return report
 
 
 def _gate_one(report: Report, args: Any, explicit_baseline: Report | None, explicit_floors: dict | None) -> bool:

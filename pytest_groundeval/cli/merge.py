@@ -54,7 +54,9 @@ def _merge_parser() -> Parser:
 
 
 def merge_main(argv: list[str]) -> int:
-    """``groundeval merge R1 … Rn -o R [--floors F] [--baseline B | --no-baseline] [--dataset D] [--html OUT] [--markdown OUT]``.
+    """``groundeval merge R1 … Rn -o R [--floors F] [--baseline B | --no-baseline] [--dataset D] [outputs]``.
+
+    Outputs: ``[--html OUT] [--markdown OUT] [--history URL | --trends FILE]`` (``cli._outputs``).
 
     Writes the merged report (see ``outputs.merge.merge_reports``), prints one line per
     gate check and ``gate: PASS`` or ``gate: FAIL``.

@@ -10,15 +10,21 @@ from ._args import Parser, ParserExit, UsageError
 from ._outputs import add_output_arguments, outputs_from_args
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def report_main(argv: list[str]) -> int:
-    """``groundeval report R [--recover] [--html OUT] [--markdown OUT] [--history FILE]``.
+    """``groundeval report R [--recover] [--html OUT] [--markdown OUT] [--history URL | --trends FILE]``.
 
     ``R``: print a saved report's metrics, gate and failed/errored items (each dataset's,
     for a session report of several); with ``--html`` or ``--markdown`` write those
-    outputs instead (docs/ci.md), one ``wrote PATH`` line each. ``--recover``: a run
+    outputs instead (docs/ci.md), one ``wrote PATH`` line each; the page's trends come
+    from the history database ``--history URL`` or the JSON file ``--trends FILE``. ``--recover``: a run
     killed before it finished (SIGKILL) left its items spooled beside ``R``; write them
-    to ``R`` as a report marked interrupted (docs/gate.md: what the gate guarantees),
-    then print it.
+    to ``R`` as a report marked interrupted, the collected items that never ran as
+    ``notRun`` errors, gated with the floors and baseline the run recorded (docs/gate.md:
+    what the gate guarantees), then print it.
 
     Returns:
         0 when the report was printed or written; 2 when it cannot be read, is invalid,
@@ -40,8 +46,11 @@ def report_main(argv: list[str]) -> int:
         return 2
     try:
         if args.recover:
-            path, count = recover_report(args.report)
-            print(f"recovered {count} item{'s' if count != 1 else ''} of an interrupted run into {path}")
+            recovered = recover_report(args.report)
+            print(
+                f"recovered {_plural(recovered.ran, 'item')} of an interrupted run into {recovered.path}; "
+                f"{_plural(recovered.not_run, 'collected item')} never ran (counted as errors, notRun)"
+            )
         reports = read_reports(args.report)
     except ReportError as exc:
         print(f"groundeval report: {exc}", file=sys.stderr)

@@ -19,6 +19,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import ConfigDict
+
 from ..targets.protocol import UNKNOWN_MODEL
 from .kinds.base import MetricDirection  # noqa: F401  (re-exported: the gate's vocabulary)
 from .kinds.qa import RETRIEVAL_RECALL
@@ -63,6 +65,8 @@ class FloorsError(ValueError):
 
 class GateCheck(WireModel):
     """One metric compared with one bound."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     metric: str
     """The metric's wire name (``METRIC_DIRECTIONS``)."""

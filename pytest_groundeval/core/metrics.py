@@ -25,9 +25,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
-from typing import Any, Optional
+from typing import Annotated, Any, Optional
 
-from pydantic import Field, create_model
+from pydantic import AfterValidator, Field, create_model
 
 from .kinds import KIND_NAMES, all_kinds
 from .kinds.base import Kind, MetricDirection, MetricSpec, ratio
@@ -75,20 +75,45 @@ def metric_specs() -> tuple[MetricSpec, ...]:
     return tuple(spec for kind in all_kinds() for spec in kind.metrics) + COMMON_METRICS
 
 
+def _table_counts(value: Any) -> Any:
+    """A table metric: an object of whole counts >= 0, or of such objects (one level down)."""
+    if value is None:
+        return value
+    for key, count in value.items():
+        cells = count.items() if isinstance(count, Mapping) else [(None, count)]
+        for column, n in cells:
+            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                where = key if column is None else f"{key}.{column}"
+                raise ValueError(f"{where}: expected a whole count >= 0, got {n!r}")
+    return value
+
+
+_COUNT = Field(strict=True, ge=0)
+"""A count: a whole number >= 0 (``true`` and ``5.0`` are not counts)."""
+
+
 def _build_metrics_model() -> type[WireModel]:
     fields: dict[str, Any] = {}
     for spec in metric_specs():
         if spec.type_ == "count" and spec.nullable:
-            fields[spec.field] = (Optional[int], Field(None, description=spec.doc))
+            fields[spec.field] = (Optional[Annotated[int, _COUNT]], Field(None, description=spec.doc))
         elif spec.type_ == "count":
-            fields[spec.field] = (int, Field(0, description=spec.doc))
+            fields[spec.field] = (Annotated[int, _COUNT], Field(0, description=spec.doc))
         elif spec.type_ == "table":
-            fields[spec.field] = (Optional[dict[str, Any]], Field(None, description=spec.doc))
+            fields[spec.field] = (
+                Optional[Annotated[dict[str, Any], AfterValidator(_table_counts)]],
+                Field(None, description=spec.doc),
+            )
         else:
-            fields[spec.field] = (Optional[float], Field(None, description=spec.doc))
-    fields["items"] = (int, Field(0, description="Items that ran or errored (every outcome aggregated)."))
+            lowest, highest = spec.value_range
+            number = Field(strict=True, ge=lowest, le=highest, allow_inf_nan=False)
+            fields[spec.field] = (Optional[Annotated[float, number]], Field(None, description=spec.doc))
+    fields["items"] = (
+        Annotated[int, _COUNT],
+        Field(0, description="Items that ran or errored (every outcome aggregated)."),
+    )
     fields["items_by_kind"] = (
-        dict[str, int],
+        dict[str, Annotated[int, _COUNT]],
         Field(
             default_factory=lambda: dict.fromkeys(KIND_NAMES, 0),
             description="Outcomes per item kind; every kind is present, 0 when absent.",
@@ -97,7 +122,9 @@ def _build_metrics_model() -> type[WireModel]:
     model = create_model("Metrics", __base__=WireModel, **fields)
     model.__doc__ = (
         "Every metric of a run (docs/gate.md), one field per ``metric_specs()`` entry plus the item "
-        "counts. A rate with nothing to measure is None."
+        "counts. A rate with nothing to measure is None. Validation refuses what no run can produce: "
+        "a count that is not a whole number >= 0 (``true`` is not a number), a figure that is NaN or "
+        "infinite, or a rate outside its ``MetricSpec.value_range`` (a share above 1)."
     )
     model.__module__ = __name__
     return model

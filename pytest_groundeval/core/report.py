@@ -12,6 +12,7 @@ unknown schema versions; ``core.render.format_report`` prints one (``groundeval 
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import subprocess
@@ -20,9 +21,9 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
-from pydantic import Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from .wire import WireModel
 from .gate import GateResult
@@ -118,7 +119,9 @@ class BaselineInfo(WireModel):
     """The baseline's dataset version; the check is skipped when it is not the run's."""
     models: ModelLineage
     """The baseline's model lineage; the check is skipped unless it is the run's, both known."""
-    retrieval_recall: float | None = Field(default=None, ge=0, le=1)
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    retrieval_recall: float | None = Field(default=None, ge=0, le=1, strict=True)
     """The figure compared with: the baseline's recall over the qa items this run covered
     (``qa_items`` set), or its overall ``retrievalRecall`` (``qa_items`` None); None when
     it measured none or lacks some of the items."""
@@ -135,7 +138,14 @@ class BaselineInfo(WireModel):
 
 
 class Report(WireModel):
-    """A saved run (docs/gate.md), versioned by ``schema_version``."""
+    """A saved run (docs/gate.md), versioned by ``schema_version``.
+
+    Every figure is validated: counts are whole numbers >= 0, rates finite and in
+    range (``Metrics``), no number is NaN or infinite. ``parse_report`` also checks
+    the metrics against the items (``check_metrics``).
+    """
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     schema_version: int = SCHEMA_VERSION
     """Report schema version; this plugin reads and writes 1."""
@@ -145,7 +155,7 @@ class Report(WireModel):
     """Model lineage (generate, embed); a baseline is comparable only with the same lineage."""
     started_at_ms: int
     """Session start, Unix epoch milliseconds."""
-    duration_ms: float
+    duration_ms: float = Field(ge=0)
     """Session wall time in milliseconds."""
     metrics: Metrics
     """The run's metrics."""
@@ -216,12 +226,54 @@ def _validation_summary(exc: ValidationError) -> str:
     return "; ".join(problems) + (f"; and {more} more" if more > 0 else "")
 
 
-def parse_report(obj: Any, source: str) -> Report:
-    """Validate a decoded report.
+def _same_figure(stored: Any, recomputed: Any) -> bool:
+    if isinstance(stored, float) or isinstance(recomputed, float):
+        if stored is None or recomputed is None:
+            return False
+        # Both come from the same exact computation; the tolerance only absorbs JSON's last digit.
+        return math.isclose(stored, recomputed, rel_tol=1e-9, abs_tol=1e-12)
+    return stored == recomputed
+
+
+def check_metrics(report: Report, source: str) -> None:
+    """Refuse a report whose metrics are not the metrics of its items (docs/gate.md).
+
+    A report lists every item it aggregated (``items``), so its metrics are recomputed
+    from them with ``core.metrics.compute_metrics``, the function the run and
+    ``groundeval merge`` use, and compared field by field: ``items`` first (a report
+    whose items were removed, ``"items": []`` under metrics counting some, is refused
+    on it), then every metric in ``Metrics`` order. Rates are compared to 1e-9
+    (relative), counts and tables exactly. A report of no items must hold the metrics
+    of no items.
 
     Raises:
-        ReportError: Not an object, missing or unknown ``schemaVersion``, or a field
-            that does not match the schema (up to five, with their JSON paths).
+        ReportError: The first field that disagrees, as ``metrics.<field>``, with the
+            stored and the recomputed value; the message starts with ``source``.
+    """
+    from .metrics import compute_metrics
+
+    try:
+        recomputed = compute_metrics(report.items).to_wire()
+    except ValueError as exc:
+        raise ReportError(f"{source}: the items cannot be aggregated: {exc}") from exc
+    stored = report.metrics.to_wire()
+    for key in ["items", *(k for k in stored if k != "items")]:
+        if not _same_figure(stored.get(key), recomputed.get(key)):
+            raise ReportError(
+                f"{source}: metrics.{key} is {json.dumps(stored.get(key))} but the report's "
+                f"{len(report.items)} item(s) give {json.dumps(recomputed.get(key))}: the metrics are not "
+                "this report's (edited by hand?); groundeval re-gates only metrics it can recompute (docs/gate.md)"
+            )
+
+
+def parse_report(obj: Any, source: str) -> Report:
+    """Validate a decoded report, and its metrics against its items (``check_metrics``).
+
+    Raises:
+        ReportError: Not an object, missing or unknown ``schemaVersion``, a field
+            that does not match the schema (up to five, with their JSON paths: a
+            negative count, a rate that is not a finite number in its range, ``true``
+            where a number belongs), or metrics its items do not give.
     """
     if not isinstance(obj, dict):
         raise ReportError(f"{source}: a report must be a JSON object, got {type(obj).__name__}")
@@ -231,10 +283,12 @@ def parse_report(obj: Any, source: str) -> Report:
     if version != SCHEMA_VERSION or isinstance(version, bool):
         raise ReportError(f"{source}: unknown schemaVersion {version!r}; this plugin reads {SCHEMA_VERSION}")
     try:
-        return Report.model_validate(obj)
+        report = Report.model_validate(obj)
     except ValidationError as exc:
         summary = _validation_summary(exc)
         raise ReportError(f"{source}: does not match report schema v{SCHEMA_VERSION}: {summary}") from exc
+    check_metrics(report, source)
+    return report
 
 
 def read_report(path: str | Path) -> Report:
@@ -533,21 +587,42 @@ def spools_beside(path: str | Path) -> list[Path]:
     return sorted(found, key=lambda p: p.stat().st_mtime)
 
 
-def recover_report(path: str | Path) -> tuple[Path, int]:
+class Recovered(NamedTuple):
+    """What ``recover_report`` wrote."""
+
+    path: Path
+    """The report written."""
+    ran: int
+    """Items whose outcome the spools held."""
+    not_run: int
+    """Collected items that never ran, recovered as ``notRun`` errors."""
+
+
+NOT_RUN_KILLED = "not run: the run was killed before this item ran (recovered by groundeval report --recover)"
+"""The error of an item a killed run collected but never ran."""
+
+
+def recover_report(path: str | Path) -> Recovered:
     """Rebuild the report of a run killed before it finished (SIGKILL) from its spools.
 
     Reads every spool of the latest session beside ``path`` (complete lines only: a
-    line cut by the kill is dropped), recomputes metrics and the gate with the floors
-    the run used, and writes the report at ``path`` marked ``interrupted`` (its gate
-    fails: the run did not finish). The spools are removed once the report is written.
+    line cut by the kill is dropped). Each collected item the spool's context lists but
+    no outcome line holds never ran: it is recovered as a ``notRun`` error, counted as
+    its kind counts an error (the dataset is read from the recorded manifest when it
+    still loads). Metrics are computed from all of them and the gate applied with the
+    floors and the baseline the run recorded in the spool, plus the ``notRun`` and
+    interrupted checks, so the gate fails; the report is written at ``path`` marked
+    ``interrupted``, recording those floors and that baseline (docs/gate.md). The spools
+    are removed once the report is written.
 
     Returns:
-        ``(path, items recovered)``.
+        ``Recovered(path, items that ran, items that never ran)``.
 
     Raises:
-        ReportError: no spool beside ``path``, or a spool has no context.
+        ReportError: no spool beside ``path``; a spool has no context, or its recorded
+            items, floors or baseline are invalid (the message names the spool).
     """
-    from .gate import evaluate_gate, interrupted_check
+    from .gate import evaluate_gate, interrupted_check, not_run_check
     from .metrics import MetricsAccumulator
 
     target = Path(path)
@@ -560,27 +635,38 @@ def recover_report(path: str | Path) -> tuple[Path, int]:
         by_session.setdefault(str(context.get("session")), []).append((spool, context, items))
     latest = max(by_session.values(), key=lambda parts: max(p.stat().st_mtime for p, _, _ in parts))
     parts = []
-    recovered = 0
+    ran = not_run = 0
     environment = environment_info()
     for spool, context, items in latest:
+        floors, baseline = _recorded_gate(spool, context)
+        outcomes = items + _never_ran(spool, context, {outcome.id for outcome in items})
         accumulator = MetricsAccumulator()
         writer = ReportWriter(target)
-        for outcome in items:
+        for outcome in outcomes:
             accumulator.add(outcome)
             writer.add_item(outcome)
-        recovered += len(items)
+        missed = sum(outcome.not_run for outcome in outcomes)
+        ran += len(outcomes) - missed
+        not_run += missed
         metrics = accumulator.result()
         models = context.get("models") or {"generate": "unknown", "embed": "unknown"}
+        version = context.get("datasetVersion") or "unknown"
         gate = evaluate_gate(
-            metrics, floors=context.get("floors"), dataset_version=context.get("datasetVersion") or "unknown",
+            metrics,
+            floors=floors,
+            baseline=baseline,
+            dataset_version=version,
             models=models,
+            qa_ids={outcome.id for outcome in outcomes if outcome.kind == "qa"},
         )
-        gate = gate.model_copy(update={"passed": False, "checks": [*gate.checks, interrupted_check(len(items))]})
+        extra = [not_run_check(missed, len(outcomes))] if missed else []
+        extra.append(interrupted_check(len(outcomes) - missed))
+        gate = gate.model_copy(update={"passed": False, "checks": [*gate.checks, *extra]})
         parts.append(
             (
                 writer,
                 dict(
-                    dataset_version=context.get("datasetVersion") or "unknown",
+                    dataset_version=version,
                     models=models,
                     started_at_ms=int(context.get("startedAtMs") or 0),
                     duration_ms=0,
@@ -588,13 +674,55 @@ def recover_report(path: str | Path) -> tuple[Path, int]:
                     gate=gate,
                     environment=environment,
                     interrupted=True,
+                    floors=floors,
+                    baseline=baseline,
                 ),
             )
         )
     write_session(target, parts)
     for spool, _, _ in latest:
         spool.unlink(missing_ok=True)
-    return target, recovered
+    return Recovered(target, ran, not_run)
+
+
+def _recorded_gate(spool: Path, context: dict) -> tuple[dict[str, float] | None, BaselineInfo | None]:
+    """The floors and the baseline a spool's context records (None for what it does not record)."""
+    from .gate import FloorsError, check_recorded_floors
+
+    floors = context.get("floors")
+    try:
+        floors = check_recorded_floors(floors, f"recorded in {spool}") if floors is not None else None
+    except FloorsError as exc:
+        raise ReportError(f"{spool}: the run's floors are invalid: {exc}") from exc
+    baseline = context.get("baseline")
+    try:
+        baseline = BaselineInfo.model_validate(baseline) if baseline is not None else None
+    except ValidationError as exc:
+        raise ReportError(f"{spool}: the run's baseline is invalid: {_validation_summary(exc)}") from exc
+    return floors, baseline
+
+
+def _never_ran(spool: Path, context: dict, ran: set[str]) -> list[ItemOutcome]:
+    """A ``notRun`` error for each item the context lists as collected and no outcome line holds."""
+    from .kinds import KIND_NAMES, errored_outcome
+
+    collected = context.get("items") or {}
+    if not isinstance(collected, dict):
+        raise ReportError(f"{spool}: the run's collected items must be an object of item id -> kind")
+    missing = [(item_id, kind) for item_id, kind in collected.items() if item_id not in ran]
+    for item_id, kind in missing:
+        if kind not in KIND_NAMES:
+            raise ReportError(f"{spool}: collected item {item_id!r} has unknown kind {kind!r}")
+    if not missing:
+        return []
+    items_by_id = None
+    try:
+        from .dataset import load_dataset
+
+        items_by_id = load_dataset(context["manifest"]).by_id
+    except Exception:  # the dataset moved or changed: the items still count, as plain errors
+        items_by_id = None
+    return [errored_outcome(items_by_id, kind, item_id, NOT_RUN_KILLED, not_run=True) for item_id, kind in missing]
 
 
 def _read_spool(spool: Path) -> tuple[dict, list[ItemOutcome]]:

@@ -264,6 +264,37 @@ TREND_RUNS = 20
 """Earlier runs of the same dataset and lineage a run's HTML report shows trends over."""
 
 
+def earlier_runs(
+    store: HistoryStore,
+    dataset_version: str,
+    models: Mapping[str, Any] | None,
+    until_ms: int,
+    *,
+    exclude: str | None = None,
+) -> list[dict[str, Any]]:
+    """The trend of the HTML report: earlier finished runs of one dataset version and lineage.
+
+    Up to ``TREND_RUNS`` runs started at or before ``until_ms`` (epoch ms), ``exclude``
+    (a run id) left out, oldest first, each ``{"id", "startedAt", "metrics"}`` as
+    ``outputs.html.render_html`` takes its ``history`` (docs/ci.md, "HTML report").
+
+    Raises:
+        HistoryError: a stored run is not a valid report.
+    """
+    from .reports import report_from_history
+
+    earlier = []
+    for row in list_runs(store, dataset=dataset_version, limit=None):
+        if row.id == exclude or row.finished_ms is None:
+            continue
+        past = report_from_history(store, row.id).to_wire()
+        if past.get("models") == models and past.get("startedAtMs", 0) <= until_ms:
+            earlier.append({"id": row.id, "startedAt": row.started_ms, "metrics": past["metrics"]})
+        if len(earlier) >= TREND_RUNS:
+            break
+    return list(reversed(earlier))
+
+
 def write_run_html(store: HistoryStore, ref: str, out: str) -> str:
     """Write the HTML report of stored run ``ref`` to ``out``, with trends over earlier runs.
 
@@ -280,19 +311,10 @@ def write_run_html(store: HistoryStore, ref: str, out: str) -> str:
     report = report_from_history(store, ref)
     run_id = store.resolve_run(ref)
     wire = report.to_wire()
-    lineage = wire.get("models")
-    earlier = []
-    for row in list_runs(store, dataset=report.dataset_version, limit=None):
-        if row.id == run_id or row.finished_ms is None:
-            continue
-        past = report_from_history(store, row.id).to_wire()
-        if past.get("models") == lineage and past.get("startedAtMs", 0) <= wire.get("startedAtMs", 0):
-            earlier.append({"id": row.id, "startedAt": row.started_ms, "metrics": past["metrics"]})
-        if len(earlier) >= TREND_RUNS:
-            break
+    started = wire.get("startedAtMs", 0)
     # The page adds the run itself as "this run": the history it is given holds only the runs before it,
     # so its two-run comparison sets the run against the one before it, never against itself.
-    trend = list(reversed(earlier))
+    trend = earlier_runs(store, report.dataset_version, wire.get("models"), started, exclude=run_id)
     try:
         (path,) = write_outputs(wire, html=out, history=trend)
     except OutputError as exc:

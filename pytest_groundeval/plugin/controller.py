@@ -111,6 +111,8 @@ class DatasetRun:
     """Item outcomes (wire dicts) kept for the HTML page or the Markdown table, when they are written."""
     shard: dict | None = None
     """The report's ``shard`` block (``outputs.merge.shard_info``)."""
+    spooled_baseline: tuple[frozenset, dict | None] | None = None
+    """``(qa ids, baseline record)`` last written to the report spool's context."""
     _dataset: Any = None
     _raw: Any = field(default=None, repr=False)
 
@@ -337,6 +339,7 @@ class GateSession:
         # A plain run: session.items is the selection (after -k/-m deselection). Under
         # xdist the controller collects nothing; workers tell it what they collected.
         self._expect(item.nodeid for item in session.items)
+        self._spool_collected()
         if self.history is not None:
             by_key: dict[str, list] = {}
             for item in session.items:
@@ -350,6 +353,7 @@ class GateSession:
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self._expect(ids)
+        self._spool_collected()
         if self.history is not None:
             self._open_history_runs()
 
@@ -394,15 +398,65 @@ class GateSession:
         return run.writer
 
     def _context(self, run: DatasetRun) -> dict:
-        """What ``groundeval report --recover`` needs to rebuild a report from the spool."""
+        """What ``groundeval report --recover`` needs to rebuild a report from the spool (docs/gate.md).
+
+        The lineage and start, the bounds the gate applies, the baseline as the report
+        records it, the manifest, and every collected item (id -> kind), so that a killed
+        run's items that never ran are recovered as ``notRun`` errors.
+        """
         return {
             "session": f"{self.started_at_ms}",
             "dataset": run.key,
+            "manifest": str(run.manifest),
             "datasetVersion": run.version,
             "models": run.models,
             "startedAtMs": self.started_at_ms,
-            "floors": self.floors,
+            "floors": self._applied_floors(),
+            "baseline": self._spooled_baseline(run),
+            "items": dict(run.expected),
         }
+
+    def _spooled_baseline(self, run: DatasetRun) -> dict | None:
+        """The baseline the gate will use, summarised over the collected qa items (``Report.baseline``).
+
+        At the end of the session the gate summarises the same baseline over the qa items
+        that reported, which are the collected ones; so a recovered report records what the
+        finished run would have. None when the run has no baseline or it cannot be read
+        yet (the end of the session reports that).
+        """
+        qa_ids = frozenset(item_id for item_id, kind in run.expected.items() if kind == "qa")
+        if run.spooled_baseline is not None and run.spooled_baseline[0] == qa_ids:
+            return run.spooled_baseline[1]
+        from ..core.gate import summarize_baseline
+
+        if self.settings.baseline is not None:
+            path, baseline = self.settings.baseline, self.explicit_baseline
+        else:
+            path = self._dataset_baseline(run.manifest)
+            try:
+                baseline = self._load_baseline(path)
+            except pytest.UsageError:
+                baseline = None
+        record = summarize_baseline(baseline, qa_ids, _shown(path)).to_wire() if baseline is not None else None
+        run.spooled_baseline = (qa_ids, record)
+        return record
+
+    def _spool_collected(self) -> None:
+        """Open each dataset's report spool as soon as its items are known, recording them.
+
+        A run killed before its first item finishes is then recoverable too: every
+        collected item is recovered as never run (``groundeval report --recover``).
+        """
+        option = self.config.option
+        if self.settings.report is None or option.collectonly or getattr(option, "setupplan", False):
+            return
+        for run in self.runs.values():
+            if not run.expected:
+                continue
+            if run.writer is None:
+                self._writer(run)
+            else:
+                run.writer.set_context(self._context(run))
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -437,19 +491,13 @@ class GateSession:
         A qa item keeps its expected evidence in the recall denominator: the dataset is
         loaded to learn it (once, and only when some item produced no outcome).
         """
-        from ..core.kinds import get
-        from ..core.outcome import ItemOutcome
+        from ..core.kinds import errored_outcome
 
-        item = None
         try:
-            item = run.dataset().by_id.get(item_id)
+            items_by_id = run.dataset().by_id
         except Exception:  # the dataset no longer loads: the error still counts, with what is known
-            item = None
-        if item is not None and item.kind == kind:
-            outcome = get(kind).errored(item, error)
-        else:
-            outcome = ItemOutcome(id=item_id, kind=kind, passed=False, error=error, detail=error)
-        return outcome.model_copy(update={"not_run": True}) if not_run else outcome
+            items_by_id = None
+        return errored_outcome(items_by_id, kind, item_id, error, not_run=not_run)
 
     def _applied_floors(self) -> dict:
         """The bounds the gate applies: the floors file's, else the defaults."""

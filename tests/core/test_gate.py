@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import inspect
 import math
 import shutil
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,8 @@ from pytest_groundeval.core.gate import (
     summarize_baseline,
 )
 from pytest_groundeval.core.render import format_check
-from pytest_groundeval.core.metrics import Metrics
+from pytest_groundeval.core.metrics import Metrics, compute_metrics
+from pytest_groundeval.core.outcome import ItemOutcome
 from pytest_groundeval.core.report import Report, read_report, write_report
 
 MODELS = {"generate": "gen-a", "embed": "emb-a"}
@@ -48,8 +51,51 @@ def metrics(**overrides) -> Metrics:
     return Metrics(**{**GOOD, **overrides})
 
 
+def outcomes(
+    retrieval_recall: float | None = 0.92,
+    claim_support_precision: float = 0.95,
+    claim_support_recall: float = 0.93,
+    falsehood_rejection: float = 1.0,
+    temporal_accuracy: float = 1.0,
+    errors: int = 0,
+) -> list[ItemOutcome]:
+    """Items whose metrics (``compute_metrics``) are exactly these rates and this many errors."""
+
+    def share(rate: float) -> Fraction:
+        fraction = Fraction(rate).limit_denominator(100)
+        assert float(fraction) == rate, rate
+        return fraction
+
+    precision, recall = share(claim_support_precision), share(claim_support_recall)
+    evidence = share(retrieval_recall) if retrieval_recall is not None else Fraction(0)
+    items = [
+        ItemOutcome(
+            id="qa-1", kind="qa", passed=True, latency_ms=12.25, prompt_tokens=150, completion_tokens=30,
+            evidence_expected=evidence.denominator if retrieval_recall is not None else 0,
+            evidence_found=evidence.numerator, claims_supported=precision.denominator,
+            claims_supported_true=precision.numerator, claims_true_cited=recall.denominator,
+            claims_true_cited_supported=recall.numerator,
+        )
+    ]  # fmt: skip
+    rejected = share(falsehood_rejection)
+    items += [
+        ItemOutcome(id=f"adv-{i}", kind="adversarial", passed=i < rejected.numerator,
+                    falsehood_supported=i >= rejected.numerator)
+        for i in range(rejected.denominator)
+    ]  # fmt: skip
+    accurate = share(temporal_accuracy)
+    items += [
+        ItemOutcome(id=f"tmp-{i}", kind="temporal", passed=i < accurate.numerator) for i in range(accurate.denominator)
+    ]
+    items += [ItemOutcome(id=f"err-{i}", kind="qa", passed=False, error="target down") for i in range(errors)]
+    return items
+
+
 def report(dataset_version: str = "v1", models: dict | None = None, **metric_overrides) -> Report:
-    m = metrics(**metric_overrides)
+    """A report whose items give ``GOOD``'s rates, with ``metric_overrides`` (see ``outcomes``)."""
+    rates = {key: value for key, value in GOOD.items() if key in inspect.signature(outcomes).parameters}
+    items = outcomes(**{**rates, **metric_overrides})
+    m = compute_metrics(items)
     gate = evaluate_gate(m, dataset_version=dataset_version, models=models or MODELS)
     return Report(
         dataset_version=dataset_version,
@@ -59,6 +105,7 @@ def report(dataset_version: str = "v1", models: dict | None = None, **metric_ove
         metrics=m,
         gate=gate,
         environment={"pluginVersion": "0.1.0", "python": "3.11", "platform": "linux", "gitCommit": None},
+        items=items,
     )
 
 
@@ -466,7 +513,7 @@ def test_cli_gate_reads_a_report_written_before_floors_and_baseline_were_recorde
         ("bad-json-report", "not valid JSON"),
         ("bad-baseline", "unknown schemaVersion 99"),
         ("bad-floors", "is not a valid floor for claimSupportPrecision"),
-        ("no-args", "one of the arguments --report --history is required"),
+        ("no-args", "one of the arguments --report --run is required"),
     ],
 )
 def test_cli_gate_unusable_input_exits_2(saved, tmp_path, capsys, setup, message):
@@ -540,3 +587,51 @@ def test_a_target_that_returns_no_claims_fails_the_claim_floors():
     sliced = metrics(claim_support_precision=None, claim_support_recall=None, qa_claims=0,
                      items_by_kind={"qa": 0, "adversarial": 5, "temporal": 0, "citation": 0, "review": 0})
     assert check_for(evaluate_gate(sliced, dataset_version="v1", models=MODELS), "claimSupportRecall").outcome == "SKIP"
+
+
+# --- re-gating trusts nothing it can recompute (issue 19) ----------------------------------------
+
+
+def _all_errored_under_perfect_metrics(wire: dict) -> None:
+    for item in wire["items"]:
+        item.update({"pass": False, "error": "target down: connection refused"})
+    for name, value in wire["metrics"].items():
+        if isinstance(value, float) and name not in ("latencyMsP50", "latencyMsP95", "tokensPerQuery"):
+            wire["metrics"][name] = 1.0
+
+
+HAND_EDITS = {
+    "every item errored under metrics of 1.0": (_all_errored_under_perfect_metrics, "metrics.retrievalRecall"),
+    "negative errors": (lambda w: w["metrics"].update(errors=-5), "metrics.errors"),
+    "items removed": (lambda w: w.update(items=[]), "metrics.items is 3 but the report's 0 item(s) give 0"),
+    "rate Infinity": (lambda w: w["metrics"].update(retrievalRecall=math.inf), "metrics.retrievalRecall"),
+    "rate NaN": (lambda w: w["metrics"].update(claimSupportRecall=math.nan), "metrics.claimSupportRecall"),
+    "rate 5.0": (lambda w: w["metrics"].update(falsehoodRejection=5.0), "metrics.falsehoodRejection"),
+    "rate true": (lambda w: w["metrics"].update(temporalAccuracy=True), "metrics.temporalAccuracy"),
+    "count true": (lambda w: w["metrics"].update(errors=True), "metrics.errors"),
+    "count 5.0": (lambda w: w["metrics"].update(items=3.0), "metrics.items"),
+    "errors hidden": (lambda w: w["metrics"].update(errors=0), "metrics.errors is 0 but the report's 5 item(s) give 2"),
+}
+
+
+@pytest.mark.parametrize("edit", HAND_EDITS, ids=list(HAND_EDITS))
+def test_a_hand_edited_report_is_refused_naming_the_field(saved, capsys, edit):
+    mutate, field = HAND_EDITS[edit]
+    base = report(errors=2) if edit == "errors hidden" else report()
+    wire = base.to_wire()
+    mutate(wire)
+    path = Path(saved("r.json", base)).with_name("edited.json")
+    path.write_text(json.dumps(wire))  # allow_nan: Infinity and NaN as Python's json writes them
+    for command in (["gate", "--report", str(path)], ["report", str(path)]):
+        assert cli.main(command) == 2, command
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err.startswith(f"groundeval {command[0]}: {path}: ")
+        assert field in captured.err and "\n" not in captured.err.strip()
+
+
+def test_an_unedited_report_with_errors_still_gates(saved, capsys):
+    # The same report as "errors hidden", as written: it reads, and its errors fail the gate.
+    path = saved("r.json", report(errors=2))
+    assert cli.main(["gate", "--report", path]) == 1
+    assert "errors" in check_line(capsys.readouterr().out.splitlines(), "errors")

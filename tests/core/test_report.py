@@ -160,13 +160,14 @@ def test_writer_with_no_items(tmp_path):
 def test_writer_10k_items_read_back(tmp_path):
     n = 10_000
     path = tmp_path / "big.json"
+    outcomes = [ItemOutcome(id=f"qa-{i}", kind="qa", passed=i % 7 != 0, latency_ms=float(i % 100),
+                            evidence_expected=1, evidence_found=i % 2, detail="line\nbreak \u2603")
+                for i in range(n)]  # fmt: skip
     with ReportWriter(path) as writer:
-        for i in range(n):
-            writer.add_item(ItemOutcome(id=f"qa-{i}", kind="qa", passed=i % 7 != 0, latency_ms=float(i % 100),
-                                        evidence_expected=1, evidence_found=i % 2, detail="line\nbreak \u2603"))  # fmt: skip
+        for outcome in outcomes:
+            writer.add_item(outcome)
         assert writer.count == n
-        metrics = compute_metrics(ItemOutcome(id="x", kind="qa", passed=True, evidence_expected=1,
-                                              evidence_found=i % 2) for i in range(n))  # fmt: skip
+        metrics = compute_metrics(outcomes)
         writer.finish(
             dataset_version="v1", models=MODELS, started_at_ms=0, duration_ms=1.0, metrics=metrics,
             gate=evaluate_gate(metrics, dataset_version="v1", models=MODELS), environment=ENV,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from pytest_groundeval.cli import main
@@ -123,3 +125,110 @@ def test_show_html_compares_the_run_with_the_one_before_it_never_itself(
     # The comparison's default pair is the last two runs: the one before it (A) and this run (B).
     assert runs == [first, "this run"] and second not in runs
     assert 'id="cmp-a"' in page and "cmp-none" not in page
+
+
+# --- groundeval gate --run RUN --history URL (issue 19) ------------------------------------------
+
+
+def _measured_run(store: HistoryStore, records, *, started_ms: int) -> str:
+    """A finished run whose stored metrics are its items' and whose gate applied its floors."""
+    from pytest_groundeval.core.gate import evaluate_gate, parse_floors
+    from pytest_groundeval.core.metrics import compute_metrics
+    from pytest_groundeval.history.reports import stored_outcomes
+
+    floors = parse_floors({"claimSupportPrecision": 0.9}, "test floors")
+    config = _data.config(floors=floors)
+    run_id = store.open_run(config, label="main", started_ms=started_ms)
+    store.add_items(run_id, records)
+    metrics = compute_metrics(stored_outcomes(store, run_id))
+    gate = evaluate_gate(metrics, floors=floors, dataset_version="2026.1", models=config["models"])
+    store.finish_run(run_id, metrics=metrics.to_wire(), gate=gate.to_wire(), finished_ms=started_ms + 1500)
+    return run_id
+
+
+def test_gate_takes_the_run_with_run_and_the_database_with_history(store: HistoryStore, history_url: str,
+                                                                   capsys) -> None:  # fmt: skip
+    _measured_run(store, [_data.qa("q1"), _data.qa("q2")], started_ms=1_700_000_000_000)
+    assert main(["gate", "--run", "latest", "--history", history_url]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[-1] == "gate: PASS" and captured.err == ""
+    assert "claimSupportPrecision" in captured.out
+
+
+@pytest.mark.parametrize(
+    ("argv", "warned"),
+    [
+        (["--history", "latest", "--history-url", "{url}"], ["--history-url URL", "--history RUN"]),
+        (["--run", "latest", "--history-url", "{url}"], ["--history-url URL"]),
+        (["--history", "latest"], ["--history RUN"]),  # the database from GROUNDEVAL_HISTORY
+    ],
+)
+def test_gates_old_spellings_still_work_and_warn(store: HistoryStore, history_url: str, capsys, monkeypatch,
+                                                 argv, warned) -> None:  # fmt: skip
+    _measured_run(store, [_data.qa("q1")], started_ms=1_700_000_000_000)
+    monkeypatch.setenv("GROUNDEVAL_HISTORY", history_url)
+    assert main(["gate", *(arg.format(url=history_url) for arg in argv)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    use = {"--history-url URL": "use --history URL", "--history RUN": "use --run RUN"}
+    assert [line.split(" is deprecated; ")[0] for line in err] == [f"groundeval gate: {old}" for old in warned]
+    assert all(use[old] in line for old, line in zip(warned, err))
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--history", "sqlite"], "--history URL names the database of --run RUN"),
+        (["--report", "r.json", "--history", "sqlite"], "a --report needs none"),
+        (["--run", "latest", "--history", "sqlite", "--history-url", "sqlite"], "both name the history database"),
+    ],
+)
+def test_gate_history_usage_errors_exit_2(argv, message, capsys) -> None:
+    assert main(["gate", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_stored_run_whose_metrics_are_not_its_items_is_refused(store: HistoryStore, history_url: str,
+                                                                 capsys) -> None:  # fmt: skip
+    # _run stores metrics that claim no items and precision 1.0 over an item it lists.
+    _run(store, [_data.qa("q1", passed=False)], label="x", started_ms=1)
+    assert main(["gate", "--run", "latest", "--history", history_url]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("groundeval gate: history run latest: metrics.items is 0 but the report's 1 item(s) give 1")
+
+
+def test_report_draws_html_trends_from_the_history_database(store: HistoryStore, history_url: str, tmp_path,
+                                                                capsys) -> None:  # fmt: skip
+    from pytest_groundeval.core.report import write_report
+    from pytest_groundeval.history.reports import report_from_history
+
+    first = _measured_run(store, [_data.qa("q1")], started_ms=1_700_000_000_000)
+    second = _measured_run(store, [_data.qa("q1"), _data.qa("q2")], started_ms=1_700_000_100_000)
+    report = write_report(tmp_path / "r.json", report_from_history(store, second))
+    out = tmp_path / "r.html"
+    assert main(["report", str(report), "--html", str(out), "--history", history_url]) == 0
+    captured = capsys.readouterr()
+    assert f"wrote {out}" in captured.out and captured.err == ""
+    page = out.read_text(encoding="utf-8")
+    assert "Trends over the last 2 runs" in page and first[:12] in page
+    # --trends FILE reads the JSON list --history FILE used to.
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps([{"id": "run-from-file", "startedAt": 1, "metrics": {"errors": 0}}]))
+    assert main(["report", str(report), "--html", str(out), "--trends", str(runs)]) == 0
+    assert "run-from-file" in out.read_text(encoding="utf-8") and capsys.readouterr().err == ""
+
+
+def test_report_history_file_is_a_deprecated_spelling_of_trends(store: HistoryStore, history_url: str, tmp_path,
+                                                                capsys) -> None:  # fmt: skip
+    from pytest_groundeval.core.report import write_report
+    from pytest_groundeval.history.reports import report_from_history
+
+    run_id = _measured_run(store, [_data.qa("q1")], started_ms=1_700_000_000_000)
+    report = write_report(tmp_path / "r.json", report_from_history(store, run_id))
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps([{"id": "run-from-file", "startedAt": 1, "metrics": {"errors": 0}}]))
+    out = tmp_path / "r.html"
+    assert main(["report", str(report), "--html", str(out), "--history", str(runs)]) == 0
+    assert "run-from-file" in out.read_text(encoding="utf-8")
+    assert "groundeval report: --history FILE (a JSON list of runs) is deprecated; use --trends FILE" in (
+        capsys.readouterr().err
+    )

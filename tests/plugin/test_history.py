@@ -1,5 +1,5 @@
 """The plugin writes the run history (docs/history.md): options, rows per item, -n 2 equals -n 0, a killed run,
-the run and item ids the target sees, gate --history and rejudge with the mock's judge."""
+the run and item ids the target sees, gate --run and rejudge with the mock's judge."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def test_a_run_is_recorded_and_n2_rows_equal_n0_rows(run, pytester, smoke):
     assert tags and tags == _rows(db, "SELECT tag, count(*) FROM item_tags WHERE run_id = ? GROUP BY tag ORDER BY tag",
                                   xdist)  # fmt: skip
     # The stored run gates as its report would.
-    assert groundeval(["gate", "--history", "latest", "--history-url", f"sqlite:///{db}"]) == 0
+    assert groundeval(["gate", "--run", "latest", "--history", f"sqlite:///{db}"]) == 0
 
 
 TARGET_CONFTEST = """
@@ -160,7 +160,7 @@ def test_a_killed_run_keeps_its_items_and_has_no_finish_time(pytester, smoke, sh
     items = _rows(db, "SELECT count(*) FROM items")[0][0]
     assert 2 <= items < 7
     # A stored run with no finish time gates as an interrupted report: FAIL.
-    assert groundeval(["gate", "--history", "latest", "--history-url", f"sqlite:///{db}"]) == 1
+    assert groundeval(["gate", "--run", "latest", "--history", f"sqlite:///{db}"]) == 1
 
 
 CURRENT = (

@@ -209,12 +209,12 @@ def groundeval_target(groundeval_target):
 """
 
 
-def _start(pytester: pytest.Pytester, smoke: Path, shared_target, report: Path) -> subprocess.Popen:
+def _start(pytester: pytest.Pytester, smoke: Path, shared_target, report: Path, *extra: str) -> subprocess.Popen:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     command = [
         sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", f"--eval-dataset={smoke}",
         f"--eval-url={shared_target.base_url}", f"--eval-api-key={shared_target.api_key}",
-        f"--eval-report={report}", "--eval-concurrency=1", "-k", "qa or adversarial",
+        f"--eval-report={report}", "--eval-concurrency=1", "-k", "qa or adversarial", *extra,
     ]
     return subprocess.Popen(command, cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
@@ -268,16 +268,44 @@ def test_ctrl_c_before_the_first_item_finishes_still_writes_a_report(pytester, s
     assert data["metrics"]["items"] == 7 and data["metrics"]["errors"] == 7, data["items"]
 
 
-def test_items_of_a_killed_run_are_recovered(pytester, smoke, shared_target):
-    pytester.makeconftest(SLOW_TARGET.format(delay=0.4))
-    report = pytester.path / "r.json"
-    child = _start(pytester, smoke, shared_target, report)
+def _smoke_baseline(smoke: Path, path: Path) -> Path:
+    """A baseline report of every smoke qa item (recall 1.0), as a finished run writes one."""
+    from pytest_groundeval.core.gate import evaluate_gate
+    from pytest_groundeval.core.metrics import compute_metrics
+    from pytest_groundeval.core.outcome import ItemOutcome
+    from pytest_groundeval.core.report import Report, write_report
+
+    manifest = json.loads((smoke / "manifest.json").read_text())
+    items = [ItemOutcome(id=item["id"], kind="qa", passed=True, evidence_expected=1, evidence_found=1)
+             for item in manifest["items"] if item["kind"] == "qa"]  # fmt: skip
+    metrics = compute_metrics(items)
+    models = {"generate": "mock-generate", "embed": "mock-embed"}
+    gate = evaluate_gate(metrics, dataset_version=manifest["version"], models=models)
+    environment = {"pluginVersion": "0", "python": "3", "platform": "test", "gitCommit": None}
+    report = Report(dataset_version=manifest["version"], models=models, started_at_ms=0, duration_ms=1.0,
+                    metrics=metrics, gate=gate, environment=environment, items=items)  # fmt: skip
+    return write_report(path, report)
+
+
+def _kill(child: subprocess.Popen) -> None:
     try:
-        _wait_for_spooled_items(report, 2)
         child.kill()  # SIGKILL: no teardown, no report
         child.communicate(timeout=60)
     finally:
         child.kill()
+
+
+def test_items_of_a_killed_run_are_recovered(pytester, smoke, shared_target, capsys):
+    pytester.makeconftest(SLOW_TARGET.format(delay=0.4))
+    report = pytester.path / "r.json"
+    floors = pytester.path / "floors.json"
+    floors.write_text(json.dumps({"falsehoodRejection": 0.5}))
+    baseline = _smoke_baseline(smoke, pytester.path / "base.json")
+    child = _start(pytester, smoke, shared_target, report, f"--eval-floors={floors}", f"--eval-baseline={baseline}")
+    try:
+        _wait_for_spooled_items(report, 2)
+    finally:
+        _kill(child)
     assert not report.exists()
     from pytest_groundeval.cli import main as groundeval
 
@@ -285,10 +313,47 @@ def test_items_of_a_killed_run_are_recovered(pytester, smoke, shared_target):
     data = json.loads(report.read_text())
     assert data["interrupted"] is True and data["gate"]["passed"] is False
     assert data["datasetVersion"] == "smoke-1" and data["models"]["generate"] == "mock-generate"
-    assert len(data["items"]) >= 2 and all(not i["notRun"] for i in data["items"])
+    # Every collected item is in the report: the ones that ran, and the others as notRun errors.
+    ran = [i for i in data["items"] if not i["notRun"]]
+    never = [i for i in data["items"] if i["notRun"]]
+    assert len(ran) >= 2 and never, data["items"]
+    assert data["metrics"]["items"] == len(data["items"]) == 7
+    assert all(i["error"].startswith("not run: the run was killed") for i in never)
+    assert data["metrics"]["errors"] >= len(never)
+    assert f"recovered {len(ran)} items" in capsys.readouterr().out
+    notrun = [c for c in data["gate"]["checks"] if c["metric"] == "notRun"]
+    assert notrun[0]["outcome"] == "FAIL" and notrun[0]["reason"].startswith(f"{len(never)} of 7 collected items")
+    # The floors and the baseline the run used, recorded and applied.
+    assert data["floors"]["falsehoodRejection"] == 0.5
+    assert data["baseline"]["path"] == "base.json" and data["baseline"]["qaItems"] == 4
+    assert data["baseline"]["retrievalRecall"] == 1.0
+    falsehood = [c for c in data["gate"]["checks"] if c["metric"] == "falsehoodRejection"]
+    assert falsehood[0]["bound"] == 0.5
     assert list(report.parent.glob(f".{report.name}.*.tmp")) == []
     assert groundeval(["gate", "--report", str(report)]) == 1
     assert groundeval(["report", "--recover", str(report)]) == 2  # nothing left to recover
+
+
+def test_a_run_killed_before_its_first_item_finished_is_recovered_as_never_run(pytester, smoke, shared_target):
+    pytester.makeconftest(SLOW_TARGET.format(delay=30))
+    report = pytester.path / "r.json"
+    child = _start(pytester, smoke, shared_target, report)
+    try:
+        for line in child.stdout:  # wait until collection is over and the first item is running
+            if b"selected" in line:
+                break
+        time.sleep(1.0)  # the first generate sleeps 30 s: no item has finished
+    finally:
+        _kill(child)
+    from pytest_groundeval.cli import main as groundeval
+
+    assert groundeval(["report", "--recover", str(report)]) == 0
+    data = json.loads(report.read_text())
+    assert [i["notRun"] for i in data["items"]] == [True] * 7
+    assert data["metrics"]["items"] == 7 and data["metrics"]["errors"] == 7
+    # The smoke qa items keep their expected evidence in the recall denominator.
+    assert data["metrics"]["retrievalRecall"] == 0.0
+    assert data["gate"]["passed"] is False
 
 
 # -- 14. the summary's words ------------------------------------------------------------------

@@ -142,6 +142,8 @@ class MetricSpec:
         armed_by: Wire names of metrics whose bound, when set, arms a ceiling of 0 on this
             count unless the floors give it one of its own (a judge floor arms
             ``judgeErrors <= 0``: docs/gate.md).
+        minimum: The lowest value a ``"rate"`` metric can take (0; -1 for a kappa). A
+            report holding a value outside ``value_range`` is refused (docs/gate.md).
     """
 
     field: str
@@ -152,6 +154,18 @@ class MetricSpec:
     silent: Callable[[Any], str | None] | None = None
     nullable: bool = False
     armed_by: tuple[str, ...] = ()
+    minimum: float = 0.0
+
+    @property
+    def value_range(self) -> tuple[float, float | None]:
+        """``(lowest, highest)`` a value of this metric can take; ``highest`` None when unbounded.
+
+        A share (a rate the gate bounds in [0, 1], or a rate nothing bounds) is at most 1;
+        a figure with a unit (ms, tokens) and a count have no upper limit. Never NaN or infinite.
+        """
+        if self.type_ == "rate" and (self.direction is None or self.direction.rate):
+            return self.minimum, 1.0
+        return self.minimum, None
 
     @property
     def wire(self) -> str:

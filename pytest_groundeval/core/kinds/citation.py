@@ -970,6 +970,7 @@ class CitationKind(Kind):
             "judge_kappa",
             "Cohen's kappa between expectedVerdict and the judge over the same paragraphs (in [-1, 1]).",
             silent=_judge_asked,
+            minimum=-1.0,
         ),
         MetricSpec(
             "verdict_distribution",
