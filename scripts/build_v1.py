@@ -786,7 +786,11 @@ def _in_order(claim: str, chunk: str) -> bool:
 
 
 def add_role_swaps(
-    builder: DatasetBuilder, lang: str, questions: Sequence[dict[str, Any]], placed: dict[int, tuple[str, list[str]]]
+    builder: DatasetBuilder,
+    hard: DatasetBuilder,
+    lang: str,
+    questions: Sequence[dict[str, Any]],
+    placed: dict[int, tuple[str, list[str]]],
 ) -> None:
     """Role-swap falsehoods (``role_swap``) of TruthfulQA correct answers, cited as ``ECHO-CITED`` items.
 
@@ -799,13 +803,19 @@ def add_role_swaps(
     (``TRUTHFULQA_EN_SWAP_01`` …), so every swap is cited against the sentence
     it was made from. A swap is kept when it is one statement, no chunk of its
     label holds its content words in its order (no answer says the swapped
-    comparison), and it was not planted already in this language.
+    comparison), and it is not planted already, in v1 or in ``hard`` (which
+    plants the incorrect answers whose words a chunk carries: TruthfulQA lists
+    some swaps among a question's incorrect answers).
     """
     language = {"en": "english", "es": "spanish"}[lang]
     start = TRUTHFULQA_FIRST_QUESTION[lang]
     order = list(range(start, len(questions))) + list(range(start))
     swaps: list[tuple[int, str, list[str], list[tuple[int, str]]]] = []  # index, label, answers, (answer number, swap)
-    planted = {normalize_text(i["question"].split(": ", 1)[1]) for i in builder.items if i["kind"] == "adversarial"}
+    planted = {
+        normalize_text(i["question"].split(": ", 1)[1])
+        for i in [*builder.items, *hard.items]
+        if i["kind"] == "adversarial"
+    }
     for index in order:
         label, answers = placed.get(int(questions[index]["id"]), (None, correct_answers(questions[index])))
         found = []
@@ -1088,7 +1098,7 @@ def build_datasets(data: Path) -> dict[str, dict[str, bytes]]:
     for lang, file in TRUTHFULQA_FILES.items():
         questions = _load_json(data / file)
         placed = add_truthfulqa(v1, hard, lang, questions)
-        add_role_swaps(v1, lang, questions, placed)
+        add_role_swaps(v1, hard, lang, questions, placed)
     add_timeqa(v1, _load_json(data / TIMEQA_FILE))
     return {
         "v1": _files(v1, data, LICENSES),
