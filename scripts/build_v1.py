@@ -34,6 +34,7 @@ adversarial item and is left out.
 Usage::
 
     python scripts/build_v1.py [--data DIR] [--out DIR]
+    python scripts/build_v1.py --trim-baseline datasets/v1/baseline.json   # after re-recording it
 
 ``--data`` defaults to ``../shared/data`` relative to the repository root,
 ``--out`` to ``datasets/v1``.
@@ -1141,12 +1142,50 @@ def write(files: dict[str, bytes], out: Path) -> None:
         path.write_bytes(content)
 
 
+def trim_baseline(path: Path) -> None:
+    """Empty every item's drill-down (``extra``) in a report written by ``--eval-report``, in place.
+
+    A baseline needs the items' figures, not their question, answer, claims and
+    evidence texts (docs/ci.md, "The HTML report"), which are most of its bytes;
+    no figure depends on them. The line layout of the streamed report (one item
+    per line) is kept, so re-recording gives a readable diff.
+
+    Raises:
+        BuildError: the file cannot be read or an item line is not JSON (names the line).
+    """
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BuildError(f"{path}: {exc}") from exc
+    out = lines[:1]
+    for number, line in enumerate(lines[1:], start=2):
+        if line.startswith('{"id"'):
+            try:
+                item = json.loads(line.removesuffix(","))
+            except ValueError as exc:
+                raise BuildError(f"{path}: line {number}: {exc}") from exc
+            line = json.dumps({**item, "extra": {}}, ensure_ascii=False, allow_nan=False) + line[len(line.rstrip(",")) :]
+        out.append(line)
+    path.write_text("\n".join(out), encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Command line: build from ``--data`` into ``--out``. Returns 0, or 2 on unusable input."""
+    """Command line: build from ``--data`` into ``--out`` (or ``--trim-baseline``). Returns 0, or 2 on unusable input."""
     parser = argparse.ArgumentParser(description="Build datasets/v1 from the shared labelled data")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="Shared data directory")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="Output dataset directory")
+    parser.add_argument(
+        "--trim-baseline", type=Path, metavar="REPORT", help="Only empty the items' drill-down in this report (trim_baseline)"
+    )
     args = parser.parse_args(argv)
+    if args.trim_baseline is not None:
+        try:
+            trim_baseline(args.trim_baseline)
+        except BuildError as exc:
+            print(f"build_v1: {exc}", file=sys.stderr)
+            return 2
+        print(f"build_v1: trimmed {args.trim_baseline}")
+        return 0
     try:
         files = build(args.data)
     except BuildError as exc:

@@ -287,3 +287,26 @@ def test_the_main_job_passes_and_its_recall_is_the_baselines(main_job) -> None:
     assert measured.metrics.falsehood_rejection >= 0.95
     assert sum(1 for item in measured.items if item.evidence_expected) == 160
     assert measured.metrics.retrieval_recall == read_report(V1 / "baseline.json").metrics.retrieval_recall
+
+
+def test_trim_baseline_empties_the_drilldown_and_keeps_every_figure(builder: ModuleType, tmp_path: Path) -> None:
+    """``--trim-baseline`` (datasets/v1/README.md, "Recorded with"): items' ``extra`` emptied, nothing else changed."""
+    from pytest_groundeval.core.report import read_report
+
+    committed = (V1 / "baseline.json").read_text(encoding="utf-8").split("\n")
+    # The committed baseline is trimmed; give two of its items a drill-down as a fresh recording has.
+    lines = [committed[0]] + [
+        line.replace('"extra": {}', '"extra": {"question": "q?", "answer": "a [S1]"}') if n < 2 else line
+        for n, line in enumerate(committed[1:])
+    ]
+    report = tmp_path / "baseline.json"
+    report.write_text("\n".join(lines), encoding="utf-8")
+    assert read_report(report).items[0].extra == {"question": "q?", "answer": "a [S1]"}
+    assert builder.main(["--trim-baseline", str(report)]) == 0
+    assert report.read_text(encoding="utf-8") == "\n".join(committed)
+    assert all(item.extra == {} for item in read_report(report).items)
+
+    broken = tmp_path / "broken.json"
+    broken.write_text(committed[0] + '\n{"id": "x", oops},\n]}', encoding="utf-8")
+    with pytest.raises(builder.BuildError, match=r"broken\.json: line 2"):
+        builder.trim_baseline(broken)
