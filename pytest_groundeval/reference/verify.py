@@ -26,7 +26,9 @@ Verdict rule for one claim (the claim text with its ``[S#]`` markers removed):
      the launch, …"), then with one clause cut once more, and as a passive
      ("B is run by A" for "A runs B"); inside each piece every content word
      must be matched, in sequence, by a distinct word of the sentence (a piece
-     with one content word must sit between its neighbours). In the gaps
+     with one content word must sit between its neighbours; one half of a cut
+     clause may reach round the other only when nothing else lies in between,
+     so "more in Paris than in Rome" is not "more in Rome than in Paris"). In the gaps
      between matched words (and next to the first and last): a function word
      the claim puts where the sentence has a content word is a substitution
      ("the decision was premature" → "the decision was on") unless a function
