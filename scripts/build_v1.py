@@ -698,13 +698,22 @@ _COMPARATIVE = {
 """A comparative ("more", "colder"; "más", "antes"): what makes the relation between the two names one-way."""
 _THAN = {"en": r"(?:than|before|after)", "es": r"que"}
 _SUBJECT_SWAP = {
-    lang: re.compile(rf"^(?P<x>{_NAME[lang]}) (?P<rel>[a-záéíóúñ][^,()]*?) (?P<than>{_THAN[lang]}) (?P<y>{_NAME[lang]}|(?:the |a )?[a-z]+)(?P<tail> in [a-z]+)?\.$")
+    lang: re.compile(
+        rf"^(?P<x>{_NAME[lang]}) (?P<rel>[a-záéíóúñ][^,()]*?) (?P<than>{_THAN[lang]}) "
+        rf"(?P<y>{_NAME[lang]}|(?:the |a )?[a-z]+)(?P<tail> in [a-z]+)?\.$"
+    )
     for lang in ("en", "es")
 }
 """``X <relation> than Y`` / ``X <relación> que Y``: the subject and the compared name trade places."""
 _PLACE_SWAP = {
-    "en": re.compile(rf"^(?P<pre>[A-Z][^,()]*? in )(?P<x>{_NAME['en']})(?P<rel>(?: [^,()]*?)?) than in (?P<y>{_NAME['en']})(?P<tail> in [a-z]+)?\.$"),
-    "es": re.compile(rf"^(?P<pre>(?:[A-ZÁÉÍÓÚÑ][^()]*? )?[Ee]n )(?P<x>{_NAME['es']})(?P<rel>(?: [^,()]*?)?) que en (?P<y>{_NAME['es']})(?P<tail>)\.$"),
+    "en": re.compile(
+        rf"^(?P<pre>[A-Z][^,()]*? in )(?P<x>{_NAME['en']})(?P<rel>(?: [^,()]*?)?) than in "
+        rf"(?P<y>{_NAME['en']})(?P<tail> in [a-z]+)?\.$"
+    ),
+    "es": re.compile(
+        rf"^(?P<pre>(?:[A-ZÁÉÍÓÚÑ][^()]*? )?[Ee]n )(?P<x>{_NAME['es']})(?P<rel>(?: [^,()]*?)?) que en "
+        rf"(?P<y>{_NAME['es']})(?P<tail>)\.$"
+    ),
 }
 """``… in X … than in Y`` / ``En X … que en Y``: the two places trade places (the verb agrees with neither)."""
 _NOT_A_NAME = frozenset(
@@ -715,7 +724,9 @@ _NOT_A_NAME = frozenset(
 an article before a lower-case word: "The weather …")."""
 _REPLY = re.compile(r"^(?:yes|no|sí)\b", re.IGNORECASE)
 """An answer that opens with a reply to its question ("No, la gente es más rica …") is not a standalone statement."""
-_HEDGE = re.compile(r"\b(?:might|may|could|probably|possibly|podría|podrían|puede|pueden|quizás?|probablemente)\b", re.IGNORECASE)
+_HEDGE = re.compile(
+    r"\b(?:might|may|could|probably|possibly|podría|podrían|puede|pueden|quizás?|probablemente)\b", re.IGNORECASE
+)
 """A hedged comparison ("Mississippi might have higher obesity …") is not clearly false once swapped."""
 _CONJUNCTION = re.compile(r"\b(?:and|y|e)\b|,")
 DROPPED_SWAPS = {
