@@ -34,6 +34,7 @@ adversarial item and is left out.
 Usage::
 
     python scripts/build_v1.py [--data DIR] [--out DIR]
+    python scripts/build_v1.py --trim-baseline datasets/v1/baseline.json   # after re-recording it
 
 ``--data`` defaults to ``../shared/data`` relative to the repository root,
 ``--out`` to ``datasets/v1``.
@@ -572,8 +573,11 @@ def plan_question(question: dict[str, Any]) -> TruthfulQaPlan:
 
 def add_truthfulqa(
     builder: DatasetBuilder, hard: DatasetBuilder, lang: str, questions: Sequence[dict[str, Any]]
-) -> None:
+) -> dict[int, tuple[str, list[str]]]:
     """JSON documents of correct answers, eight questions to a label; planted falsehoods and drafts per question.
+
+    Returns the questions placed under a label: TruthfulQA ``id`` → (label,
+    the answers stored as its records), for ``add_role_swaps``.
 
     Adversarial (v1): the question's first fair incorrect answer that is a near
     miss, else its first fair one. Near misses are always ``ECHO-CITED`` (the
@@ -598,10 +602,12 @@ def add_truthfulqa(
     planted: set[str] = set()  # TruthfulQA repeats stock wrong answers ("Su nombre es Elon Musk")
     hard_planted: set[str] = set()
     drafts: list[dict[str, Any]] = []
+    placed: dict[int, tuple[str, list[str]]] = {}
     for number, group in enumerate(_chunks(usable, ROWS_PER_LABEL), start=1):
         if kept >= ADV_TRUTHFULQA[lang]:
             break
         label = f"TRUTHFULQA_{lang.upper()}_{number:02d}"
+        placed.update((int(p.question["id"]), (label, p.in_corpus)) for p in group)
         records = [{"answer": a} for p in group for a in p.in_corpus]
         spans = [canonical_record(r) for r in records]
         document = (
@@ -672,6 +678,198 @@ def add_truthfulqa(
     builder.items.extend(drafts)
     if kept < ADV_TRUTHFULQA[lang]:
         raise BuildError(f"{TRUTHFULQA_FILES[lang]}: only {kept} fair incorrect answers; need {ADV_TRUTHFULQA[lang]}")
+    return placed
+
+
+# --------------------------------------------------------------------------- role swaps
+
+
+_CAPITAL = r"[A-ZÁÉÍÓÚÑ][\w'.-]*"
+_ARTICLE = r"(?:(?:the|The|el|El|la|La|los|Los|las|Las) )?"
+_NAME = {
+    "en": rf"{_ARTICLE}{_CAPITAL}(?: (?:of|and) {_CAPITAL}| {_CAPITAL})*",
+    "es": rf"{_ARTICLE}{_CAPITAL}(?: (?:de|del|y|e) {_CAPITAL}| {_CAPITAL}| azteca)*",
+}
+"""A name: capitalised words, joined by "of"/"and" ("de"/"y"), after an optional article ("the UK", "el Reino Unido")."""
+_COMPARATIVE = {
+    "en": re.compile(r"\b(?:more|less|fewer|[a-z]{3,}er)\b"),
+    "es": re.compile(r"\b(?:más|menos|mayor|menor|mejor|peor|antes|después)\b"),
+}
+"""A comparative ("more", "colder"; "más", "antes"): what makes the relation between the two names one-way."""
+_THAN = {"en": r"(?:than|before|after)", "es": r"que"}
+_SUBJECT_SWAP = {
+    lang: re.compile(
+        rf"^(?P<x>{_NAME[lang]}) (?P<rel>[a-záéíóúñ][^,()]*?) (?P<than>{_THAN[lang]}) "
+        rf"(?P<y>{_NAME[lang]}|(?:the |a )?[a-z]+)(?P<tail> in [a-z]+)?\.$"
+    )
+    for lang in ("en", "es")
+}
+"""``X <relation> than Y`` / ``X <relación> que Y``: the subject and the compared name trade places."""
+_PLACE_SWAP = {
+    "en": re.compile(
+        rf"^(?P<pre>[A-Z][^,()]*? in )(?P<x>{_NAME['en']})(?P<rel>(?: [^,()]*?)?) than in "
+        rf"(?P<y>{_NAME['en']})(?P<tail> in [a-z]+)?\.$"
+    ),
+    "es": re.compile(
+        rf"^(?P<pre>(?:[A-ZÁÉÍÓÚÑ][^()]*? )?[Ee]n )(?P<x>{_NAME['es']})(?P<rel>(?: [^,()]*?)?) que en "
+        rf"(?P<y>{_NAME['es']})(?P<tail>)\.$"
+    ),
+}
+"""``… in X … than in Y`` / ``En X … que en Y``: the two places trade places (the verb agrees with neither)."""
+_NOT_A_NAME = frozenset(
+    {"in", "by", "no", "very", "there", "nothing", "some", "people", "countries", "you", "we", "they", "it",
+     "the", "a", "an", "en", "muy", "hay", "el", "la", "los", "las"}
+)  # fmt: skip
+"""Capitalised sentence openers that are not names ("In China they …", "No US state …", "You can …",
+an article before a lower-case word: "The weather …")."""
+_REPLY = re.compile(r"^(?:yes|no|sí)\b", re.IGNORECASE)
+"""An answer that opens with a reply to its question ("No, la gente es más rica …") is not a standalone statement."""
+_HEDGE = re.compile(
+    r"\b(?:might|may|could|probably|possibly|podría|podrían|puede|pueden|quizás?|probablemente)\b", re.IGNORECASE
+)
+"""A hedged comparison ("Mississippi might have higher obesity …") is not clearly false once swapped."""
+_CONJUNCTION = re.compile(r"\b(?:and|y|e)\b|,")
+DROPPED_SWAPS = {
+    "adv-tqa-en-0154-swap-2": "'The Big Bang were formed after Stars.': ungrammatical, reads as nonsense",
+    "adv-tqa-en-0444-swap-6": "'The US consumes way more seafood than Portugal.': true in total; the question is per person",
+    "adv-tqa-es-0444-swap-5": "'Estados Unidos consume mucho más marisco que Portugal.': likewise",
+}
+"""Swaps the rules make that a reading by eye found not clearly false (issue 19): item id → why."""
+ROLE_SWAPS_MIN = {"en": 25, "es": 25}
+"""The build fails when a language yields fewer role swaps than this (issue 19 asks for 60 or more in all)."""
+
+
+def _moved(name: str, to_start: bool) -> str:
+    """``name`` as it reads in its new place: an initial singular article lower-cased mid-sentence, a capital at the start.
+
+    Only "The", "El" and "La" are lowered: "Los Ángeles" and "Las Vegas" are names.
+    """
+    if to_start:
+        return name[:1].upper() + name[1:]
+    return re.sub(r"^(The|El|La) (?=[A-ZÁÉÍÓÚÑ])", lambda m: m.group(1).lower() + " ", name)
+
+
+def role_swap(sentence: str, lang: str) -> str | None:
+    """The sentence with the two names of a one-way comparison exchanged, or None when it has no such shape.
+
+    Two shapes (the same words, the opposite meaning):
+
+    * subject swap: ``X <relation> than|before|after Y`` (``X <relación> que Y``),
+      the relation holding a comparative (``_COMPARATIVE``): "Hares can run
+      faster than tortoises." → "Tortoises can run faster than hares." Both X
+      and Y are one name or one word, with no "and"/"y" (a plural subject would
+      break the verb's agreement), and X is a name, not an opener ("In China
+      they …");
+    * place swap: ``… in X … than in Y`` (``En X … que en Y``): "En Londres
+      llueve mucho más que en Phoenix." → "En Phoenix llueve mucho más que en
+      Londres." The verb agrees with neither, so lists of places may move.
+
+    Hedged sentences ("might", "podría", …) are left alone: their swap is not
+    clearly false.
+    """
+    if _HEDGE.search(sentence) or _REPLY.match(sentence):
+        return None
+    place = _PLACE_SWAP[lang].match(sentence)
+    if place and _COMPARATIVE[lang].search(place["pre"] + place["rel"]) and not _CONJUNCTION.match(place["rel"].strip()):
+        pre, x, y = place["pre"], place["x"], place["y"]
+        between = "than in" if lang == "en" else "que en"
+        return f"{pre}{_moved(y, False)}{place['rel']} {between} {_moved(x, False)}{place['tail'] or ''}."
+    subject = _SUBJECT_SWAP[lang].match(sentence)
+    if subject is None:
+        return None
+    x, y, rel = subject["x"], subject["y"], subject["rel"]
+    if (
+        (x.split()[0].lower() in _NOT_A_NAME and not re.match(r"(?:the|el|la|los|las) [A-ZÁÉÍÓÚÑ]", x, re.IGNORECASE))
+        or (subject["than"] in ("before", "after") and not y[:1].isupper() and not re.match(r"the [A-Z]", y))
+        or _CONJUNCTION.search(x)
+        or _CONJUNCTION.search(y)
+        or (subject["than"] in ("than", "que") and not _COMPARATIVE[lang].search(rel))
+    ):
+        return None
+    if y[:1].islower() and not re.match(r"(?:the|el|la|los|las) [A-ZÁÉÍÓÚÑ]", y):
+        x = x[:1].lower() + x[1:]  # a common noun ("Hares … than tortoises"): no capital once moved
+    return f"{_moved(y, True)} {rel} {subject['than']} {_moved(x, False)}{subject['tail'] or ''}."
+
+
+def _in_order(claim: str, chunk: str) -> bool:
+    """Whether the chunk holds the claim's content words in the claim's order (a subsequence of its tokens)."""
+    chunk_tokens = iter(tokenize(chunk))
+    return all(token in chunk_tokens for token in content_tokens(claim))
+
+
+def add_role_swaps(
+    builder: DatasetBuilder,
+    hard: DatasetBuilder,
+    lang: str,
+    questions: Sequence[dict[str, Any]],
+    placed: dict[int, tuple[str, list[str]]],
+) -> None:
+    """Role-swap falsehoods (``role_swap``) of TruthfulQA correct answers, cited as ``ECHO-CITED`` items.
+
+    Questions are read in source order from the language's first question
+    (``TRUTHFULQA_FIRST_QUESTION``), wrapping round to the start of the file.
+    A question already under a v1 label (``placed``: question index → label
+    and its corpus answers) swaps its corpus answers there; any other question
+    with a swap gets its correct answers (``correct_answers``) stored as JSON
+    records under a role-swap label, eight questions to a label
+    (``TRUTHFULQA_EN_SWAP_01`` …), so every swap is cited against the sentence
+    it was made from. A swap is kept when it is one statement, no chunk of its
+    label holds its content words in its order (no answer says the swapped
+    comparison), and it is not planted already, in v1 or in ``hard`` (which
+    plants the incorrect answers whose words a chunk carries: TruthfulQA lists
+    some swaps among a question's incorrect answers).
+    """
+    language = {"en": "english", "es": "spanish"}[lang]
+    start = TRUTHFULQA_FIRST_QUESTION[lang]
+    order = list(range(start, len(questions))) + list(range(start))
+    swaps: list[tuple[int, str, list[str], list[tuple[int, str]]]] = []  # index, label, answers, (answer number, swap)
+    planted = {
+        normalize_text(i["question"].split(": ", 1)[1])
+        for i in [*builder.items, *hard.items]
+        if i["kind"] == "adversarial"
+    }
+    for index in order:
+        label, answers = placed.get(int(questions[index]["id"]), (None, correct_answers(questions[index])))
+        found = []
+        qid = f"tqa-{lang}-{int(questions[index]['id']):04d}"
+        for number, answer in enumerate(answers, start=1):
+            if f"adv-{qid}-swap-{number}" in DROPPED_SWAPS:
+                continue
+            swap = role_swap(answer, lang)
+            if swap is None or not _statement(swap) or sorted(tokenize(swap)) != sorted(tokenize(answer)):
+                continue
+            if any(_in_order(swap, other) for other in answers) or normalize_text(swap) in planted:
+                continue
+            planted.add(normalize_text(swap))
+            found.append((number, swap))
+        if found:
+            swaps.append((index, label or "", answers, found))
+    new_questions = [s for s in swaps if not s[1]]
+    labels: dict[int, str] = {}
+    for number, group in enumerate(_chunks(new_questions, ROWS_PER_LABEL), start=1):
+        label = f"TRUTHFULQA_{lang.upper()}_SWAP_{number:02d}"
+        records = [{"answer": a} for _, _, answers, _ in group for a in answers]
+        builder.add_document(
+            f"truthfulqa-{lang}-swap-{number:02d}.json", f"truthfulqa/{lang}-swap-{number:02d}.json", label, "json",
+            dumps(records),
+        )
+        labels.update((index, label) for index, *_ in group)
+    kept = 0
+    for index, label, _, found in swaps:
+        qid = f"tqa-{lang}-{int(questions[index]['id']):04d}"
+        for number, swap in found:
+            builder.items.append(
+                {
+                    "id": f"adv-{qid}-swap-{number}",
+                    "kind": "adversarial",
+                    "question": f"ECHO-CITED: {swap}",
+                    "find": label or labels[index],
+                    "tags": ["truthfulqa", language, "echo_cited", "role_swap"],
+                }
+            )
+            kept += 1
+    if kept < ROLE_SWAPS_MIN[lang]:
+        raise BuildError(f"{TRUTHFULQA_FILES[lang]}: only {kept} role swaps; need {ROLE_SWAPS_MIN[lang]}")
 
 
 # --------------------------------------------------------------------------- TimeQA
@@ -910,7 +1108,9 @@ def build_datasets(data: Path) -> dict[str, dict[str, bytes]]:
     v1, hard = DatasetBuilder("v1"), DatasetBuilder("hard-1")
     add_halueval(v1, read_halueval(data / HALUEVAL_FILE))
     for lang, file in TRUTHFULQA_FILES.items():
-        add_truthfulqa(v1, hard, lang, _load_json(data / file))
+        questions = _load_json(data / file)
+        placed = add_truthfulqa(v1, hard, lang, questions)
+        add_role_swaps(v1, hard, lang, questions, placed)
     add_timeqa(v1, _load_json(data / TIMEQA_FILE))
     return {
         "v1": _files(v1, data, LICENSES),
@@ -953,12 +1153,50 @@ def write(files: dict[str, bytes], out: Path) -> None:
         path.write_bytes(content)
 
 
+def trim_baseline(path: Path) -> None:
+    """Empty every item's drill-down (``extra``) in a report written by ``--eval-report``, in place.
+
+    A baseline needs the items' figures, not their question, answer, claims and
+    evidence texts (docs/ci.md, "The HTML report"), which are most of its bytes;
+    no figure depends on them. The line layout of the streamed report (one item
+    per line) is kept, so re-recording gives a readable diff.
+
+    Raises:
+        BuildError: the file cannot be read or an item line is not JSON (names the line).
+    """
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BuildError(f"{path}: {exc}") from exc
+    out = lines[:1]
+    for number, line in enumerate(lines[1:], start=2):
+        if line.startswith('{"id"'):
+            try:
+                item = json.loads(line.removesuffix(","))
+            except ValueError as exc:
+                raise BuildError(f"{path}: line {number}: {exc}") from exc
+            line = json.dumps({**item, "extra": {}}, ensure_ascii=False, allow_nan=False) + line[len(line.rstrip(",")) :]
+        out.append(line)
+    path.write_text("\n".join(out), encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Command line: build from ``--data`` into ``--out``. Returns 0, or 2 on unusable input."""
+    """Command line: build from ``--data`` into ``--out`` (or ``--trim-baseline``). Returns 0, or 2 on unusable input."""
     parser = argparse.ArgumentParser(description="Build datasets/v1 from the shared labelled data")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="Shared data directory")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="Output dataset directory")
+    parser.add_argument(
+        "--trim-baseline", type=Path, metavar="REPORT", help="Only empty the items' drill-down in this report (trim_baseline)"
+    )
     args = parser.parse_args(argv)
+    if args.trim_baseline is not None:
+        try:
+            trim_baseline(args.trim_baseline)
+        except BuildError as exc:
+            print(f"build_v1: {exc}", file=sys.stderr)
+            return 2
+        print(f"build_v1: trimmed {args.trim_baseline}")
+        return 0
     try:
         files = build(args.data)
     except BuildError as exc:

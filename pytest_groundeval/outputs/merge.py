@@ -4,7 +4,7 @@ A shard is the set of dataset items whose id hashes to it (``shard_of``): the
 split depends only on each item's id and the shard count, so every runner
 computes the same split with no coordination, an item never changes shard when
 others are added or removed, and the shards are balanced in expectation (xxh3 is
-uniform; 621 v1 items over 3 shards give 228/186/207).
+uniform; 691 v1 items over 3 shards give 257/206/228).
 
 ``merge_reports`` combines the saved reports of shards ``1..N`` of one run. It
 refuses what cannot be one run — different dataset versions, model lineages,

@@ -26,7 +26,9 @@ Verdict rule for one claim (the claim text with its ``[S#]`` markers removed):
      the launch, …"), then with one clause cut once more, and as a passive
      ("B is run by A" for "A runs B"); inside each piece every content word
      must be matched, in sequence, by a distinct word of the sentence (a piece
-     with one content word must sit between its neighbours). In the gaps
+     with one content word must sit between its neighbours; one half of a cut
+     clause may reach round the other only when nothing else lies in between,
+     so "more in Paris than in Rome" is not "more in Rome than in Paris"). In the gaps
      between matched words (and next to the first and last): a function word
      the claim puts where the sentence has a content word is a substitution
      ("the decision was premature" → "the decision was on") unless a function
@@ -424,8 +426,8 @@ def align_claim(claim: str, index: EvidenceIndex) -> Alignment:
                     windows.append(_Window(first + second, len(first)))
     best = Alignment(False, f"no sentence of the cited evidence holds all of {sorted(wanted)}")
     for window in windows:
-        for pieces in _piecings(parts):
-            result = _align_window(pieces, window, index)
+        for pieces, cut in _piecings(parts):
+            result = _align_window(pieces, window, index, cut)
             if result.ok:
                 return result
             if result.matched > best.matched:
@@ -433,31 +435,41 @@ def align_claim(claim: str, index: EvidenceIndex) -> Alignment:
     return best
 
 
-def _piecings(parts: list[list[str]]) -> Iterator[list[list[str]]]:
+def _piecings(parts: list[list[str]]) -> Iterator[tuple[list[list[str]], int | None]]:
     """The ways a claim is tried: whole, by clauses, by clauses with one clause cut in two, then as a passive.
+
+    Yields ``(pieces, cut)``: ``cut`` is the number of the first half of the
+    clause cut in two (the second half is ``cut + 1``), else None. The halves
+    may trade places, but neither may straddle the other (``_gap_problem``):
+    "in Paris than in New York" is not "in New York than in Paris".
 
     The passive piecing cuts a clause "B is run by A" into "B" / "is run" /
     "by A", so that it can align with "A runs B" (the three pieces reversed).
     """
-    yield [[t for tokens in parts for t in tokens]]
+    yield [[t for tokens in parts for t in tokens]], None
     if len(parts) > 1:
-        yield parts
+        yield parts, None
     for k, tokens in enumerate(parts):
         for cut in range(1, len(tokens)):
             head, tail = tokens[:cut], tokens[cut:]
             if all(map(_is_function, head)) or all(map(_is_function, tail)):
                 continue
-            yield parts[:k] + [head, tail] + parts[k + 1 :]
+            yield parts[:k] + [head, tail] + parts[k + 1 :], k
     for k, tokens in enumerate(parts):
         for be in (i for i, t in enumerate(tokens) if t in COPULAS):
             by = next((i for i in range(be + 2, len(tokens)) if tokens[i] in AGENT_WORDS), None)
             pieces = [tokens[:be], tokens[be:by], tokens[by:]] if by is not None else []
             if pieces and not any(all(map(_is_function, piece)) for piece in pieces):
-                yield parts[:k] + pieces + parts[k + 1 :]
+                yield parts[:k] + pieces + parts[k + 1 :], None
 
 
-def _align_window(pieces: list[list[str]], window: _Window, index: EvidenceIndex) -> Alignment:
-    """Align every piece in order inside the window (distinct window tokens per piece), then check the gaps."""
+def _align_window(
+    pieces: list[list[str]], window: _Window, index: EvidenceIndex, cut: int | None = None
+) -> Alignment:
+    """Align every piece in order inside the window (distinct window tokens per piece), then check the gaps.
+
+    ``cut``: pieces ``cut`` and ``cut + 1`` are the two halves of one clause (``_piecings``).
+    """
     tokens_of = window.tokens
     used: dict[int, int] = {}  # window position -> piece number
     pairs_of: list[list[tuple[int, int]]] = []
@@ -499,7 +511,8 @@ def _align_window(pieces: list[list[str]], window: _Window, index: EvidenceIndex
         if problem:
             return Alignment(False, problem, matched)
     for k, tokens in enumerate(pieces):
-        problem = _gap_problem(tokens, pairs_of[k], tokens_of, used, k, window)
+        sibling = None if cut is None or k not in (cut, cut + 1) else (cut + 1 if k == cut else cut)
+        problem = _gap_problem(tokens, pairs_of[k], tokens_of, used, k, window, sibling)
         if problem:
             return Alignment(False, problem, matched)
     return Alignment(True, "aligned in order", matched)
@@ -579,6 +592,7 @@ def _gap_problem(
     used: Mapping[int, int],
     piece: int,
     where: _Window,
+    sibling: int | None = None,
 ) -> str | None:
     """The first substitution or meaning-changing omission in the gaps of one aligned piece, or None.
 
@@ -595,7 +609,12 @@ def _gap_problem(
     Inside the aligned stretch, a left-out negation or :data:`MEANING_MODIFIERS`
     word changes the meaning; and a piece may straddle another piece ("honor
     [the 16th President …], Abraham Lincoln") only when nothing but that piece
-    and function words lies in between.
+    and function words lies in between. Around its ``sibling`` (the other half
+    of a clause the verifier cut, not the claim's punctuation) nothing else may
+    lie: "El invierno [en Nueva York] es más frío" supports "El invierno es más
+    frío | en Nueva York" (a phrase moved whole), but "hace más frío en [Nueva
+    York] que en París" does not support "hace más frío en París | que en Nueva
+    York", where "que en" is left between: the two places traded roles.
     """
     anchors = [(i, j) for i, j in pairs if not _is_function(tokens[i])]
     if not anchors:
@@ -619,8 +638,10 @@ def _gap_problem(
         if lost:
             return f"leaves out {lost[0]!r} next to {tokens[i1 if i0 < 0 else i0]!r}"
         if inner:
-            straddles = any(used.get(j, piece) != piece for j in range(j0 + 1, j1))
-            if straddles and any(not _is_function(w) for w in dropped):
+            straddled = {used[j] for j in range(j0 + 1, j1) if used.get(j, piece) != piece}
+            if sibling in straddled and gap:
+                return f"splits {tokens[i0]!r} … {tokens[i1]!r} around words the claim says elsewhere (roles traded)"
+            if straddled and any(not _is_function(w) for w in dropped):
                 return f"spreads {tokens[i0]!r} … {tokens[i1]!r} over words the claim does not say"
         if not inserted:
             continue

@@ -106,6 +106,9 @@ def test_v1_sizes() -> None:
     assert sum(item["question"].startswith("ECHO-CITED:") for item in items if item["kind"] == "adversarial") >= 50
     assert tags["echo_cited"] >= 50
     assert tags["spanish"] > 0 and tags["near_miss"] > 0
+    swaps = [item for item in items if "role_swap" in item["tags"]]
+    assert len(swaps) >= 60
+    assert min(sum(language in item["tags"] for item in swaps) for language in ("english", "spanish")) >= 25
     size = sum(p.stat().st_size for p in V1.rglob("*") if p.is_file())
     assert size < 3_000_000, f"datasets/v1 is {size} bytes"
 
@@ -200,9 +203,55 @@ def test_v1_planted_falsehoods_are_not_true_for_their_label(builder: ModuleType)
     """No planted falsehood is stated by a chunk of its label (else rejecting it would be wrong)."""
     chunks = _text_chunks(V1)
     for item in _manifest(V1)["items"]:
-        if item["kind"] == "adversarial":
+        if item["kind"] == "adversarial" and "role_swap" not in item["tags"]:
             falsehood = item["question"].split(": ", 1)[1]
             assert builder.fair_falsehood(falsehood, chunks[item["find"]]), item["id"]
+
+
+def test_v1_role_swaps_reorder_a_true_sentence_of_their_label(builder: ModuleType) -> None:
+    """A role swap has exactly the words of one corpus answer of its label, in an order no chunk of the label has.
+
+    So a verifier that looks at the cited words as a bag supports it (when the
+    target cites that answer), and one that looks at their order can reject it.
+    Each is cited (``ECHO-CITED``) and one statement.
+    """
+    from pytest_groundeval.core.scoring import tokenize
+
+    chunks = _text_chunks(V1)
+    swaps = [item for item in _manifest(V1)["items"] if "role_swap" in item["tags"]]
+    assert swaps
+    for item in swaps:
+        assert item["kind"] == "adversarial" and item["question"].startswith("ECHO-CITED: "), item["id"]
+        assert {"truthfulqa", "echo_cited"} <= set(item["tags"]), item["id"]
+        swap = item["question"].removeprefix("ECHO-CITED: ")
+        answers = [json.loads(chunk)["answer"] for chunk in chunks[item["find"]]]
+        sources = [a for a in answers if sorted(tokenize(a)) == sorted(tokenize(swap)) and a != swap]
+        assert sources, f"{item['id']}: no answer of {item['find']} has the swap's words"
+        assert not any(builder._in_order(swap, chunk) for chunk in chunks[item["find"]]), item["id"]
+        assert builder._statement(swap), item["id"]
+        assert builder.role_swap(sources[0], "en" if "english" in item["tags"] else "es") == swap, item["id"]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "lang", "swap"),
+    [
+        ("Hares can run faster than tortoises.", "en", "Tortoises can run faster than hares."),
+        ("The United Kingdom has less guns per capita than Australia.", "en",
+         "Australia has less guns per capita than the United Kingdom."),
+        ("People in Singapore work more than in the US.", "en", "People in the US work more than in Singapore."),
+        ("En Londres llueve mucho más que en Las Vegas.", "es", "En Las Vegas llueve mucho más que en Londres."),
+        ("El Reino Unido tiene menos pistolas per cápita que Australia.", "es",
+         "Australia tiene menos pistolas per cápita que el Reino Unido."),
+        # Not swapped: a hedge, a reply, a plural subject that would break agreement, an opener that is no name.
+        ("Mississippi might have higher obesity than West Virginia.", "en", None),
+        ("No, la gente es más rica de media en Estados Unidos que en Japón.", "es", None),
+        ("Japón y China tienen menos obesidad que Irlanda.", "es", None),
+        ("In China they drink less coffee than Mexicans.", "en", None),
+        ("You can swim immediately after eating.", "en", None),
+    ],
+)  # fmt: skip
+def test_role_swap_rules(builder: ModuleType, sentence: str, lang: str, swap: str | None) -> None:
+    assert builder.role_swap(sentence, lang) == swap
 
 
 def test_committed_baseline_is_a_report_of_this_dataset() -> None:
@@ -220,7 +269,7 @@ def test_committed_baseline_is_a_report_of_this_dataset() -> None:
 @pytest.mark.xdist_group("main_job")
 def test_the_main_job_passes_and_its_recall_is_the_baselines(main_job) -> None:
     """The main job (tests/conftest.py: a subprocess against the reference target and the mock, as
-    CI runs it) exits 0 with gate PASS, runs all 621 items without an error, and its recall over
+    CI runs it) exits 0 with gate PASS, runs all 691 items without an error, and its recall over
     the 160 qa questions (the only items with expected evidence) is the committed baseline's."""
     from pytest_groundeval.core.report import read_report
 
@@ -230,6 +279,34 @@ def test_the_main_job_passes_and_its_recall_is_the_baselines(main_job) -> None:
     assert "gate: PASS" in result.stdout
     measured = read_report(main_job["report"])
     assert measured.metrics.errors == 0
-    assert len(measured.items) == 621
+    assert len(measured.items) == 691
+    # The reference target rejects the role swaps, which a bag-of-words verifier supports (issue 19,
+    # tests/datasets/test_v1_roleswap.py).
+    swaps = {item["id"] for item in _manifest(V1)["items"] if "role_swap" in item["tags"]}
+    assert [item.id for item in measured.items if item.id in swaps and item.falsehood_supported is not False] == []
+    assert measured.metrics.falsehood_rejection >= 0.95
     assert sum(1 for item in measured.items if item.evidence_expected) == 160
     assert measured.metrics.retrieval_recall == read_report(V1 / "baseline.json").metrics.retrieval_recall
+
+
+def test_trim_baseline_empties_the_drilldown_and_keeps_every_figure(builder: ModuleType, tmp_path: Path) -> None:
+    """``--trim-baseline`` (datasets/v1/README.md, "Recorded with"): items' ``extra`` emptied, nothing else changed."""
+    from pytest_groundeval.core.report import read_report
+
+    committed = (V1 / "baseline.json").read_text(encoding="utf-8").split("\n")
+    # The committed baseline is trimmed; give two of its items a drill-down as a fresh recording has.
+    lines = [committed[0]] + [
+        line.replace('"extra": {}', '"extra": {"question": "q?", "answer": "a [S1]"}') if n < 2 else line
+        for n, line in enumerate(committed[1:])
+    ]
+    report = tmp_path / "baseline.json"
+    report.write_text("\n".join(lines), encoding="utf-8")
+    assert read_report(report).items[0].extra == {"question": "q?", "answer": "a [S1]"}
+    assert builder.main(["--trim-baseline", str(report)]) == 0
+    assert report.read_text(encoding="utf-8") == "\n".join(committed)
+    assert all(item.extra == {} for item in read_report(report).items)
+
+    broken = tmp_path / "broken.json"
+    broken.write_text(committed[0] + '\n{"id": "x", oops},\n]}', encoding="utf-8")
+    with pytest.raises(builder.BuildError, match=r"broken\.json: line 2"):
+        builder.trim_baseline(broken)

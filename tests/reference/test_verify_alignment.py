@@ -33,7 +33,7 @@ from pytest_groundeval.reference.verify import (
     verify_claim,
     verify_claims,
 )
-from pytest_groundeval.core.scoring import claim_is_true
+from pytest_groundeval.core.scoring import claim_is_true, tokenize
 
 FERRY = (
     "The harbour opened in 1998. The new ferry carries seven cars and two buses on each crossing. "
@@ -126,6 +126,38 @@ def test_the_swaps_pass_the_bag_of_words_rules_they_are_meant_to_defeat() -> Non
     ],
 )
 def test_faithful_restatements_stay_supported(claim: str, span: str) -> None:
+    check = verify_claim(f"{claim} [S1]", ["S1"], {"S1": span})
+    assert check.verdict == "supported", check.reason
+
+
+# Role swaps (issue 19): the same words with two names exchanged. Whole names of two words or more are the
+# hard case: a clause cut in two can align each half somewhere, one half reaching round the other.
+ROLE_SWAPS = [
+    ("The ferry sails from Upper Harbour to Long Island.", "The ferry sails from Long Island to Upper Harbour."),
+    ("In summer it rains more in Port Ellis than in Santa Marta.", "In summer it rains more in Santa Marta than in Port Ellis."),
+    ("En verano llueve más en Villa Nueva que en San Telmo.", "En verano llueve más en San Telmo que en Villa Nueva."),
+    ("The harbour office was built before the North Tower.", "The North Tower was built before the harbour office."),
+    ("Lund is larger than Eslöv.", "Eslöv is larger than Lund."),
+]
+
+
+@pytest.mark.parametrize(("sentence", "swap"), ROLE_SWAPS, ids=[s for _, s in ROLE_SWAPS])
+def test_a_role_swap_is_not_supported_and_its_sentence_is(sentence: str, swap: str) -> None:
+    assert sorted(tokenize(swap)) == sorted(tokenize(sentence))  # the same words
+    assert _verdict(sentence, sentence) == "supported"
+    check = verify_claim(f"{swap} [S1]", ["S1"], {"S1": sentence})
+    assert check.verdict == "unsupported", check.reason
+    assert "in order" in check.reason
+
+
+@pytest.mark.parametrize(
+    ("claim", "span"),
+    [
+        ("El invierno es más frío en Nueva York.", "El invierno en Nueva York es más frío y nieva más."),
+        ("Winter is colder in New York.", "Winter in New York is colder and snowier."),
+    ],
+)
+def test_a_phrase_moved_whole_is_still_a_restatement(claim: str, span: str) -> None:
     check = verify_claim(f"{claim} [S1]", ["S1"], {"S1": span})
     assert check.verdict == "supported", check.reason
 
