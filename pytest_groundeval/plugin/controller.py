@@ -513,10 +513,18 @@ class GateSession:
     # -- end of session -----------------------------------------------------------
 
     def _account_for_unreported(self, run: DatasetRun, reason: str) -> None:
-        """Count every collected item of ``run`` that never reported as a ``notRun`` error."""
+        """Count every collected item of ``run`` that never reported as an error.
+
+        An item in flight on an xdist worker that crashed is that crash (``plugin/crash.py``);
+        any other is a ``notRun`` error.
+        """
         missing = [(item_id, kind) for item_id, kind in run.expected.items() if item_id not in run.seen]
         for item_id, kind in missing:
-            self._add(run, self._errored(run, kind, item_id, f"not run: {reason}", not_run=True))
+            crash = self.journal.crash_of(f"{run.key}::{kind}::{item_id}") if self.journal is not None else None
+            if crash is not None:
+                self._add(run, self._errored(run, kind, item_id, crash))
+            else:
+                self._add(run, self._errored(run, kind, item_id, f"not run: {reason}", not_run=True))
 
     @property
     def sharded(self) -> bool:
@@ -554,6 +562,7 @@ class GateSession:
         reason = (
             str(session.shouldfail or session.shouldstop or "")
             or (f"the run was stopped by {self.interrupted_by}" if self.interrupted_by else "")
+            or (self.journal is not None and self.journal.stop_reason() or "")
             or ("the run was interrupted" if interrupted else "the session ended before it ran")
         )
         for run in self.runs.values():

@@ -140,6 +140,37 @@ def test_a_crash_is_blamed_on_the_items_in_flight_and_the_culprit_is_not_retried
     assert items["qa-smoke-alpha-budget"] in blamed
 
 
+@pytest.mark.parametrize("restarts", [0, 1])
+def test_items_in_flight_when_the_restart_budget_runs_out_are_crashes_not_not_run(run, pytester, smoke, restarts):
+    # xdist hands each worker two items first: one gets (alpha-budget, goteborg-office), the
+    # other (index-build, draft-with-errors). At concurrency 4 each worker sends both at once;
+    # goteborg-office ends its worker while the slow alpha-budget is still in flight, and
+    # index-build ends the other. With the restart budget spent, xdist stops before the dead
+    # workers' items reach anyone: those in flight crashed, only the others never ran.
+    pytester.makeconftest(CRASHING_TARGET.format(crash=("När", "How long"), slow=("What is",)))
+    report = pytester.path / "r.json"
+    result = run(f"--eval-dataset={smoke}", "-n", "2", "--eval-concurrency=4", f"--max-worker-restart={restarts}",
+                 f"--eval-report={report}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    data = json.loads(report.read_text())
+    items = {i["id"]: i for i in data["items"]}
+    assert len(data["items"]) == len(items) == 10 and data["metrics"]["items"] == 10
+    for item_id in ("qa-smoke-alpha-budget", "qa-smoke-goteborg-office", "qa-smoke-index-build"):
+        item = items[item_id]
+        assert not item["notRun"], item
+        assert item["error"].startswith("worker gw") and " crashed while " in item["error"], item
+        assert item_id in item["error"], item
+    # Every other error is a crash naming the item (a replacement worker may run some items).
+    crashed = [i for i in items.values() if i["error"] and not i["notRun"]]
+    assert all(i["error"].startswith("worker gw") and i["id"] in i["error"] for i in crashed)
+    # Only items never sent to the target are notRun, and they say which crash ended the session.
+    not_run = [i for i in items.values() if i["notRun"]]
+    assert not_run and all(i["error"].startswith("not run: the session ended after worker") for i in not_run)
+    assert all("crashed" in i["error"] for i in not_run)
+    assert data["metrics"]["errors"] == len(crashed) + len(not_run) and data["gate"]["passed"] is False
+    result.stdout.no_fnmatch_line("*the session ended before it ran*")
+
+
 # -- 4. several datasets in one session ------------------------------------------------------
 
 
