@@ -333,6 +333,53 @@ def test_a_target_that_never_started_still_names_the_dataset(run, pytester, smok
     result.stdout.no_fnmatch_line("dataset unknown*")
 
 
+@pytest.mark.parametrize(
+    ("how", "stop"),
+    [
+        ("down", "*groundeval: the target at http://127.0.0.1:9 is unavailable*"),
+        ("down-n2", "*groundeval: the target at http://127.0.0.1:9 is unavailable*"),
+        ("refused", "*groundeval: the target refused the harness's API key*401*"),
+    ],
+    ids=["down", "down-n2", "refused"],
+)
+def test_a_target_that_never_answered_is_not_a_target_that_returned_no_claims(run, shared_target, smoke, how, stop):
+    # The claim floors still FAIL, but the reason is the stop the summary names, not silence.
+    target = (
+        ["--eval-url=http://127.0.0.1:9", "--eval-api-key=k"]
+        if how.startswith("down")
+        else [f"--eval-url={shared_target.base_url}", "--eval-api-key=not-the-key"]
+    )
+    result = run(f"--eval-dataset={smoke}", *target, "-k", "qa", *(["-n", "2"] if how == "down-n2" else []))
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "claimSupportPrecision*FAIL  no qa item ran: all 4 qa items errored (see errors), so no claim was measured",
+            "claimSupportRecall*FAIL  no qa item ran: all 4 qa items errored*",
+            "gate: FAIL",
+        ]
+    )
+    result.stdout.fnmatch_lines([stop])
+    result.stdout.no_fnmatch_line("*returned no claims*")
+
+
+def test_claims_missing_beside_errors_do_not_say_the_items_ran():
+    from pytest_groundeval.core.gate import evaluate_gate
+    from pytest_groundeval.core.metrics import compute_metrics
+    from pytest_groundeval.core.outcome import ItemOutcome
+
+    def reasons(outcomes: list[ItemOutcome]) -> list[str]:
+        result = evaluate_gate(compute_metrics(outcomes), dataset_version="v1", models={"generate": "g", "embed": "e"})
+        return [c.reason for c in result.checks if c.metric == "claimSupportPrecision" and c.outcome == "FAIL"]
+
+    down = ItemOutcome(id="q", kind="qa", passed=False, error="target down", evidence_expected=1)
+    assert reasons([down]) == ["no qa item ran: the qa item errored (see errors), so no claim was measured"]
+    # An adversarial item answered, the qa item errored: nothing says the qa item ran.
+    answered = ItemOutcome(id="a", kind="adversarial", passed=True)
+    assert reasons([down, answered]) == [
+        "no claim returned for the 1 qa item (1 item of the run errored, see errors): nothing supported, nothing to measure"
+    ]
+
+
 def test_one_silent_qa_item_is_one_item_in_the_gate_text():
     from pytest_groundeval.core.gate import evaluate_gate
     from pytest_groundeval.core.metrics import compute_metrics
