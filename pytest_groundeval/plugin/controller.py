@@ -169,6 +169,8 @@ class GateSession:
         """True when the session stopped because the harness stopped it (target down or gone),
         not because the user or CI interrupted it; such a run exits 1, not 2."""
         self.journal: Any = None
+        self.collection_errors: list[str] = []
+        """Node ids of the collectors that failed (a manifest that does not load, a test file that does not import)."""
         self.session_id = uuid.uuid4().hex
         """The session id: sent to the target (``GROUNDEVAL_RUN_ID``), the root of each dataset's run id."""
         config.stash[session_key] = self.session_id
@@ -318,6 +320,23 @@ class GateSession:
                 pass
 
     # -- collection -----------------------------------------------------------------
+
+    @pytest.hookimpl
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        # Under xdist a worker's collection error reaches the controller only as this report.
+        if report.failed:
+            self.collection_errors.append(report.nodeid)
+
+    def _collection_stopped(self) -> bool:
+        """Whether a manifest failed to load and so stops the session, as pytest stops a plain run (exit 2).
+
+        pytest interrupts a plain run on a collection error (unless
+        ``--continue-on-collection-errors``); an xdist controller only counts it as a
+        failure (exit 1), so the controller stops it itself for manifests (docs/guarantees.md).
+        """
+        return not self.config.option.continue_on_collection_errors and any(
+            nodeid.split("::")[0].rsplit("/", 1)[-1] == "manifest.json" for nodeid in self.collection_errors
+        )
 
     def _run_for(self, key: str) -> DatasetRun:
         run = self.runs.get(key)
@@ -558,6 +577,7 @@ class GateSession:
             or session.shouldstop
             or session.shouldfail
             or self.interrupted_by
+            or self._collection_stopped()
         )
         reason = (
             str(session.shouldfail or session.shouldstop or "")
@@ -620,6 +640,9 @@ class GateSession:
     @pytest.hookimpl(trylast=True, specname="pytest_sessionfinish")
     def pytest_sessionfinish_exit_status(self, session: pytest.Session, exitstatus: int) -> None:
         """The session's exit status, decided last (pytest reads only ``pytest_*`` names as hooks)."""
+        if self._collection_stopped() and exitstatus not in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
+            session.exitstatus = pytest.ExitCode.INTERRUPTED  # a manifest that does not load: 2, with or without xdist
+            return
         if not self.exit_decided:
             return
         if exitstatus == pytest.ExitCode.INTERRUPTED and self.stopped_by_groundeval and not self.interrupted_by:
@@ -632,6 +655,7 @@ class GateSession:
         failed = (
             any(self.gate_fails_session(run) or run.errored for run in self.runs.values())
             or self.other_failures > 0
+            or bool(self.collection_errors)
             or bool(self.output_errors)
             # A history that could not be written loses the run's record: never a silent green.
             or (self.history is not None and self.history.failure is not None)

@@ -322,6 +322,42 @@ def test_items_of_a_killed_run_are_recovered(pytester, smoke, shared_target):
     assert groundeval(["report", "--recover", str(report)]) == 2  # nothing left to recover
 
 
+# -- 15. the same exit status with and without xdist -----------------------------------------
+
+
+def _break_manifest(smoke: Path) -> None:
+    manifest = json.loads((smoke / "manifest.json").read_text(encoding="utf-8"))
+    manifest["items"][0]["expectedEvidence"] = [42]
+    (smoke / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_manifest_that_does_not_load_exits_2_with_or_without_xdist(run, pytester, smoke, workers):
+    # pytest interrupts a plain run on a collection error; an xdist controller only counted it
+    # as a failure (exit 1, and exit 0 with gate PASS once --eval-report gave the gate a run).
+    _break_manifest(smoke)
+    report = pytester.path / "r.json"
+    result = run(f"--eval-dataset={smoke}", "-n", workers, f"--eval-report={report}")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*qa-smoke-alpha-budget*expectedEvidence*"])
+    result.stdout.no_fnmatch_line("gate: PASS")
+    data = json.loads(report.read_text())
+    assert data["interrupted"] is True and data["gate"]["passed"] is False
+    result = run(f"--eval-dataset={smoke}", "-n", workers)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_collection_error_never_ends_in_a_passing_gate(run, pytester, smoke, workers):
+    # With --continue-on-collection-errors the dataset runs and passes its gate, but a test
+    # file that does not import is still a failed session, as pytest alone would say.
+    pytester.makepyfile(test_broken="import a_module_that_does_not_exist\n")
+    result = run(f"--eval-dataset={smoke}", "test_broken.py", "-k", "temporal", "-n", workers,
+                 "--continue-on-collection-errors")
+    result.stdout.fnmatch_lines(["*ERROR*test_broken.py*"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
 # -- 14. the summary's words ------------------------------------------------------------------
 
 
