@@ -640,7 +640,8 @@ class GateSession:
     @pytest.hookimpl(trylast=True, specname="pytest_sessionfinish")
     def pytest_sessionfinish_exit_status(self, session: pytest.Session, exitstatus: int) -> None:
         """The session's exit status, decided last (pytest reads only ``pytest_*`` names as hooks)."""
-        if self._collection_stopped() and exitstatus not in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR):
+        kept = (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR)
+        if self._collection_stopped() and exitstatus not in kept and not self.usage_error:
             session.exitstatus = pytest.ExitCode.INTERRUPTED  # a manifest that does not load: 2, with or without xdist
             return
         if not self.exit_decided:
