@@ -171,6 +171,8 @@ class GateSession:
         """True when the session stopped because the harness stopped it (target down or gone),
         not because the user or CI interrupted it; such a run exits 1, not 2."""
         self.journal: Any = None
+        self.collection_errors: list[str] = []
+        """Node ids of the collectors that failed (a manifest that does not load, a test file that does not import)."""
         self.session_id = uuid.uuid4().hex
         """The session id: sent to the target (``GROUNDEVAL_RUN_ID``), the root of each dataset's run id."""
         config.stash[session_key] = self.session_id
@@ -320,6 +322,23 @@ class GateSession:
                 pass
 
     # -- collection -----------------------------------------------------------------
+
+    @pytest.hookimpl
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        # Under xdist a worker's collection error reaches the controller only as this report.
+        if report.failed:
+            self.collection_errors.append(report.nodeid)
+
+    def _collection_stopped(self) -> bool:
+        """Whether a manifest failed to load and so stops the session, as pytest stops a plain run (exit 2).
+
+        pytest interrupts a plain run on a collection error (unless
+        ``--continue-on-collection-errors``); an xdist controller only counts it as a
+        failure (exit 1), so the controller stops it itself for manifests (docs/guarantees.md).
+        """
+        return not self.config.option.continue_on_collection_errors and any(
+            nodeid.split("::")[0].rsplit("/", 1)[-1] == "manifest.json" for nodeid in self.collection_errors
+        )
 
     def _run_for(self, key: str) -> DatasetRun:
         run = self.runs.get(key)
@@ -561,10 +580,18 @@ class GateSession:
     # -- end of session -----------------------------------------------------------
 
     def _account_for_unreported(self, run: DatasetRun, reason: str) -> None:
-        """Count every collected item of ``run`` that never reported as a ``notRun`` error."""
+        """Count every collected item of ``run`` that never reported as an error.
+
+        An item in flight on an xdist worker that crashed is that crash (``plugin/crash.py``);
+        any other is a ``notRun`` error.
+        """
         missing = [(item_id, kind) for item_id, kind in run.expected.items() if item_id not in run.seen]
         for item_id, kind in missing:
-            self._add(run, self._errored(run, kind, item_id, f"not run: {reason}", not_run=True))
+            crash = self.journal.crash_of(f"{run.key}::{kind}::{item_id}") if self.journal is not None else None
+            if crash is not None:
+                self._add(run, self._errored(run, kind, item_id, crash))
+            else:
+                self._add(run, self._errored(run, kind, item_id, f"not run: {reason}", not_run=True))
 
     @property
     def sharded(self) -> bool:
@@ -598,10 +625,12 @@ class GateSession:
             or session.shouldstop
             or session.shouldfail
             or self.interrupted_by
+            or self._collection_stopped()
         )
         reason = (
             str(session.shouldfail or session.shouldstop or "")
             or (f"the run was stopped by {self.interrupted_by}" if self.interrupted_by else "")
+            or (self.journal is not None and self.journal.stop_reason() or "")
             or ("the run was interrupted" if interrupted else "the session ended before it ran")
         )
         for run in self.runs.values():
@@ -659,6 +688,10 @@ class GateSession:
     @pytest.hookimpl(trylast=True, specname="pytest_sessionfinish")
     def pytest_sessionfinish_exit_status(self, session: pytest.Session, exitstatus: int) -> None:
         """The session's exit status, decided last (pytest reads only ``pytest_*`` names as hooks)."""
+        kept = (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.USAGE_ERROR)
+        if self._collection_stopped() and exitstatus not in kept and not self.usage_error:
+            session.exitstatus = pytest.ExitCode.INTERRUPTED  # a manifest that does not load: 2, with or without xdist
+            return
         if not self.exit_decided:
             return
         if exitstatus == pytest.ExitCode.INTERRUPTED and self.stopped_by_groundeval and not self.interrupted_by:
@@ -671,6 +704,7 @@ class GateSession:
         failed = (
             any(self.gate_fails_session(run) or run.errored for run in self.runs.values())
             or self.other_failures > 0
+            or bool(self.collection_errors)
             or bool(self.output_errors)
             # A history that could not be written loses the run's record: never a silent green.
             or (self.history is not None and self.history.failure is not None)

@@ -17,7 +17,10 @@ the process dying. When a worker dies the controller reads its journal:
   culprit is never retried;
 - the item xdist blames is given that message, or, when its call had finished
   (not the culprit), it is put back in the queue to be run again and report its
-  real result (``pytest_handlecrashitem``'s documented rerun).
+  real result (``pytest_handlecrashitem``'s documented rerun);
+- an in-flight item that never reports (xdist ran out of worker restarts and
+  stopped before handing it to another worker) is still a crash at the end of the
+  session, with that message (``crash_of``), never "not run".
 
 The journal directory is the controller's, passed to workers in ``workerinput``,
 and removed at the end of the session.
@@ -111,6 +114,8 @@ class ControllerJournal:
         self.rerun: set[str] = set()
         """Items put back in the queue after a crash (once each: an item that crashes its
         worker outside its target call must not crash one worker after another)."""
+        self.crashed: dict[str, str] = {}
+        """Node id -> the crash message of every item that was in flight on a worker that died."""
 
     def read(self, worker_id: str) -> tuple[list[str], set[str]]:
         """``(sent, done)`` of a worker's journal: sent in order, done as a set."""
@@ -150,10 +155,27 @@ class ControllerJournal:
             except (OSError, ValueError):
                 poisoned = {}
             poisoned.update({nodeid: message for nodeid in in_flight})
+            self.crashed.update({nodeid: message for nodeid in in_flight})
             tmp = path.with_suffix(".tmp")
             tmp.write_text(json.dumps(poisoned, ensure_ascii=False), encoding="utf-8")
             os.replace(tmp, path)
         return in_flight
+
+    def crash_of(self, nodeid: str) -> str | None:
+        """The crash message of ``nodeid`` when it was in flight on a worker that died, else None."""
+        return self.crashed.get(nodeid)
+
+    def stop_reason(self) -> str | None:
+        """Why items never ran when workers died: ``the session ended after worker gw0 crashed``; None if none died.
+
+        The controller uses it for the items that were never sent to the target when
+        xdist stopped (its ``--max-worker-restart`` spent); the items in flight have ``crash_of``.
+        """
+        if not self.in_flight:
+            return None
+        workers = list(self.in_flight)
+        named = f"worker {workers[0]}" if len(workers) == 1 else f"workers {', '.join(workers)}"
+        return f"the session ended after {named} crashed"
 
     def cleanup(self) -> None:
         """Remove the journal directory."""

@@ -140,6 +140,37 @@ def test_a_crash_is_blamed_on_the_items_in_flight_and_the_culprit_is_not_retried
     assert items["qa-smoke-alpha-budget"] in blamed
 
 
+@pytest.mark.parametrize("restarts", [0, 1])
+def test_items_in_flight_when_the_restart_budget_runs_out_are_crashes_not_not_run(run, pytester, smoke, restarts):
+    # xdist hands each worker two items first: one gets (alpha-budget, goteborg-office), the
+    # other (index-build, draft-with-errors). At concurrency 4 each worker sends both at once;
+    # goteborg-office ends its worker while the slow alpha-budget is still in flight, and
+    # index-build ends the other. With the restart budget spent, xdist stops before the dead
+    # workers' items reach anyone: those in flight crashed, only the others never ran.
+    pytester.makeconftest(CRASHING_TARGET.format(crash=("När", "How long"), slow=("What is",)))
+    report = pytester.path / "r.json"
+    result = run(f"--eval-dataset={smoke}", "-n", "2", "--eval-concurrency=4", f"--max-worker-restart={restarts}",
+                 f"--eval-report={report}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    data = json.loads(report.read_text())
+    items = {i["id"]: i for i in data["items"]}
+    assert len(data["items"]) == len(items) == 10 and data["metrics"]["items"] == 10
+    for item_id in ("qa-smoke-alpha-budget", "qa-smoke-goteborg-office", "qa-smoke-index-build"):
+        item = items[item_id]
+        assert not item["notRun"], item
+        assert item["error"].startswith("worker gw") and " crashed while " in item["error"], item
+        assert item_id in item["error"], item
+    # Every other error is a crash naming the item (a replacement worker may run some items).
+    crashed = [i for i in items.values() if i["error"] and not i["notRun"]]
+    assert all(i["error"].startswith("worker gw") and i["id"] in i["error"] for i in crashed)
+    # Only items never sent to the target are notRun, and they say which crash ended the session.
+    not_run = [i for i in items.values() if i["notRun"]]
+    assert not_run and all(i["error"].startswith("not run: the session ended after worker") for i in not_run)
+    assert all("crashed" in i["error"] for i in not_run)
+    assert data["metrics"]["errors"] == len(crashed) + len(not_run) and data["gate"]["passed"] is False
+    result.stdout.no_fnmatch_line("*the session ended before it ran*")
+
+
 # -- 4. several datasets in one session ------------------------------------------------------
 
 
@@ -356,6 +387,42 @@ def test_a_run_killed_before_its_first_item_finished_is_recovered_as_never_run(p
     assert data["gate"]["passed"] is False
 
 
+# -- 15. the same exit status with and without xdist -----------------------------------------
+
+
+def _break_manifest(smoke: Path) -> None:
+    manifest = json.loads((smoke / "manifest.json").read_text(encoding="utf-8"))
+    manifest["items"][0]["expectedEvidence"] = [42]
+    (smoke / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1), encoding="utf-8")
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_manifest_that_does_not_load_exits_2_with_or_without_xdist(run, pytester, smoke, workers):
+    # pytest interrupts a plain run on a collection error; an xdist controller only counted it
+    # as a failure (exit 1, and exit 0 with gate PASS once --eval-report gave the gate a run).
+    _break_manifest(smoke)
+    report = pytester.path / "r.json"
+    result = run(f"--eval-dataset={smoke}", "-n", workers, f"--eval-report={report}")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*qa-smoke-alpha-budget*expectedEvidence*"])
+    result.stdout.no_fnmatch_line("gate: PASS")
+    data = json.loads(report.read_text())
+    assert data["interrupted"] is True and data["gate"]["passed"] is False
+    result = run(f"--eval-dataset={smoke}", "-n", workers)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_collection_error_never_ends_in_a_passing_gate(run, pytester, smoke, workers):
+    # With --continue-on-collection-errors the dataset runs and passes its gate, but a test
+    # file that does not import is still a failed session, as pytest alone would say.
+    pytester.makepyfile(test_broken="import a_module_that_does_not_exist\n")
+    result = run(f"--eval-dataset={smoke}", "test_broken.py", "-k", "temporal", "-n", workers,
+                 "--continue-on-collection-errors")
+    result.stdout.fnmatch_lines(["*ERROR*test_broken.py*"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
 # -- 14. the summary's words ------------------------------------------------------------------
 
 
@@ -365,6 +432,53 @@ def test_a_target_that_never_started_still_names_the_dataset(run, pytester, smok
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["dataset smoke-1  lineage*items 4 (failed 0, errors 4)*"])
     result.stdout.no_fnmatch_line("dataset unknown*")
+
+
+@pytest.mark.parametrize(
+    ("how", "stop"),
+    [
+        ("down", "*groundeval: the target at http://127.0.0.1:9 is unavailable*"),
+        ("down-n2", "*groundeval: the target at http://127.0.0.1:9 is unavailable*"),
+        ("refused", "*groundeval: the target refused the harness's API key*401*"),
+    ],
+    ids=["down", "down-n2", "refused"],
+)
+def test_a_target_that_never_answered_is_not_a_target_that_returned_no_claims(run, shared_target, smoke, how, stop):
+    # The claim floors still FAIL, but the reason is the stop the summary names, not silence.
+    target = (
+        ["--eval-url=http://127.0.0.1:9", "--eval-api-key=k"]
+        if how.startswith("down")
+        else [f"--eval-url={shared_target.base_url}", "--eval-api-key=not-the-key"]
+    )
+    result = run(f"--eval-dataset={smoke}", *target, "-k", "qa", *(["-n", "2"] if how == "down-n2" else []))
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "claimSupportPrecision*FAIL  no qa item ran: all 4 qa items errored (see errors), so no claim was measured",
+            "claimSupportRecall*FAIL  no qa item ran: all 4 qa items errored*",
+            "gate: FAIL",
+        ]
+    )
+    result.stdout.fnmatch_lines([stop])
+    result.stdout.no_fnmatch_line("*returned no claims*")
+
+
+def test_claims_missing_beside_errors_do_not_say_the_items_ran():
+    from pytest_groundeval.core.gate import evaluate_gate
+    from pytest_groundeval.core.metrics import compute_metrics
+    from pytest_groundeval.core.outcome import ItemOutcome
+
+    def reasons(outcomes: list[ItemOutcome]) -> list[str]:
+        result = evaluate_gate(compute_metrics(outcomes), dataset_version="v1", models={"generate": "g", "embed": "e"})
+        return [c.reason for c in result.checks if c.metric == "claimSupportPrecision" and c.outcome == "FAIL"]
+
+    down = ItemOutcome(id="q", kind="qa", passed=False, error="target down", evidence_expected=1)
+    assert reasons([down]) == ["no qa item ran: the qa item errored (see errors), so no claim was measured"]
+    # An adversarial item answered, the qa item errored: nothing says the qa item ran.
+    answered = ItemOutcome(id="a", kind="adversarial", passed=True)
+    assert reasons([down, answered]) == [
+        "no claim returned for the 1 qa item (1 item of the run errored, see errors): nothing supported, nothing to measure"
+    ]
 
 
 def test_one_silent_qa_item_is_one_item_in_the_gate_text():

@@ -92,12 +92,27 @@ class QaTally(Tally):
 
 
 def _silent(metrics: Metrics) -> str | None:
-    """Why an unmeasured claim metric FAILs: qa items ran and the target returned no claim for any."""
+    """Why an unmeasured claim metric FAILs: qa items were selected and no claim came back.
+
+    The reason tells a silent target from one that never answered (docs/gate.md,
+    "n/a and silent targets"): when every item of the run errored (the target is
+    down, refused the key, or its worker crashed) no qa item ran, and saying the
+    target "returned no claims" would hide the cause; the errors name it.
+    """
     qa = metrics.items_by_kind.get("qa", 0)
-    if qa > 0 and metrics.qa_claims == 0:
-        ran = "1 qa item ran" if qa == 1 else f"{qa} qa items ran"
-        return f"{ran} but the target returned no claims: nothing supported, nothing to measure"
-    return None
+    if qa == 0 or metrics.qa_claims != 0:
+        return None
+    items = "1 qa item" if qa == 1 else f"{qa} qa items"
+    if metrics.errors == 0:
+        return f"{items} ran but the target returned no claims: nothing supported, nothing to measure"
+    if metrics.errors >= metrics.items:
+        every = "the qa item errored" if qa == 1 else f"all {qa} qa items errored"
+        return f"no qa item ran: {every} (see errors), so no claim was measured"
+    errored = "1 item" if metrics.errors == 1 else f"{metrics.errors} items"
+    return (
+        f"no claim returned for the {items} ({errored} of the run errored, see errors): "
+        "nothing supported, nothing to measure"
+    )
 
 
 RETRIEVAL_RECALL = "retrievalRecall"
