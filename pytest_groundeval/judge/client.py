@@ -8,7 +8,8 @@ official ``openai`` SDK (``AsyncOpenAI``). Per paragraph it
    (``response_format`` ``json_schema``) until the endpoint rejects it with a 400,
    then without;
 3. parses the reply strictly (:func:`.parse.parse_verdict`); prose, an unknown
-   verdict or an empty rationale is asked again, at most ``parse_retries`` times,
+   verdict, an empty rationale, or an HTTP 200 whose body is not a chat completion
+   at all (an HTML page, plain text: :func:`.parse.reply_content`) is asked again, at most ``parse_retries`` times,
    then recorded as ``unparseable``;
 4. retries a 429 (waiting its ``Retry-After``, capped), a 5xx, a timeout or a
    connection failure at most ``max_retries`` times; after that the paragraph is
@@ -36,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .cache import JudgeCache, cache_key
-from .parse import UnparseableReply, parse_verdict
+from .parse import UnparseableReply, parse_verdict, reply_content
 from .prompt import JUDGE_SCHEMA, JUDGE_SCHEMA_NAME, PROMPT_VERSION, judge_messages
 
 __all__ = ["JudgeClient", "JudgeResult", "UNPARSEABLE", "retry_after_seconds"]
@@ -226,6 +227,10 @@ class JudgeClient:
                     result.error = self._scrub(str(exc))
                     self._note_unjudged(result.error)
                     return result
+                except UnparseableReply as exc:  # an HTTP 200 whose body is no chat completion
+                    self._unjudged_streak = 0
+                    result.parse_failures.append(self._scrub(str(exc)))
+                    continue
                 self._unjudged_streak = 0
                 try:
                     verdict, rationale = parse_verdict(content)
@@ -253,7 +258,13 @@ class JudgeClient:
         return list(await asyncio.gather(*(self.judge(p) for p in payloads)))
 
     async def _complete(self, messages: list[dict[str, str]], result: JudgeResult) -> str | None:
-        """One reply's content, with the bounded transport retries; raises ``_Unavailable``."""
+        """One reply's content, with the bounded transport retries.
+
+        Raises:
+            _Unavailable: No reply after the retries (or a 4xx).
+            UnparseableReply: An HTTP 200 whose body is not a chat completion (HTML, plain
+                text, JSON of another shape): a reply that cannot be parsed, asked again as prose is.
+        """
         openai = self._openai
         last = "no attempt made"
         for attempt in range(1 + self.max_retries):
@@ -289,11 +300,12 @@ class JudgeClient:
                 last = f"no answer within {self.timeout:g} s"
             except openai.APIConnectionError as exc:
                 last = f"unreachable ({type(exc.__cause__ or exc).__name__})"
-            except openai.APIError as exc:  # e.g. a body that is not JSON
+            except openai.APIError as exc:
                 last = f"unreadable response ({type(exc).__name__})"
+            except ValueError as exc:  # a JSON content type whose body does not decode
+                raise UnparseableReply(f"the HTTP 200 body is not JSON ({exc})") from None
             else:
-                choices = completion.choices or []
-                return choices[0].message.content if choices else None
+                return reply_content(completion)
             if attempt < self.max_retries:
                 delay = self.backoff * (2**attempt) if wait is None else wait
                 await asyncio.sleep(min(delay, self.max_retry_after))
