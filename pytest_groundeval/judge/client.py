@@ -20,7 +20,8 @@ At most ``concurrency`` requests are in flight at once (an ``asyncio.Semaphore``
 After ``give_up_after`` paragraphs in a row are left unjudged, the judge counts as
 gone: the paragraphs after them are not sent and are left unjudged at once, saying
 so (still counted as ``judgeErrors``), so a judge that is down costs a run seconds,
-not its retries times every paragraph.
+not its retries times every paragraph. :attr:`JudgeClient.gave_up` then says why, and
+the plugin stops the session on it as on a dead target (``core.runner.ItemRunner.note_judging``).
 
 The API key goes to the SDK client and nowhere else: it is not an attribute of
 :class:`JudgeClient`, not in its ``repr``, not in the cache and not in any error
@@ -177,6 +178,9 @@ class JudgeClient:
         self._unjudged_streak = 0
         self.gone: str | None = None
         """Why no more paragraphs are sent (the judge failed ``give_up_after`` in a row), or None."""
+        self.gave_up: str | None = None
+        """Once ``gone``: what stops the session (docs/citation.md), naming the judge's URL, model and
+        the last error; None while the judge answers."""
         # The SDK's own retries are off: this client bounds and explains them.
         self._client = openai.AsyncOpenAI(
             base_url=base_url,
@@ -251,6 +255,10 @@ class JudgeClient:
             self.gone = (
                 f"not sent: the judge left {self._unjudged_streak} paragraphs in a row unjudged, "
                 f"so it counts as gone; the last: {error}"
+            )
+            self.gave_up = (
+                f"the citation judge (model {self.model!r} at {self.base_url}) gave up: "
+                f"{self._unjudged_streak} paragraphs in a row left unjudged; the last: {error}"
             )
 
     async def judge_many(self, payloads: Sequence[Mapping[str, Any]]) -> list[JudgeResult]:

@@ -168,6 +168,58 @@ def test_judge_down_and_scorer_down_are_counted_and_fail_the_floors(run, pyteste
     ])  # fmt: skip
 
 
+def copies(cites: Path, n: int) -> None:
+    """Make the dataset's one recorded item ``n`` items (``cit-0`` …), the same answer each."""
+    manifest = read(cites / "manifest.json")
+    (item,) = manifest["items"]
+    manifest["items"] = [dict(item, id=f"cit-{i}") for i in range(n)]
+    (cites / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_judge_that_gave_up_stops_the_session_like_a_dead_target(run, pytester, cites, workers):
+    # No judge bound at all: before, an unreachable judge left every paragraph unjudged and exited 0.
+    copies(cites, 6)
+    report, port = pytester.path / "r.json", closed_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    result = run(f"--eval-dataset={cites}", f"--eval-judge-url={url}", "--eval-judge-model=judge-m",
+                 f"--eval-report={report}", "-n", workers)  # fmt: skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    # One error naming the URL, the model and the cause.
+    stop = f"groundeval: the citation judge (model 'judge-m' at {url}) gave up: 3 paragraphs in a row left unjudged; "
+    result.stdout.fnmatch_lines([f"*{stop}the last: judge at {url}: unreachable (*), after 3 attempt(s)*"])
+    data = read(report)
+    assert data["interrupted"] is True
+    judged = [item for item in data["items"] if not item.get("notRun")]
+    # Every item reported was judged (its paragraphs counted in judgeErrors); the rest never ran.
+    assert judged and all(item["extra"]["citationJudgeErrors"] == 5 for item in judged)
+    assert data["metrics"]["judgeErrors"] == 5 * len(judged) and data["metrics"]["errors"] == 6 - len(judged)
+    if workers == "0":
+        assert len(judged) == 1  # the first item's five paragraphs already made the judge give up
+        result.stdout.fnmatch_lines(["notRun*5 <= 0*FAIL*", "run*FAIL*interrupted after 1 items*", "gate: FAIL"])
+
+
+def test_a_scorer_that_gave_up_stops_the_session_too(run, pytester, cites):
+    copies(cites, 3)
+    port = closed_port()
+    result = run(f"--eval-dataset={cites}", f"--eval-scorer-url=http://127.0.0.1:{port}", "--eval-scorer-model=s-m")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "notRun*2 <= 0*FAIL*",
+        f"*groundeval: the coverage scorer (model 's-m' at http://127.0.0.1:{port}) gave up: "
+        "3 paragraphs in a row got no score; the last: scorer at *unreachable*",
+    ])  # fmt: skip
+
+
+def test_a_judge_that_answers_keeps_the_session_running(run, pytester, cites):
+    copies(cites, 3)
+    floors = pytester.path / "floors.json"
+    floors.write_text(json.dumps({"citationSupportedRate": 0.1}))
+    result = run(f"--eval-dataset={cites}", "--eval-judge=mock", f"--eval-floors={floors}")
+    result.assert_outcomes(failed=3)  # the wrong-speaker paragraph of each copy; the gate decides
+    assert result.ret == pytest.ExitCode.OK and "gave up" not in result.stdout.str()
+
+
 def test_the_cache_makes_an_unchanged_rerun_ask_nothing_and_the_key_is_never_written(run, pytester, cites, mock):
     key = "sk-groundeval-test-3f9a1c77e2"
     cache, report, junit = pytester.path / "cache", pytester.path / "r.json", pytester.path / "j.xml"
