@@ -144,6 +144,39 @@ def test_a_judge_answering_prose_is_unparseable_everywhere_and_cannot_pass_a_flo
     result.stdout.fnmatch_lines(["citationSupportedRate*0.0000 >= 0.1000*FAIL*", "gate: FAIL"])
 
 
+@pytest.mark.parametrize(
+    ("judge", "floors", "line"),
+    [
+        ("prose", {"wrongSpeakerRate": 0.5}, "unparseableRate*1.0000 <= 0.0500*FAIL*1.0000 > 0.0500 (armed by the "
+                                             "wrongSpeakerRate bound)"),
+        ("prose", {"judgeErrors": 0}, "unparseableRate*1.0000 <= n/a*FAIL*1.0000: every paragraph sent to the judge "
+                                      "came back unparseable*"),
+        ("html", {"wrongSpeakerRate": 0.5}, "unparseableRate*1.0000 <= 0.0500*FAIL*"),
+        ("plain", {"judgeErrors": 0}, "unparseableRate*1.0000 <= n/a*FAIL*every paragraph*unparseable*"),
+    ],
+    ids=["prose-wrongSpeakerRate", "prose-judgeErrors", "html-wrongSpeakerRate", "plain-text-judgeErrors"],
+)  # fmt: skip
+def test_a_judge_whose_replies_never_parse_fails_any_judge_bound(run, pytester, cites, plain_endpoint, judge, floors,
+                                                                 line):  # fmt: skip
+    # Before: wrongSpeakerRate 0 passed its ceiling and judgeErrors 0 its own, so the run exited 0;
+    # a 200 with an HTML or plain-text body turned the item into an AttributeError instead.
+    report, path = pytester.path / "r.json", pytester.path / "floors.json"
+    path.write_text(json.dumps(floors))
+    if judge == "prose":
+        args = ["--eval-judge=mock", "--eval-judge-model=mock-judge+fault=prose"]
+    else:
+        body = b"<html><body>502 Bad Gateway</body></html>" if judge == "html" else b"upstream busy"
+        url = plain_endpoint("text/html" if judge == "html" else "text/plain", body)
+        args = [f"--eval-judge-url={url}", "--eval-judge-model=m"]
+    result = run(f"--eval-dataset={cites}", *args, f"--eval-floors={path}", f"--eval-report={report}")
+    result.assert_outcomes(failed=1)  # judged (its wrong-speaker paragraph), not an error
+    assert [p["verdict"] for p in records(report)] == ["unparseable"] * 5
+    assert read(report)["metrics"]["unparseableRate"] == 1.0
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([line, "gate: FAIL"])
+    assert "Traceback" not in result.stdout.str() and "AttributeError" not in result.stdout.str()
+
+
 def test_judge_down_and_scorer_down_are_counted_and_fail_the_floors(run, pytester, cites):
     report, floors = pytester.path / "r.json", pytester.path / "floors.json"
     floors.write_text(json.dumps({"wrongSpeakerRate": 0.5, "coverageScoreMean": 0.1}))
