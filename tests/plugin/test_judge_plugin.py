@@ -177,6 +177,31 @@ def test_a_judge_whose_replies_never_parse_fails_any_judge_bound(run, pytester, 
     assert "Traceback" not in result.stdout.str() and "AttributeError" not in result.stdout.str()
 
 
+RED = "\x1b[31m"
+
+
+def test_judge_errors_and_unparseable_counts_print_in_red_when_non_zero(run, pytester, cites):
+    floors = pytester.path / "floors.json"
+    floors.write_text(json.dumps({"judgeErrors": 10, "unparseableRate": 1.0, "scorerErrors": 10}))
+    # Before, these figures were INFO lines only (or, under a loose bound, PASS lines).
+    prose = run(f"--eval-dataset={cites}", "--eval-judge=mock", "--eval-judge-model=mock-judge+fault=prose",
+                f"--eval-floors={floors}", "--color=yes")  # fmt: skip
+    lines = prose.stdout.lines
+    (unparseable,) = [line for line in lines if "paragraph(s) unparseable" in line]
+    assert unparseable.startswith(RED) and "judge: 5 of 5 paragraph(s) unparseable (unparseableRate 1.0000)" in unparseable
+    assert not [line for line in lines if "left unjudged (" in line]
+    down = run(f"--eval-dataset={cites}", "--eval-judge=mock", "--eval-judge-model=mock-judge+fault=500",
+               "--eval-scorer-url=mock", "--eval-scorer-model=mock-score+fault=500", f"--eval-floors={floors}",
+               "--color=yes")  # fmt: skip
+    (unjudged,) = [line for line in down.stdout.lines if "left unjudged (judgeErrors)" in line]
+    assert unjudged.startswith(RED) and "judge: 5 of 5 paragraph(s) left unjudged (judgeErrors)" in unjudged
+    (unscored,) = [line for line in down.stdout.lines if "got no score (scorerErrors)" in line]
+    assert unscored.startswith(RED) and "coverage scorer: 5 paragraph(s)" in unscored
+    # A judge that answered every paragraph prints no such line.
+    fine = run(f"--eval-dataset={cites}", "--eval-judge=mock", f"--eval-floors={floors}", "--color=yes")
+    assert not [line for line in fine.stdout.lines if "unparseable (" in line or "left unjudged (" in line]
+
+
 def test_judge_down_and_scorer_down_are_counted_and_fail_the_floors(run, pytester, cites):
     report, floors = pytester.path / "r.json", pytester.path / "floors.json"
     floors.write_text(json.dumps({"wrongSpeakerRate": 0.5, "coverageScoreMean": 0.1}))
