@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -52,3 +52,45 @@ def main_job(tmp_path_factory: pytest.TempPathFactory) -> dict:
     ]  # fmt: skip
     result = subprocess.run(command, cwd=out, capture_output=True, text=True, timeout=300)
     return {"result": result, "report": report, "html": html}
+
+
+@pytest.fixture
+def plain_endpoint() -> Iterator[Callable[[str, bytes], str]]:
+    """``serve(content_type, body) -> base URL``: a loopback server answering every request HTTP 200 with ``body``.
+
+    Stands in for a judge behind a proxy that answers an HTML page or plain text with
+    status 200. The URL ends in ``/v1`` (an OpenAI-style base URL); requests are counted
+    in ``serve.requests``. Each server binds port 0 on 127.0.0.1 and is shut down after the test.
+    """
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    servers: list[ThreadingHTTPServer] = []
+
+    def serve(content_type: str, body: bytes) -> str:
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                serve.requests += 1
+                self.send_response(200)
+                self.send_header("content-type", content_type)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = _answer
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        servers.append(server)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+    serve.requests = 0
+    yield serve
+    for server in servers:
+        server.shutdown()
+        server.server_close()

@@ -53,8 +53,12 @@ _COUNTS = frozenset(spec.wire for spec in metric_specs() if spec.type_ == "count
 _SILENT = {spec.wire: spec.silent for spec in metric_specs() if spec.silent is not None}
 """Metrics whose None, with their items run, FAILs a bound (``MetricSpec.silent``)."""
 
-_ARMED = {spec.wire: spec.armed_by for spec in metric_specs() if spec.armed_by}
-"""Counts given a ceiling of 0 by a bound on another metric (``MetricSpec.armed_by``): judge floors arm ``judgeErrors``."""
+_ARMED = {spec.wire: (spec.armed_by, spec.armed_bound) for spec in metric_specs() if spec.armed_by}
+"""Metrics given a bound by a bound on another metric (``MetricSpec.armed_by``, ``armed_bound``): a judge
+bound arms ``judgeErrors <= 0`` and ``unparseableRate <= 0.05``."""
+
+_USELESS = {spec.wire: (spec.useless_at, spec.useless_reason) for spec in metric_specs() if spec.useless_at is not None}
+"""Ceiling rates that FAIL at one value even with no bound set (``MetricSpec.useless_at``): ``unparseableRate`` 1.0."""
 
 _NOT_MEASURED = "no items measured this metric (n/a)"
 
@@ -439,6 +443,13 @@ def _silent_check(metric: str, bound: float, op: Op, reason: str) -> GateCheck:
     return GateCheck(metric=metric, value=None, bound=bound, op=op, outcome="FAIL", reason=reason)
 
 
+def _useless_check(metric: str, value: float, op: Op, reason: str) -> GateCheck:
+    """A FAIL with no bound: the metric's value says the run measured nothing (``MetricSpec.useless_at``)."""
+    return GateCheck(
+        metric=metric, value=value, bound=None, op=op, outcome="FAIL", reason=f"{format_value(metric, value)}: {reason}"
+    )
+
+
 def evaluate_gate(
     metrics: Metrics,
     *,
@@ -455,9 +466,11 @@ def evaluate_gate(
         floors: The complete bounds (as returned by ``parse_floors``/``load_floors``);
             None means ``DEFAULT_FLOORS``. A metric absent (or None) here has no
             bound, except ``errors``, which is always checked (ceiling 0 unless set),
-            and a count armed by another metric's bound (``MetricSpec.armed_by``:
-            ``judgeErrors`` and ``scorerErrors``, ceiling 0 once a judge or coverage
-            bound is set and the count was measured).
+            and a metric armed by another metric's bound (``MetricSpec.armed_by``:
+            ``judgeErrors`` and ``scorerErrors``, ceiling 0, and ``unparseableRate``,
+            ceiling 0.05, once a judge or coverage bound is set and the metric was
+            measured). ``unparseableRate`` at 1.0 with no bound of its own FAILs
+            whatever the floors say (``MetricSpec.useless_at``).
         baseline: A previous report to compare retrieval recall with, or what a run
             recorded of its baseline (``summarize_baseline``: ``groundeval gate``
             re-applies a saved run's baseline from that record), if any.
@@ -488,11 +501,17 @@ def evaluate_gate(
         if metric == "errors" and bound is None:
             bound = 0
         if bound is None and values[metric] is not None and metric in _ARMED:
-            # A judge floor is only as good as the judge's answers: unjudged paragraphs fail it.
-            arming = [name for name in _ARMED[metric] if bounds.get(name) is not None]
+            # A judge bound is only as good as the judge's answers: unjudged and unparseable paragraphs fail it.
+            armed_by, armed_bound = _ARMED[metric]
+            arming = [name for name in armed_by if bounds.get(name) is not None]
             if arming:
-                bound, note = 0, f" (armed by the {', '.join(arming)} bound{'s' if len(arming) > 1 else ''})"
-        if bound is not None:
+                bound = armed_bound
+                note = f" (armed by the {', '.join(arming)} bound{'s' if len(arming) > 1 else ''})"
+        useless = _USELESS.get(metric)
+        if bound is None and useless is not None and values[metric] is not None and values[metric] >= useless[0]:
+            # Every paragraph unparseable: the judge measured nothing, bound or no bound.
+            checks.append(_useless_check(metric, values[metric], direction.op, useless[1]))
+        elif bound is not None:
             silent = _SILENT[metric](metrics) if values[metric] is None and metric in _SILENT else None
             if silent is not None:
                 checks.append(_silent_check(metric, float(bound), direction.op, silent))

@@ -9,7 +9,15 @@ from .metrics import METRIC_DIRECTIONS, format_table, format_value
 from .report import Report
 from .text import shorten
 
-__all__ = ["DETAIL_CHARS", "citation_lines", "format_check", "format_report", "format_value", "unbounded_lines"]
+__all__ = [
+    "DETAIL_CHARS",
+    "citation_lines",
+    "format_check",
+    "format_report",
+    "format_value",
+    "judge_problem_lines",
+    "unbounded_lines",
+]
 
 DETAIL_CHARS = 200
 """Characters of an item's detail or error shown on its one line of ``format_report``."""
@@ -62,6 +70,33 @@ def citation_lines(metrics: Any, judge_model: str | None = None) -> list[str]:
     ]
     if metrics.judge_confusion:
         lines.append(f"judge vs human labels (expected→judge): {format_table(metrics.judge_confusion)}")
+    return lines
+
+
+def judge_problem_lines(metrics: Any) -> list[str]:
+    """The summary's lines for paragraphs the judge or the coverage scorer did not answer (docs/citation.md).
+
+    One line each for non-zero ``judgeErrors`` (unjudged paragraphs), unparseable verdicts and
+    ``scorerErrors``, whatever the gate bounds; the terminal prints them in the failure colour.
+    Empty when every paragraph sent got an answer. Example::
+
+        judge: 5 of 5 paragraph(s) left unjudged (judgeErrors): down, rate-limited or timed out
+    """
+    verdicts = metrics.verdict_distribution or {}
+    asked = sum(verdicts.values())
+    lines = []
+    if metrics.judge_errors:
+        lines.append(
+            f"judge: {metrics.judge_errors} of {asked} paragraph(s) left unjudged (judgeErrors): "
+            "down, rate-limited or timed out"
+        )
+    if verdicts.get("unparseable"):
+        lines.append(
+            f"judge: {verdicts['unparseable']} of {asked} paragraph(s) unparseable (unparseableRate "
+            f"{format_value('unparseableRate', metrics.unparseable_rate)}): no reply could be read as a verdict"
+        )
+    if metrics.scorer_errors:
+        lines.append(f"coverage scorer: {metrics.scorer_errors} paragraph(s) got no score (scorerErrors)")
     return lines
 
 

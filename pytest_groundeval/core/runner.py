@@ -139,7 +139,8 @@ class ItemRunner:
         self.stop_reason: str | None = None
         """Set once the target is gone or broken for good (its process died, it refused
         ``UNAVAILABLE_STREAK`` calls in a row, or ``ERROR_STREAK`` items in a row could
-        not be run); the plugin then stops the session."""
+        not be run), or the citation judge or coverage scorer gave up (``note_judging``);
+        the plugin then stops the session."""
         self._unavailable_streak = 0
         self._error_streak = 0
 
@@ -278,6 +279,25 @@ class ItemRunner:
             self._unavailable_streak = self._error_streak = 0
         elif error.cause is not None:
             self._note_failure(error.cause, error.death)
+
+    def note_judging(self, outcome: ItemOutcome) -> None:
+        """Stop the session when ``outcome`` lost paragraphs to a judge or scorer that gave up (docs/citation.md).
+
+        Called for every item that ran, in the order results are reported. A citation judge
+        (or coverage scorer) that left ``GIVE_UP_AFTER`` paragraphs in a row unanswered
+        counts as gone, as a target that refuses calls does: the first reported item with
+        unjudged (or unscored) paragraphs after that sets ``stop_reason`` to the client's
+        ``gave_up`` (its URL, model and last error). That item keeps its outcome, its
+        paragraphs counted in ``judgeErrors`` / ``scorerErrors``; the plugin stops the
+        session there, so the items left are ``notRun`` errors and the run is interrupted.
+        """
+        if self.stop_reason is not None:
+            return
+        for client, key in ((self.judge, "citationJudgeErrors"), (self.scorer, "citationScorerErrors")):
+            reason = getattr(client, "gave_up", None)
+            if reason and outcome.extra.get(key):
+                self.stop_reason = reason
+                return
 
     def _note_failure(self, exc: TargetError, death: str | None) -> None:
         """Decide whether the target is gone, or broken, for good (``stop_reason``)."""

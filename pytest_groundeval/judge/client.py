@@ -8,7 +8,8 @@ official ``openai`` SDK (``AsyncOpenAI``). Per paragraph it
    (``response_format`` ``json_schema``) until the endpoint rejects it with a 400,
    then without;
 3. parses the reply strictly (:func:`.parse.parse_verdict`); prose, an unknown
-   verdict or an empty rationale is asked again, at most ``parse_retries`` times,
+   verdict, an empty rationale, or an HTTP 200 whose body is not a chat completion
+   at all (an HTML page, plain text: :func:`.parse.reply_content`) is asked again, at most ``parse_retries`` times,
    then recorded as ``unparseable``;
 4. retries a 429 (waiting its ``Retry-After``, capped), a 5xx, a timeout or a
    connection failure at most ``max_retries`` times; after that the paragraph is
@@ -19,7 +20,8 @@ At most ``concurrency`` requests are in flight at once (an ``asyncio.Semaphore``
 After ``give_up_after`` paragraphs in a row are left unjudged, the judge counts as
 gone: the paragraphs after them are not sent and are left unjudged at once, saying
 so (still counted as ``judgeErrors``), so a judge that is down costs a run seconds,
-not its retries times every paragraph.
+not its retries times every paragraph. :attr:`JudgeClient.gave_up` then says why, and
+the plugin stops the session on it as on a dead target (``core.runner.ItemRunner.note_judging``).
 
 The API key goes to the SDK client and nowhere else: it is not an attribute of
 :class:`JudgeClient`, not in its ``repr``, not in the cache and not in any error
@@ -36,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .cache import JudgeCache, cache_key
-from .parse import UnparseableReply, parse_verdict
+from .parse import UnparseableReply, parse_verdict, reply_content
 from .prompt import JUDGE_SCHEMA, JUDGE_SCHEMA_NAME, PROMPT_VERSION, judge_messages
 
 __all__ = ["JudgeClient", "JudgeResult", "UNPARSEABLE", "retry_after_seconds"]
@@ -176,6 +178,9 @@ class JudgeClient:
         self._unjudged_streak = 0
         self.gone: str | None = None
         """Why no more paragraphs are sent (the judge failed ``give_up_after`` in a row), or None."""
+        self.gave_up: str | None = None
+        """Once ``gone``: what stops the session (docs/citation.md), naming the judge's URL, model and
+        the last error; None while the judge answers."""
         # The SDK's own retries are off: this client bounds and explains them.
         self._client = openai.AsyncOpenAI(
             base_url=base_url,
@@ -226,6 +231,10 @@ class JudgeClient:
                     result.error = self._scrub(str(exc))
                     self._note_unjudged(result.error)
                     return result
+                except UnparseableReply as exc:  # an HTTP 200 whose body is no chat completion
+                    self._unjudged_streak = 0
+                    result.parse_failures.append(self._scrub(str(exc)))
+                    continue
                 self._unjudged_streak = 0
                 try:
                     verdict, rationale = parse_verdict(content)
@@ -247,13 +256,23 @@ class JudgeClient:
                 f"not sent: the judge left {self._unjudged_streak} paragraphs in a row unjudged, "
                 f"so it counts as gone; the last: {error}"
             )
+            self.gave_up = (
+                f"the citation judge (model {self.model!r} at {self.base_url}) gave up: "
+                f"{self._unjudged_streak} paragraphs in a row left unjudged; the last: {error}"
+            )
 
     async def judge_many(self, payloads: Sequence[Mapping[str, Any]]) -> list[JudgeResult]:
         """Judge several paragraphs concurrently (bounded by ``concurrency``); results in input order."""
         return list(await asyncio.gather(*(self.judge(p) for p in payloads)))
 
     async def _complete(self, messages: list[dict[str, str]], result: JudgeResult) -> str | None:
-        """One reply's content, with the bounded transport retries; raises ``_Unavailable``."""
+        """One reply's content, with the bounded transport retries.
+
+        Raises:
+            _Unavailable: No reply after the retries (or a 4xx).
+            UnparseableReply: An HTTP 200 whose body is not a chat completion (HTML, plain
+                text, JSON of another shape): a reply that cannot be parsed, asked again as prose is.
+        """
         openai = self._openai
         last = "no attempt made"
         for attempt in range(1 + self.max_retries):
@@ -289,11 +308,12 @@ class JudgeClient:
                 last = f"no answer within {self.timeout:g} s"
             except openai.APIConnectionError as exc:
                 last = f"unreachable ({type(exc.__cause__ or exc).__name__})"
-            except openai.APIError as exc:  # e.g. a body that is not JSON
+            except openai.APIError as exc:
                 last = f"unreadable response ({type(exc).__name__})"
+            except ValueError as exc:  # a JSON content type whose body does not decode
+                raise UnparseableReply(f"the HTTP 200 body is not JSON ({exc})") from None
             else:
-                choices = completion.choices or []
-                return choices[0].message.content if choices else None
+                return reply_content(completion)
             if attempt < self.max_retries:
                 delay = self.backoff * (2**attempt) if wait is None else wait
                 await asyncio.sleep(min(delay, self.max_retry_after))

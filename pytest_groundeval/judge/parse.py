@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from .prompt import VERDICTS
 
-__all__ = ["UnparseableReply", "parse_verdict", "unwrap_fence"]
+__all__ = ["UnparseableReply", "reply_content", "parse_verdict", "unwrap_fence"]
 
 _FENCE_RE = re.compile(r"^```[A-Za-z0-9_-]*[ \t]*\n(.*)\n[ \t]*```$", re.DOTALL)
 
@@ -28,6 +29,39 @@ def unwrap_fence(text: str) -> str:
     stripped = text.strip()
     match = _FENCE_RE.match(stripped)
     return match.group(1).strip() if match else stripped
+
+
+def reply_content(completion: Any) -> str | None:
+    """The message content of a chat completion as the ``openai`` SDK returned it.
+
+    A judge endpoint may answer HTTP 200 with something that is not a chat completion:
+    an HTML error page or plain text (the SDK then returns the body as a ``str``), or
+    JSON of another shape. That is a reply that cannot be parsed, like prose, never
+    an exception that turns the item into an error (docs/citation.md, "Parsing").
+
+    Args:
+        completion: What ``chat.completions.create`` returned.
+
+    Returns:
+        The first choice's content; None when the completion has no choices or no content
+        (``parse_verdict`` then says the reply is empty).
+
+    Raises:
+        UnparseableReply: The body is text, not JSON, or JSON without a readable first choice.
+    """
+    if isinstance(completion, (str, bytes)):
+        text = completion.decode("utf-8", "replace") if isinstance(completion, bytes) else completion
+        raise UnparseableReply(f"the HTTP 200 body is not a chat completion but text: {_quote(text)}")
+    choices = getattr(completion, "choices", None)
+    if not choices:
+        return None
+    try:
+        content = choices[0].message.content
+    except (AttributeError, IndexError, KeyError, TypeError):
+        raise UnparseableReply("the HTTP 200 body is JSON but not a chat completion (no choices[0].message)") from None
+    if content is not None and not isinstance(content, str):
+        raise UnparseableReply(f"the reply's content is {type(content).__name__}, not text")
+    return content
 
 
 def parse_verdict(text: str | None) -> tuple[str, str]:

@@ -9,7 +9,8 @@ score is the sigmoid of the returned logit, in [0, 1]. A scorer that cannot be
 reached or answers something unreadable gives ``score`` None and an ``error``
 (counted as ``scorerErrors``), never a guess. After ``give_up_after`` paragraphs
 in a row got no score the scorer counts as gone and later paragraphs are not sent
-(still counted, with an error saying so).
+(still counted, with an error saying so); :attr:`CoverageScorer.gave_up` then says why,
+and the plugin stops the session on it as on a dead target.
 
 Response shapes read: ``{"data": [{"score": x}]}`` (vLLM ``/score``), a bare list
 ``[{"index": 0, "score": x}]`` (text-embeddings-inference style), and
@@ -144,6 +145,9 @@ class CoverageScorer:
         self._error_streak = 0
         self.gone: str | None = None
         """Why no more paragraphs are sent (``give_up_after`` failures in a row), or None."""
+        self.gave_up: str | None = None
+        """Once ``gone``: what stops the session (docs/citation.md), naming the scorer's URL, model and
+        the last error; None while the scorer answers."""
 
     def __repr__(self) -> str:
         return f"CoverageScorer(url={self.url!r}, model={self.model!r}, cap={self.cap})"
@@ -193,6 +197,10 @@ class CoverageScorer:
                     self.gone = (
                         f"not sent: the scorer gave no score for {self._error_streak} paragraphs in a row, "
                         f"so it counts as gone; the last: {exc}"
+                    )
+                    self.gave_up = (
+                        f"the coverage scorer ({f'model {self.model!r} ' if self.model else ''}at {self.url}) gave up: "
+                        f"{self._error_streak} paragraphs in a row got no score; the last: {exc}"
                     )
                 return ScoreResult(None, truncated=truncated, error=str(exc))
         self._error_streak = 0

@@ -115,11 +115,13 @@ class EvalItem(pytest.Function):
             error = exc
         if self.uses_target:
             runner.note(error)
+        if error is None:
+            runner.note_judging(self.outcome)
+        if runner.stop_reason and not self.session.shouldfail:
+            # The target, judge or scorer is gone: this item says why; the rest would only repeat it.
+            self.session.shouldfail = f"groundeval: {runner.stop_reason}"
         if error is not None:
             record_outcome(self, error.outcome)
-            if runner.stop_reason and not self.session.shouldfail:
-                # The target is gone: this item's error says why; the rest would only repeat it.
-                self.session.shouldfail = f"groundeval: {runner.stop_reason}"
             # pytest.fail in setup makes an error report whose text is just this message
             # (raised outside the except block, so no exception chain is printed).
             pytest.fail(f"{self.eval_item.kind} item {self.eval_item.id} could not be run: {error}", pytrace=False)

@@ -951,10 +951,12 @@ class GateSession:
             tr.write_line(format_check(check), red=check.outcome == "FAIL", green=check.outcome == "PASS")
         for line in unbounded_lines(run.metrics, run.gate):
             tr.write_line(line)
-        from ..core.render import citation_lines
+        from ..core.render import citation_lines, judge_problem_lines
 
         for line in citation_lines(run.metrics, self.settings.judge_model):
             tr.write_line(line)
+        for line in judge_problem_lines(run.metrics):
+            tr.write_line(line, red=True)
         if run.not_run:
             tr.write_line(
                 f"note: {_plural(run.not_run, 'item')} of {items} never ran; "

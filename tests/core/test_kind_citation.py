@@ -690,3 +690,33 @@ def test_a_judge_floor_arms_judge_errors_and_no_judge_fails_it():
     plain = compute_metrics([JUDGED[0].model_copy(update={"extra": {"citationParagraphsJudged": 1}})])
     silent = check(plain, {"citationSupportedRate": 0.5}, "citationSupportedRate")
     assert silent.outcome == "FAIL" and "no judge was asked" in silent.reason
+
+
+def test_a_judge_bound_arms_an_unparseable_ceiling_and_all_unparseable_fails_without_one():
+    from pytest_groundeval.core.gate import evaluate_gate, parse_floors
+
+    def check(metrics, floors, name="unparseableRate"):
+        result = evaluate_gate(metrics, floors=parse_floors(floors), dataset_version="v", models={})
+        return next((c for c in result.checks if c.metric == name), None), result.passed
+
+    metrics = compute_metrics(JUDGED)  # unparseableRate 1/8 > 0.05
+    armed, passed = check(metrics, {"wrongSpeakerRate": 0.5, "judgeErrors": 1})
+    assert (armed.outcome, armed.bound, armed.op) == ("FAIL", 0.05, "<=") and not passed
+    assert "0.1250 > 0.0500 (armed by the wrongSpeakerRate bound)" in armed.reason
+    # Overridable like the judgeErrors ceiling; no judge bound, no unparseable check.
+    overridden, passed = check(metrics, {"wrongSpeakerRate": 0.5, "judgeErrors": 1, "unparseableRate": 0.2})
+    assert (overridden.outcome, overridden.bound, passed) == ("PASS", 0.2, True) and "armed" not in overridden.reason
+    assert check(metrics, {})[0] is None
+
+    # Every paragraph unparseable: the judge measured nothing; FAIL with or without a judge bound.
+    prose = compute_metrics([judged_outcome("p", ["unparseable"] * 3, [None] * 3)])
+    useless, passed = check(prose, {"judgeErrors": 0})
+    assert (useless.outcome, useless.value, useless.bound, passed) == ("FAIL", 1.0, None, False)
+    assert useless.reason == (
+        "1.0000: every paragraph sent to the judge came back unparseable: the judge measured nothing (docs/citation.md)"
+    )
+    armed, passed = check(prose, {"wrongSpeakerRate": 0.5})
+    assert (armed.outcome, armed.bound, passed) == ("FAIL", 0.05, False)
+    # Only an explicit ceiling of 1 lets such a run through.
+    assert check(prose, {"unparseableRate": 1.0})[0].outcome == "PASS"
+    assert check(compute_metrics([JUDGED[1]]), {})[0] is None  # 1 of 3 unparseable, no bound: not gated

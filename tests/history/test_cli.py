@@ -232,3 +232,19 @@ def test_report_history_file_is_a_deprecated_spelling_of_trends(store: HistorySt
     assert "groundeval report: --history FILE (a JSON list of runs) is deprecated; use --trends FILE" in (
         capsys.readouterr().err
     )
+
+
+
+def test_rejudge_against_an_html_200_counts_unparseable_without_a_traceback(
+    store: HistoryStore, history_url: str, plain_endpoint, capsys
+) -> None:
+    # A judge URL behind a proxy that answers its error page with status 200 (docs/citation.md, "Parsing").
+    run_id = _run(store, [_data.citation("c1", [_data.paragraph(0), _data.paragraph(1)])], label="main",
+                  started_ms=1_700_000_000_000)  # fmt: skip
+    url = plain_endpoint("text/html", b"<html><body><h1>Sign in to continue</h1></body></html>")
+    code = rejudge_main([run_id, "--all", "--judge-url", url, "--judge-model", "judge-x", "--history", history_url])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err and "AttributeError" not in out + err
+    assert plain_endpoint.requests == 2 * 3  # two paragraphs, each asked once and retried twice as a bad reply
+    # Every paragraph unparseable: the attempt is kept incomplete and nothing current is replaced.
+    assert code == 1 and f"run {run_id}" in out

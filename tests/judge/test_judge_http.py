@@ -106,6 +106,35 @@ def test_prose_for_every_paragraph_cannot_pass_a_supported_floor(mock):
     assert not metrics.citation_supported_rate(records) >= 0.01
 
 
+HTML_PAGE = b"<!doctype html><html><body><h1>502 Bad Gateway</h1><p>upstream judge offline</p></body></html>"
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "reason"),
+    [
+        ("text/html; charset=utf-8", HTML_PAGE, "not a chat completion but text: '<!doctype html>"),
+        ("text/plain", b"Service temporarily unavailable, try later", "not a chat completion but text: 'Service"),
+        ("application/json", b"<html>not json</html>", "the HTTP 200 body is not JSON"),
+        ("application/json", b'{"status": "ok"}', "the reply is empty"),
+    ],
+    ids=["html", "plain-text", "json-type-html-body", "json-not-a-completion"],
+)  # fmt: skip
+def test_a_200_that_is_no_chat_completion_is_unparseable_not_an_exception(plain_endpoint, content_type, body, reason):
+    url = plain_endpoint(content_type, body)
+
+    async def run():
+        async with JudgeClient(url, "judge", parse_retries=1) as judge:
+            return await judge.judge_many([SUPPORTED, PARTIAL]), judge.gone
+
+    results, gone = asyncio.run(run())
+    assert [r.verdict for r in results] == [UNPARSEABLE, UNPARSEABLE] and gone is None
+    assert all(r.error is None and r.attempts == 2 and len(r.parse_failures) == 2 for r in results)
+    assert all(reason in f for r in results for f in r.parse_failures) and reason in results[0].rationale
+    assert plain_endpoint.requests == 4  # asked again, as prose is, never more
+    records = [{"deterministicPass": True, **r.to_record()} for r in results]
+    assert metrics.unparseable_rate(records) == 1.0 and metrics.judge_errors(records) == 0
+
+
 def test_judge_down_is_unjudged_with_an_error():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -144,6 +144,64 @@ def test_a_judge_answering_prose_is_unparseable_everywhere_and_cannot_pass_a_flo
     result.stdout.fnmatch_lines(["citationSupportedRate*0.0000 >= 0.1000*FAIL*", "gate: FAIL"])
 
 
+@pytest.mark.parametrize(
+    ("judge", "floors", "line"),
+    [
+        ("prose", {"wrongSpeakerRate": 0.5}, "unparseableRate*1.0000 <= 0.0500*FAIL*1.0000 > 0.0500 (armed by the "
+                                             "wrongSpeakerRate bound)"),
+        ("prose", {"judgeErrors": 0}, "unparseableRate*1.0000 <= n/a*FAIL*1.0000: every paragraph sent to the judge "
+                                      "came back unparseable*"),
+        ("html", {"wrongSpeakerRate": 0.5}, "unparseableRate*1.0000 <= 0.0500*FAIL*"),
+        ("plain", {"judgeErrors": 0}, "unparseableRate*1.0000 <= n/a*FAIL*every paragraph*unparseable*"),
+    ],
+    ids=["prose-wrongSpeakerRate", "prose-judgeErrors", "html-wrongSpeakerRate", "plain-text-judgeErrors"],
+)  # fmt: skip
+def test_a_judge_whose_replies_never_parse_fails_any_judge_bound(run, pytester, cites, plain_endpoint, judge, floors,
+                                                                 line):  # fmt: skip
+    # Before: wrongSpeakerRate 0 passed its ceiling and judgeErrors 0 its own, so the run exited 0;
+    # a 200 with an HTML or plain-text body turned the item into an AttributeError instead.
+    report, path = pytester.path / "r.json", pytester.path / "floors.json"
+    path.write_text(json.dumps(floors))
+    if judge == "prose":
+        args = ["--eval-judge=mock", "--eval-judge-model=mock-judge+fault=prose"]
+    else:
+        body = b"<html><body>502 Bad Gateway</body></html>" if judge == "html" else b"upstream busy"
+        url = plain_endpoint("text/html" if judge == "html" else "text/plain", body)
+        args = [f"--eval-judge-url={url}", "--eval-judge-model=m"]
+    result = run(f"--eval-dataset={cites}", *args, f"--eval-floors={path}", f"--eval-report={report}")
+    result.assert_outcomes(failed=1)  # judged (its wrong-speaker paragraph), not an error
+    assert [p["verdict"] for p in records(report)] == ["unparseable"] * 5
+    assert read(report)["metrics"]["unparseableRate"] == 1.0
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([line, "gate: FAIL"])
+    assert "Traceback" not in result.stdout.str() and "AttributeError" not in result.stdout.str()
+
+
+RED = "\x1b[31m"
+
+
+def test_judge_errors_and_unparseable_counts_print_in_red_when_non_zero(run, pytester, cites):
+    floors = pytester.path / "floors.json"
+    floors.write_text(json.dumps({"judgeErrors": 10, "unparseableRate": 1.0, "scorerErrors": 10}))
+    # Before, these figures were INFO lines only (or, under a loose bound, PASS lines).
+    prose = run(f"--eval-dataset={cites}", "--eval-judge=mock", "--eval-judge-model=mock-judge+fault=prose",
+                f"--eval-floors={floors}", "--color=yes")  # fmt: skip
+    lines = prose.stdout.lines
+    (unparseable,) = [line for line in lines if "paragraph(s) unparseable" in line]
+    assert unparseable.startswith(RED) and "judge: 5 of 5 paragraph(s) unparseable (unparseableRate 1.0000)" in unparseable
+    assert not [line for line in lines if "left unjudged (" in line]
+    down = run(f"--eval-dataset={cites}", "--eval-judge=mock", "--eval-judge-model=mock-judge+fault=500",
+               "--eval-scorer-url=mock", "--eval-scorer-model=mock-score+fault=500", f"--eval-floors={floors}",
+               "--color=yes")  # fmt: skip
+    (unjudged,) = [line for line in down.stdout.lines if "left unjudged (judgeErrors)" in line]
+    assert unjudged.startswith(RED) and "judge: 5 of 5 paragraph(s) left unjudged (judgeErrors)" in unjudged
+    (unscored,) = [line for line in down.stdout.lines if "got no score (scorerErrors)" in line]
+    assert unscored.startswith(RED) and "coverage scorer: 5 paragraph(s)" in unscored
+    # A judge that answered every paragraph prints no such line.
+    fine = run(f"--eval-dataset={cites}", "--eval-judge=mock", f"--eval-floors={floors}", "--color=yes")
+    assert not [line for line in fine.stdout.lines if "unparseable (" in line or "left unjudged (" in line]
+
+
 def test_judge_down_and_scorer_down_are_counted_and_fail_the_floors(run, pytester, cites):
     report, floors = pytester.path / "r.json", pytester.path / "floors.json"
     floors.write_text(json.dumps({"wrongSpeakerRate": 0.5, "coverageScoreMean": 0.1}))
@@ -166,6 +224,58 @@ def test_judge_down_and_scorer_down_are_counted_and_fail_the_floors(run, pyteste
         "scorerErrors*5 <= 0*FAIL*5 > 0 (armed by the coverageScoreMean bound)",
         "gate: FAIL",
     ])  # fmt: skip
+
+
+def copies(cites: Path, n: int) -> None:
+    """Make the dataset's one recorded item ``n`` items (``cit-0`` …), the same answer each."""
+    manifest = read(cites / "manifest.json")
+    (item,) = manifest["items"]
+    manifest["items"] = [dict(item, id=f"cit-{i}") for i in range(n)]
+    (cites / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_judge_that_gave_up_stops_the_session_like_a_dead_target(run, pytester, cites, workers):
+    # No judge bound at all: before, an unreachable judge left every paragraph unjudged and exited 0.
+    copies(cites, 6)
+    report, port = pytester.path / "r.json", closed_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    result = run(f"--eval-dataset={cites}", f"--eval-judge-url={url}", "--eval-judge-model=judge-m",
+                 f"--eval-report={report}", "-n", workers)  # fmt: skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    # One error naming the URL, the model and the cause.
+    stop = f"groundeval: the citation judge (model 'judge-m' at {url}) gave up: 3 paragraphs in a row left unjudged; "
+    result.stdout.fnmatch_lines([f"*{stop}the last: judge at {url}: unreachable (*), after 3 attempt(s)*"])
+    data = read(report)
+    assert data["interrupted"] is True
+    judged = [item for item in data["items"] if not item.get("notRun")]
+    # Every item reported was judged (its paragraphs counted in judgeErrors); the rest never ran.
+    assert judged and all(item["extra"]["citationJudgeErrors"] == 5 for item in judged)
+    assert data["metrics"]["judgeErrors"] == 5 * len(judged) and data["metrics"]["errors"] == 6 - len(judged)
+    if workers == "0":
+        assert len(judged) == 1  # the first item's five paragraphs already made the judge give up
+        result.stdout.fnmatch_lines(["notRun*5 <= 0*FAIL*", "run*FAIL*interrupted after 1 items*", "gate: FAIL"])
+
+
+def test_a_scorer_that_gave_up_stops_the_session_too(run, pytester, cites):
+    copies(cites, 3)
+    port = closed_port()
+    result = run(f"--eval-dataset={cites}", f"--eval-scorer-url=http://127.0.0.1:{port}", "--eval-scorer-model=s-m")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "notRun*2 <= 0*FAIL*",
+        f"*groundeval: the coverage scorer (model 's-m' at http://127.0.0.1:{port}) gave up: "
+        "3 paragraphs in a row got no score; the last: scorer at *unreachable*",
+    ])  # fmt: skip
+
+
+def test_a_judge_that_answers_keeps_the_session_running(run, pytester, cites):
+    copies(cites, 3)
+    floors = pytester.path / "floors.json"
+    floors.write_text(json.dumps({"citationSupportedRate": 0.1}))
+    result = run(f"--eval-dataset={cites}", "--eval-judge=mock", f"--eval-floors={floors}")
+    result.assert_outcomes(failed=3)  # the wrong-speaker paragraph of each copy; the gate decides
+    assert result.ret == pytest.ExitCode.OK and "gave up" not in result.stdout.str()
 
 
 def test_the_cache_makes_an_unchanged_rerun_ask_nothing_and_the_key_is_never_written(run, pytester, cites, mock):

@@ -139,9 +139,14 @@ class MetricSpec:
             it (a target that asserts nothing must not pass), or None.
         nullable: For a count: None (n/a) rather than 0 when nothing was measured
             (e.g. ``judgeErrors`` without a judge).
-        armed_by: Wire names of metrics whose bound, when set, arms a ceiling of 0 on this
-            count unless the floors give it one of its own (a judge floor arms
-            ``judgeErrors <= 0``: docs/gate.md).
+        armed_by: Wire names of metrics whose bound, when set, arms ``armed_bound`` on this
+            metric unless the floors give it one of its own (a judge bound arms
+            ``judgeErrors <= 0`` and ``unparseableRate <= 0.05``: docs/gate.md).
+        armed_bound: The bound ``armed_by`` arms (0 for a count of errors).
+        useless_at: For a ceiling rate: the value at which the run measured nothing (every
+            paragraph sent to the judge came back unparseable: ``unparseableRate`` 1.0); the
+            gate FAILs it even with no bound set, saying ``useless_reason``. None: no such value.
+        useless_reason: Why ``useless_at`` FAILs, for the gate's reason.
         minimum: The lowest value a ``"rate"`` metric can take (0; -1 for a kappa). A
             report holding a value outside ``value_range`` is refused (docs/gate.md).
     """
@@ -154,6 +159,9 @@ class MetricSpec:
     silent: Callable[[Any], str | None] | None = None
     nullable: bool = False
     armed_by: tuple[str, ...] = ()
+    armed_bound: float = 0
+    useless_at: float | None = None
+    useless_reason: str = ""
     minimum: float = 0.0
 
     @property

@@ -858,7 +858,11 @@ def _scorer_asked(metrics: Any) -> str | None:
 
 
 JUDGE_BOUNDS = ("citationSupportedRate", "wrongSpeakerRate", "unparseableRate", "judgeAgreement", "judgeKappa")
-"""Metrics measured by a judge: a bound on any of them arms ``judgeErrors <= 0`` (docs/gate.md)."""
+"""Metrics measured by a judge: a bound on any of them arms ``judgeErrors <= 0`` and
+``unparseableRate <= UNPARSEABLE_CEILING`` (docs/gate.md)."""
+
+UNPARSEABLE_CEILING = 0.05
+"""The ``unparseableRate`` ceiling a judge bound arms unless the floors give one (docs/gate.md)."""
 
 CITATION_EXTRA_KEYS = (
     "citationParagraphsJudged",
@@ -936,6 +940,11 @@ class CitationKind(Kind):
             "Paragraphs whose judge replies could not be parsed / paragraphs sent to the judge.",
             direction=CEILING_RATE,
             silent=_judge_asked,
+            armed_by=JUDGE_BOUNDS,
+            armed_bound=UNPARSEABLE_CEILING,
+            useless_at=1.0,
+            useless_reason="every paragraph sent to the judge came back unparseable: the judge measured nothing "
+            "(docs/citation.md)",
         ),
         MetricSpec(
             "judge_errors",
