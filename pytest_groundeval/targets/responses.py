@@ -69,10 +69,12 @@ class Claim(_Shape):
 
 
 class Usage(_Shape):
-    """Token usage of a generate call; either count may be absent or null."""
+    """Token usage of a generate call; either count may be absent or null, never negative."""
 
-    prompt_tokens: StrictInt | None = Field(default=None, alias="promptTokens")
-    completion_tokens: StrictInt | None = Field(default=None, alias="completionTokens")
+    prompt_tokens: Annotated[StrictInt, Field(ge=0)] | None = Field(default=None, alias="promptTokens")
+    """Prompt tokens of the call (an integer >= 0): a negative count would pass a ``tokensPerQuery`` ceiling."""
+    completion_tokens: Annotated[StrictInt, Field(ge=0)] | None = Field(default=None, alias="completionTokens")
+    """Completion tokens of the call (an integer >= 0)."""
 
 
 class ToolCall(_Shape):

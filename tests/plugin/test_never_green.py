@@ -330,3 +330,80 @@ def test_a_sigterm_after_the_run_loop_lets_the_session_finish(pytester, smoke):
         assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # a second one ends the process
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+# -- issue 19: inputs that must be refused ----------------------------------------------------------
+
+
+def _scripted_module():
+    """tests/targets/servers/scripted.py (a stdlib HTTP server whose replies the test sets), loaded by path."""
+    import importlib.util
+
+    if "groundeval_scripted_server" not in sys.modules:
+        path = Path(__file__).parents[1] / "targets" / "servers" / "scripted.py"
+        spec = importlib.util.spec_from_file_location("groundeval_scripted_server", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["groundeval_scripted_server"] = module  # dataclasses look their module up
+        spec.loader.exec_module(module)
+    return sys.modules["groundeval_scripted_server"]
+
+
+@pytest.fixture
+def scripted_target():
+    """A target written in the test: ``/readyz`` and ingest answer, ``/v1/generate`` says what the test sets."""
+    scripted = _scripted_module()
+    server = scripted.serve()
+    server.routes["/readyz"] = scripted.Reply(body=b'{"status": "ready"}')
+    server.routes["/v1/info"] = scripted.Reply(status=404, body=b"{}")
+    server.routes["/v1/documents"] = scripted.Reply(body=b'{"documentId": "a.txt", "txStart": 1}')
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _one_qa_dataset(root: Path, expected: str = "Alpha ships in May.") -> Path:
+    """A dataset of one qa item over one text document, ``Alpha ships in May.``."""
+    import xxhash
+
+    (root / "corpus").mkdir(parents=True)
+    text = b"Alpha ships in May.\n"
+    (root / "corpus" / "a.txt").write_bytes(text)
+    manifest = {
+        "version": "v1",
+        "corpus": [{"name": "a.txt", "label": "A", "file": "a.txt", "format": "text"}],
+        "corpusHashes": {"a.txt": xxhash.xxh3_64_hexdigest(text)},
+        "items": [{"id": "qa-alpha", "kind": "qa", "question": "When does Alpha ship?", "find": "A",
+                   "expectedEvidence": [expected], "truths": ["Alpha ships in May."]}],
+    }  # fmt: skip
+    (root / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return root
+
+
+def _alpha_answer(**extra: object) -> bytes:
+    """A correct generate response for ``_one_qa_dataset``'s item, with ``extra`` fields."""
+    return json.dumps({
+        "answer": "Alpha ships in May [S1].",
+        "evidence": [{"marker": "S1", "document": "a.txt", "start": 0, "end": 19}],
+        "claims": [{"text": "Alpha ships in May", "start": 0, "end": 18, "markers": ["S1"], "verdict": "supported"}],
+        **extra,
+    }).encode()  # fmt: skip
+
+
+@pytest.mark.parametrize("usage", [{"promptTokens": -5000, "completionTokens": 10}, {"completionTokens": -1}])
+def test_negative_token_counts_are_a_malformed_response(run, pytester, scripted_target, usage):
+    # A negative count would pull tokensPerQuery under any ceiling: the response is refused instead.
+    scripted = _scripted_module()
+    dataset = _one_qa_dataset(pytester.path / "ds")
+    (pytester.path / "floors.json").write_text('{"tokensPerQuery": 100}')
+    args = (f"--eval-dataset={dataset}", f"--eval-url={scripted_target.url}", "--eval-api-key=k",
+            "--eval-floors=floors.json", f"--eval-report={pytester.path / 'r.json'}")  # fmt: skip
+    scripted_target.routes["/v1/generate"] = scripted.Reply(body=_alpha_answer(usage={"promptTokens": 50}))
+    assert run(*args).ret == 0  # the same answer with an honest count passes
+    scripted_target.routes["/v1/generate"] = scripted.Reply(body=_alpha_answer(usage=usage))
+    result = run(*args)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*generate returned a malformed response: field 'usage.*Tokens' must be an integer >= 0, got -*"])
+    item = json.loads((pytester.path / "r.json").read_text())["items"][0]
+    assert item["error"] and item["promptTokens"] is None
