@@ -407,3 +407,15 @@ def test_negative_token_counts_are_a_malformed_response(run, pytester, scripted_
     result.stdout.fnmatch_lines(["*generate returned a malformed response: field 'usage.*Tokens' must be an integer >= 0, got -*"])
     item = json.loads((pytester.path / "r.json").read_text())["items"][0]
     assert item["error"] and item["promptTokens"] is None
+
+
+def test_expected_evidence_missing_from_the_corpus_blames_the_dataset_not_the_target(run, pytester, scripted_target):
+    # Before: the item ran and failed "1 of 1 expected evidence strings not retrieved" (exit 1).
+    scripted = _scripted_module()
+    scripted_target.routes["/v1/generate"] = scripted.Reply(body=_alpha_answer())
+    dataset = _one_qa_dataset(pytester.path / "ds", expected="Alpha ships in June.")
+    result = run(f"--eval-dataset={dataset}", f"--eval-url={scripted_target.url}", "--eval-api-key=k")
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # a collection error, as every broken manifest
+    assert ("manifest.json: item 'qa-alpha', field items[0].expectedEvidence[0]: the expected evidence "
+            "string 'Alpha ships in June.' does not occur in the canonical text") in result.stdout.str()
+    assert not [r for r in scripted_target.requests if r[1] == "/v1/generate"]
