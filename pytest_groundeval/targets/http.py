@@ -16,11 +16,14 @@ import asyncio
 import json
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import aiohttp
 import httpx
 
+from ..core.secrets import Scrubber
 from ..core.text import shorten
 from .bodies import ACCEPT_ENCODING, BodyError, BodyReader, decode_text, describe_size
 from .deadline import DeadlineTransport, deadline
@@ -157,6 +160,8 @@ class HttpTarget:
             as decompressed (``--eval-max-response-bytes``, default 16 MiB).
 
     Redirects are never followed: a 3xx is a ``TargetError`` naming its ``Location``.
+    The API key is masked in every ``TargetError`` it raises (``core.secrets``): a target
+    may quote the request's ``Authorization`` header in an error body.
     """
 
     checks_responses = True
@@ -175,6 +180,7 @@ class HttpTarget:
         self.timeout_s = timeout_s
         self.max_response_bytes = max_response_bytes
         self._headers = {"Authorization": f"Bearer {api_key}", "Accept-Encoding": ACCEPT_ENCODING}
+        self._scrubber = Scrubber([api_key])
         self._client = httpx.Client(
             base_url=self.base_url,
             headers=self._headers,
@@ -195,6 +201,17 @@ class HttpTarget:
         self.close()
 
     # -- transport
+
+    @contextmanager
+    def _masked(self) -> Iterator[None]:
+        """Mask the API key in the message and body excerpt of a ``TargetError`` raised inside."""
+        try:
+            yield
+        except TargetError as exc:
+            if self._scrubber:
+                exc.args = (self._scrubber.text(str(exc)),)
+                exc.body_excerpt = self._scrubber.text(exc.body_excerpt)
+            raise
 
     def _send(
         self, method: str, path: str, body: dict | None = None, *, timeout: float | None = None, read: bool = True
@@ -269,9 +286,14 @@ class HttpTarget:
 
     def _call(self, name: str, body: dict | None) -> dict:
         method, path = _ROUTES[name]
-        return self._decode(f"{method} {path}", self._send(method, path, body), CALLS[name])
+        with self._masked():
+            return self._decode(f"{method} {path}", self._send(method, path, body), CALLS[name])
 
     async def _acall(self, name: str, body: dict | None) -> dict:
+        with self._masked():
+            return await self._acall_unmasked(name, body)
+
+    async def _acall_unmasked(self, name: str, body: dict | None) -> dict:
         method, path = _ROUTES[name]
         call = f"{method} {path}"
         url = f"{self.base_url}{path}"
@@ -324,10 +346,11 @@ class HttpTarget:
         Raises:
             TargetError: any other non-2xx status or a malformed body.
         """
-        sent = self._send("GET", "/v1/info")
-        if sent[0] == 404:
-            return None
-        return self._decode("GET /v1/info", sent, CALLS["info"])
+        with self._masked():
+            sent = self._send("GET", "/v1/info")
+            if sent[0] == 404:
+                return None
+            return self._decode("GET /v1/info", sent, CALLS["info"])
 
     def ingest(self, document: dict) -> dict:
         """``POST /v1/documents`` (see ``Target.ingest``).
@@ -435,7 +458,8 @@ class HttpTarget:
             TargetUnavailable: the target cannot be reached.
             TargetError: no response within ``timeout_s``.
         """
-        return self._send("GET", "/readyz", timeout=timeout_s, read=False)[0]
+        with self._masked():
+            return self._send("GET", "/readyz", timeout=timeout_s, read=False)[0]
 
     def wait_ready(
         self,

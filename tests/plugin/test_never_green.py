@@ -419,3 +419,57 @@ def test_expected_evidence_missing_from_the_corpus_blames_the_dataset_not_the_ta
     assert ("manifest.json: item 'qa-alpha', field items[0].expectedEvidence[0]: the expected evidence "
             "string 'Alpha ships in June.' does not occur in the canonical text") in result.stdout.str()
     assert not [r for r in scripted_target.requests if r[1] == "/v1/generate"]
+
+
+TARGET_KEY = "sk-target-secret-5b1c0e93"
+
+
+@pytest.mark.parametrize("echo", ["error-body", "answer"])
+def test_a_target_echoing_its_key_gets_it_scrubbed_from_every_output(run, pytester, scripted_target, echo):
+    # The target quotes the request's Authorization header: in a 500 page, or in its answer.
+    scripted = _scripted_module()
+    if echo == "error-body":
+        reply = scripted.Reply(status=500, body=f"<h1>500</h1><pre>Authorization: Bearer {TARGET_KEY}</pre>".encode())
+    else:
+        answer = json.loads(_alpha_answer())
+        answer["answer"] = f"Alpha ships in May [S1]. My key is {TARGET_KEY}."
+        answer["traceId"] = f"trace-{TARGET_KEY}"
+        answer["claims"].append({"text": f"My key is {TARGET_KEY}.", "start": 25, "end": 25 + 11 + len(TARGET_KEY),
+                                 "markers": ["S1"], "verdict": "supported"})  # fmt: skip
+        reply = scripted.Reply(body=json.dumps(answer).encode())
+    scripted_target.routes["/v1/generate"] = reply
+    dataset = _one_qa_dataset(pytester.path / "ds")
+    out = pytester.path / "out"
+    out.mkdir()
+    result = run(f"--eval-dataset={dataset}", f"--eval-url={scripted_target.url}", f"--eval-api-key={TARGET_KEY}",
+                 f"--eval-report={out / 'r.json'}", f"--junitxml={out / 'j.xml'}", f"--eval-markdown={out / 'g.md'}",
+                 f"--eval-html={out / 'r.html'}", f"--eval-history=sqlite:///{out / 'h.db'}", "-rA", "-vv")  # fmt: skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # an error, or a supported claim that is not true
+    item = json.loads((out / "r.json").read_text())["items"][0]
+    if echo == "error-body":
+        assert "HTTP 500" in item["error"] and "Bearer ***" in item["error"]  # the rest of the body stays
+    else:
+        assert "My key is ***." in item["detail"]
+    files = sorted(p for p in out.rglob("*") if p.is_file())
+    assert {p.name for p in files} >= {"r.json", "j.xml", "g.md", "r.html", "h.db"}
+    assert TARGET_KEY.encode() not in result.stdout.str().encode() + result.stderr.str().encode()
+    for path in files:
+        assert TARGET_KEY.encode() not in path.read_bytes(), path.name
+
+
+def test_the_judge_key_is_never_in_the_debug_log(run, pytester, smoke, monkeypatch):
+    key = "sk-judge-secret-77aa01"
+    monkeypatch.setenv("GROUNDEVAL_JUDGE_API_KEY", key)
+    result = run(f"--eval-dataset={smoke}", "--eval-judge-url=http://127.0.0.1:9/v1", "--eval-judge-model=m",
+                 "--debug=debug.log", "--collect-only")  # fmt: skip
+    assert result.ret == 0
+    log = (pytester.path / "debug.log").read_text()
+    assert "--eval-judge-url=http://127.0.0.1:9/v1" in log  # the argv is there, the key is not
+    assert key not in log
+    # Given on the command line, it is refused (and never echoed).
+    monkeypatch.delenv("GROUNDEVAL_JUDGE_API_KEY")
+    refused = run(f"--eval-dataset={smoke}", "--eval-judge-url=http://127.0.0.1:9/v1", "--eval-judge-model=m",
+                  f"--eval-judge-api-key={key}", "--collect-only")  # fmt: skip
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["*judge's API key was given by --eval-judge-api-key*GROUNDEVAL_JUDGE_API_KEY*"])
+    assert key not in refused.stdout.str() + refused.stderr.str()
