@@ -28,7 +28,8 @@ from ..core.text import shorten
 from .bodies import ACCEPT_ENCODING, BodyError, BodyReader, decode_text, describe_size
 from .deadline import DeadlineTransport, deadline
 from .protocol import DEFAULT_MAX_RESPONSE_BYTES, TargetError, TargetUnavailable, call_headers, describe_exit
-from .responses import CALLS, MAX_JSON_DEPTH, plain_json_text
+from .decode import NotAnObject, decode_response
+from .responses import MAX_JSON_DEPTH
 
 __all__ = ["BODY_EXCERPT_CHARS", "HttpTarget", "URL_CONNECT_TIMEOUT_S", "connect_url"]
 
@@ -64,13 +65,14 @@ def _fail(call: str, url: str, status: int | None, what: str, data: bytes | str 
 
 
 def _decode_body(
-    call: str, url: str, status: int, data: bytes, content_type: str | None, check: Any, location: str | None = None
+    call: str, url: str, status: int, data: bytes, content_type: str | None, name: str, location: str | None = None
 ) -> dict:
-    """Return the JSON object of a 2xx response after ``check``; raise ``TargetError`` otherwise.
+    """Return the JSON object of a 2xx response to target method ``name``, checked; raise ``TargetError`` otherwise.
 
     ``data`` is the whole body, content coding undone (``bodies.BodyReader``); it is
-    decoded strictly in its declared charset (default UTF-8). Shared by the sync
-    (httpx) and async (aiohttp) paths, so both fail with the same words.
+    decoded strictly in its declared charset (default UTF-8), then parsed and checked
+    by ``decode.decode_response``, which stops at the first value of the wrong shape.
+    Shared by the sync (httpx) and async (aiohttp) paths, so both fail with the same words.
     """
     if 300 <= status < 400:
         target = f" to {location!r}" if location else ""
@@ -88,18 +90,15 @@ def _decode_body(
     except BodyError as exc:
         raise _fail(call, url, status, str(exc), data) from None
     try:
-        body = json.loads(text)
+        return decode_response(name, text)
     except RecursionError:
         raise _fail(call, url, status, f"returned JSON nested too deep to parse (the limit is {MAX_JSON_DEPTH} levels)", text) from None
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise _fail(call, url, status, f"returned a body that is not valid JSON ({exc})", text) from None
-    if not isinstance(body, dict):
-        raise _fail(call, url, status, f"returned JSON that is not an object (a {type(body).__name__})", text)
-    try:
-        check(body, plain=plain_json_text(text))
+    except NotAnObject as exc:
+        raise _fail(call, url, status, f"returned JSON that is not an object ({exc})", text) from None
     except ValueError as exc:
         raise _fail(call, url, status, f"returned a malformed response: {exc}", text) from None
-    return body
 
 
 class _Exchange:
@@ -276,18 +275,18 @@ class HttpTarget:
             raise exchange.body_error(exc) from None
         return response.status_code, response.headers, data
 
-    def _decode(self, call: str, sent: tuple[int, httpx.Headers, bytes], check: Any) -> dict:
-        """Return the JSON object body of a 2xx response after ``check``; raise ``TargetError`` otherwise."""
+    def _decode(self, call: str, sent: tuple[int, httpx.Headers, bytes], name: str) -> dict:
+        """Return the JSON object body of a 2xx response to method ``name``, checked; raise ``TargetError`` otherwise."""
         status, headers, data = sent
         path = call.split(" ", 1)[1]
         return _decode_body(
-            call, f"{self.base_url}{path}", status, data, headers.get("content-type"), check, headers.get("location")
+            call, f"{self.base_url}{path}", status, data, headers.get("content-type"), name, headers.get("location")
         )
 
     def _call(self, name: str, body: dict | None) -> dict:
         method, path = _ROUTES[name]
         with self._masked():
-            return self._decode(f"{method} {path}", self._send(method, path, body), CALLS[name])
+            return self._decode(f"{method} {path}", self._send(method, path, body), name)
 
     async def _acall(self, name: str, body: dict | None) -> dict:
         with self._masked():
@@ -334,9 +333,7 @@ class HttpTarget:
             ) from exc
         except BodyError as exc:
             raise exchange.body_error(exc) from None
-        return _decode_body(
-            call, url, exchange.status, data, headers.get("Content-Type"), CALLS[name], headers.get("Location")
-        )
+        return _decode_body(call, url, exchange.status, data, headers.get("Content-Type"), name, headers.get("Location"))
 
     # -- Target protocol: each call once in _ROUTES, sync (httpx) and async (aiohttp)
 
@@ -350,7 +347,7 @@ class HttpTarget:
             sent = self._send("GET", "/v1/info")
             if sent[0] == 404:
                 return None
-            return self._decode("GET /v1/info", sent, CALLS["info"])
+            return self._decode("GET /v1/info", sent, "info")
 
     def ingest(self, document: dict) -> dict:
         """``POST /v1/documents`` (see ``Target.ingest``).
