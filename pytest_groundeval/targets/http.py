@@ -5,7 +5,9 @@ keep-alive ``httpx.Client`` and their async twins (``aingest``, ``agenerate``,
 …, used for concurrent dispatch) through one aiohttp session per event loop.
 Both read a body through ``targets.bodies`` (size limit, bounded decompression),
 decode it with ``_decode_body`` and check it with the one model check of
-``targets.responses``, so both fail with the same words. Each call has one
+``targets.responses`` (``targets.decode``, which stops at the first value of the
+wrong shape), so both fail with the same words. The API key is masked in every
+error message (``core.secrets``). Each call has one
 overall deadline, ``timeout_s`` from sending to the last body byte; redirects
 are never followed (docs/target-contract.md, "Limits").
 """
