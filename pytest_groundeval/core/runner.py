@@ -34,6 +34,7 @@ from .evidence import describe_review, review_answer
 from .kinds import kind_of
 from .kinds.base import JudgeError
 from .outcome import ItemOutcome
+from .secrets import Scrubber
 from .text import listed, shorten  # noqa: F401  (listed: re-exported)
 
 if TYPE_CHECKING:
@@ -103,6 +104,8 @@ class ItemRunner:
             Size it to the concurrency, or calls queue behind each other.
         call_run_id: ``(dataset) -> run id`` sent as ``X-Groundeval-Run-Id`` with the calls of
             that dataset's items (``protocol.call_ids``; docs/target-contract.md); default ``run_id``.
+        scrub: the keys to mask (``core.secrets``) in every outcome and stop message this
+            runner produces: a target may echo its key into an error body or an answer.
     """
 
     def __init__(
@@ -114,8 +117,10 @@ class ItemRunner:
         diagnose: Callable[[TargetError], str | None] | None = None,
         executor: Executor | None = None,
         call_run_id: Callable[[Dataset], str] | None = None,
+        scrub: Scrubber | None = None,
     ) -> None:
         self.target = target
+        self.scrub = scrub if scrub is not None else Scrubber()
         self.run_id = run_id or uuid.uuid4().hex
         self._call_run_id = call_run_id
         self._mock_tokens = mock_tokens
@@ -233,9 +238,9 @@ class ItemRunner:
         """
         kind = _offline_kind(item)
         try:
-            return kind.run_offline(item, dataset)
+            return self._scrubbed(kind.run_offline(item, dataset))
         except Exception as exc:
-            raise _offline_error(item, exc) from exc
+            raise self._scrubbed_error(_offline_error(item, exc)) from exc
 
     async def run_offline_async(self, item: Any, dataset: Dataset) -> ItemOutcome:
         """``run_offline`` on the running event loop, with this runner's judge and scorer (docs/citation.md).
@@ -250,9 +255,9 @@ class ItemRunner:
         """
         kind = _offline_kind(item)
         try:
-            return await kind.run_offline_async(self, item, dataset)
+            return self._scrubbed(await kind.run_offline_async(self, item, dataset))
         except Exception as exc:
-            raise _offline_error(item, exc) from exc
+            raise self._scrubbed_error(_offline_error(item, exc)) from exc
 
     @staticmethod
     def needs_target(item: Any) -> bool:
@@ -265,7 +270,32 @@ class ItemRunner:
         Raises:
             ItemError: the item could not be run; carries an errored outcome.
         """
-        return await self._run_target_item(item, dataset)
+        try:
+            return self._scrubbed(await self._run_target_item(item, dataset))
+        except ItemError as exc:
+            raise self._scrubbed_error(exc) from exc.__cause__
+
+    def _scrubbed(self, outcome: ItemOutcome) -> ItemOutcome:
+        """``outcome`` with the keys masked in its texts (error, detail, trace id, ``extra``)."""
+        if not self.scrub:
+            return outcome
+        update: dict[str, Any] = {}
+        for name in ("error", "detail", "trace_id"):
+            value = getattr(outcome, name)
+            if isinstance(value, str) and self.scrub.text(value) is not value:
+                update[name] = self.scrub.text(value)
+        extra = self.scrub.value(outcome.extra)
+        if extra is not outcome.extra:
+            update["extra"] = extra
+        return outcome.model_copy(update=update) if update else outcome
+
+    def _scrubbed_error(self, error: ItemError) -> ItemError:
+        if self.scrub:
+            error.outcome = self._scrubbed(error.outcome)
+            error.args = (error.outcome.error,)
+            if error.death is not None:
+                error.death = self.scrub.text(error.death)
+        return error
 
     def note(self, error: ItemError | None) -> None:
         """Account for one target item's result, in the order its results are reported.
@@ -302,14 +332,15 @@ class ItemRunner:
     def _note_failure(self, exc: TargetError, death: str | None) -> None:
         """Decide whether the target is gone, or broken, for good (``stop_reason``)."""
         self._error_streak += 1
+        said = self.scrub.text(str(exc))
         if death is not None:
-            self.stop_reason = death.splitlines()[0]
+            self.stop_reason = self.scrub.text(death.splitlines()[0])
         elif isinstance(exc, TargetUnavailable):
             self._unavailable_streak += 1
             if self._unavailable_streak >= UNAVAILABLE_STREAK:
-                self.stop_reason = f"the target has refused {self._unavailable_streak} calls in a row: {exc}"
+                self.stop_reason = f"the target has refused {self._unavailable_streak} calls in a row: {said}"
         if self.stop_reason is None and self._error_streak >= ERROR_STREAK:
-            self.stop_reason = f"{self._error_streak} items in a row could not be run; the last: {exc}"
+            self.stop_reason = f"{self._error_streak} items in a row could not be run; the last: {said}"
 
     async def _run_target_item(self, item: Any, dataset: Dataset) -> ItemOutcome:
         kind = kind_of(item)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 COVERAGE_THRESHOLD = 0.6
 """Minimum share of a claim's distinct tokens a truth must contain (docs/scoring.md)."""
@@ -305,3 +305,52 @@ def evidence_found(expected: str, spans: Sequence[str]) -> bool:
     if not needle:
         raise ValueError(f"expected evidence string {expected!r} is empty after normalisation")
     return any(needle in normalize_text(span) for span in spans)
+
+
+class EvidenceSearch:
+    """Whether an expected evidence string occurs in a corpus's canonical text, as ``evidence_found`` compares.
+
+    The loader asks it for every ``expectedEvidence`` string (docs/dataset.md): a
+    string no span of the corpus could contain is a dataset error, not the
+    target's failure. Texts are compared as ``evidence_found`` compares them
+    (``normalize_text``), so a string a retrieved span could match is never
+    refused. A span cut between a base letter and its combining mark normalises
+    differently from the whole text, so a string not found in the normalised
+    text is looked for once more in canonical decomposition (NFD) before it is
+    refused. Each document is normalised once, on first use.
+
+    Args:
+        texts: Corpus entry name -> canonical text.
+    """
+
+    def __init__(self, texts: Mapping[str, str]) -> None:
+        self._texts = texts
+        self._normal: dict[str, str] = {}
+        self._decomposed: dict[str, str] = {}
+
+    def _normalised(self, name: str) -> str:
+        if name not in self._normal:
+            self._normal[name] = normalize_text(self._texts[name])
+        return self._normal[name]
+
+    def _nfd(self, name: str) -> str:
+        if name not in self._decomposed:
+            self._decomposed[name] = unicodedata.normalize("NFD", self._normalised(name))
+        return self._decomposed[name]
+
+    def occurs(self, expected: str, document: str | None = None) -> bool:
+        """Whether ``expected`` could be found in a span of ``document`` (None: of any document).
+
+        Args:
+            expected: One expected evidence string.
+            document: A corpus entry name, or None for every document.
+
+        Raises:
+            KeyError: ``document`` is not a corpus entry name.
+        """
+        names = list(self._texts) if document is None else [document]
+        needle = normalize_text(expected)
+        if any(needle in self._normalised(name) for name in names):
+            return True
+        decomposed = unicodedata.normalize("NFD", needle)
+        return any(decomposed in self._nfd(name) for name in names)

@@ -25,7 +25,7 @@ the plugin stops the session on it as on a dead target (``core.runner.ItemRunner
 
 The API key goes to the SDK client and nowhere else: it is not an attribute of
 :class:`JudgeClient`, not in its ``repr``, not in the cache and not in any error
-text (which is scrubbed of it in case a server echoes it).
+text or rationale (which are scrubbed of it, ``core.secrets``, in case a server echoes it).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.secrets import Scrubber
 from .cache import JudgeCache, cache_key
 from .parse import UnparseableReply, parse_verdict, reply_content
 from .prompt import JUDGE_SCHEMA, JUDGE_SCHEMA_NAME, PROMPT_VERSION, judge_messages
@@ -241,6 +242,8 @@ class JudgeClient:
                 except UnparseableReply as exc:
                     result.parse_failures.append(self._scrub(str(exc)))
                     continue
+                # A judge may quote its own key back: it never reaches the report, history or cache.
+                rationale = self._scrub(rationale)
                 result.verdict, result.rationale = verdict, rationale
                 if self.cache is not None:
                     self.cache.put(key, verdict, rationale, model=self.model)
@@ -321,7 +324,7 @@ class JudgeClient:
 
     def _scrub(self, text: str) -> str:
         key = self._client.api_key
-        return text.replace(key, "***") if key and key != NO_KEY and len(key) >= 4 else text
+        return Scrubber([key if key != NO_KEY else None]).text(text)
 
 
 def _message(exc: Any) -> str:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..core.secrets import Scrubber
 from .crash import WorkerJournal
 from .record import mock_key, position_key, session_key, settings_key, spawned_key
 from .xdist import queued_indices, worker_id
@@ -99,7 +100,8 @@ def groundeval_target(request: pytest.FixtureRequest) -> Iterator[Any]:
     try:
         spawned.start()
     except (targets.TargetError, ValueError) as exc:  # ValueError: a placeholder with no value
-        problem = f"the target failed to start: {exc}"
+        # The log tail may quote the fresh key the child was given.
+        problem = f"the target failed to start: {Scrubber([spawned.api_key]).text(str(exc))}"
     if problem is not None:
         stop_session(request, problem)
     request.session.stash[spawned_key] = spawned
@@ -109,13 +111,22 @@ def groundeval_target(request: pytest.FixtureRequest) -> Iterator[Any]:
         spawned.stop()
 
 
+def session_scrubber(request: pytest.FixtureRequest) -> Scrubber:
+    """The keys of this session to mask in what it writes (``core.secrets``): the target's
+    (``--eval-api-key``, or the spawned target's fresh key) and the judge's."""
+    settings: Settings = request.config.stash[settings_key]
+    spawned = request.session.stash.get(spawned_key, None)
+    return Scrubber([settings.api_key, settings.judge_api_key, spawned.api_key if spawned is not None else None])
+
+
 def stop_session(request: pytest.FixtureRequest, message: str) -> None:
     """Fail the fixture with ``message`` alone (no traceback) and stop the session after it.
 
     The target is unusable (down, not starting, refusing our key): one clear error,
     not the same error once per item. Raised outside any ``except`` block so that no
-    exception chain is printed.
+    exception chain is printed. The session's keys are masked in ``message``.
     """
+    message = session_scrubber(request).text(message)
     request.session.shouldfail = f"groundeval: {message.splitlines()[0]}"
     pytest.fail(message, pytrace=False)
 
@@ -168,6 +179,7 @@ def groundeval_runner(request: pytest.FixtureRequest, groundeval_target: Any) ->
         mock_tokens=mock_tokens if mock is not None and settings.concurrency == 1 else None,
         # A call failed: when the spawned child has died, say how, with its log tail.
         diagnose=spawned.diagnose if spawned is not None else None,
+        scrub=session_scrubber(request),
     )
     runner.drilldown = shows_items(request.config, settings)
     problem = None
@@ -351,7 +363,7 @@ def groundeval_offline_runner(request: pytest.FixtureRequest) -> Iterator[Any]:
     from .dispatch import ItemDispatcher
 
     settings = request.config.stash[settings_key]
-    runner = ItemRunner(None)
+    runner = ItemRunner(None, scrub=session_scrubber(request))
     runner.models = {
         "generate": settings.model_generate or "unknown",
         "embed": settings.model_embed or "unknown",

@@ -46,7 +46,7 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("judge", "mock: the session's mock provider judges citation paragraphs (docs/citation.md)", "str"),
     ("judge-url", "OpenAI-compatible base URL of a citation judge, e.g. https://host/v1", "str"),
     ("judge-model", "Model of the citation judge (with --eval-judge=mock: mock-judge)", "str"),
-    ("judge-api-key", "API key of the --eval-judge-url endpoint; never printed or stored", "str"),
+    ("judge-api-key", "Refused: the judge's key is read only from env GROUNDEVAL_JUDGE_API_KEY (docs/options.md)", "str"),
     ("judge-cache", "Directory of the on-disk judge cache, e.g. .groundeval/judge-cache (default: no cache)", "path"),
     ("judge-concurrency", "Judge requests in flight at once per process (default 4)", "int"),
     ("scorer-url", "vLLM score API of the citation coverage scorer (server root, .../v1 or .../score), or mock", "str"),
@@ -431,6 +431,14 @@ def _history_url(value: str, source: str) -> str:
         raise pytest.UsageError(f"{source}: {exc}".replace(value, describe_url(value))) from None
 
 
+JUDGE_KEY_NOT_FROM_ENV = (
+    "the judge's API key was given by {source}: it is read only from the environment variable "
+    "GROUNDEVAL_JUDGE_API_KEY, so that it never appears in the command line (process lists, shell "
+    "history, pytest's --debug log) or in a committed ini file (docs/options.md, \"Keys\"); "
+    "set GROUNDEVAL_JUDGE_API_KEY and drop {source}"
+)
+
+
 def _judging(values: dict, sources: dict) -> dict:
     """The judge and scorer settings (docs/citation.md), checked.
 
@@ -438,8 +446,11 @@ def _judging(values: dict, sources: dict) -> dict:
         pytest.UsageError: ``--eval-judge`` is not ``mock``; it and ``--eval-judge-url`` are both
             given; a judge URL without a model; a judge or scorer URL that is not http(s) or
             carries credentials; a judge or scorer option given without a judge or scorer
-            (a run would silently judge nothing); a count that is not a whole number >= 1.
+            (a run would silently judge nothing); a count that is not a whole number >= 1;
+            a judge key given by the flag or an ini key (``JUDGE_KEY_NOT_FROM_ENV``).
     """
+    if values["judge-api-key"] is not None and not sources["judge-api-key"].startswith("env "):
+        raise pytest.UsageError(JUDGE_KEY_NOT_FROM_ENV.format(source=sources["judge-api-key"]))
     judge, url = values["judge"], values["judge-url"]
     if judge is not None and judge.strip().lower() != MOCK:
         raise pytest.UsageError(
@@ -473,7 +484,7 @@ def _judging(values: dict, sources: dict) -> dict:
     return dict(
         judge=MOCK if judge is not None else None,
         judge_url=(
-            _check_url(url, sources["judge-url"], "--eval-judge-api-key (or GROUNDEVAL_JUDGE_API_KEY)").rstrip("/")
+            _check_url(url, sources["judge-url"], "env GROUNDEVAL_JUDGE_API_KEY").rstrip("/")
             if url
             else None
         ),

@@ -172,7 +172,9 @@ class BodyReader:
         """The whole decoded body; raise ``BodyError`` if a compressed stream was cut short."""
         for inflater in self._inflaters:
             inflater.finish()
-        return b"".join(self._parts)
+        data = b"".join(self._parts)
+        self._parts = [data]  # the pieces are not kept beside the whole (a 16 MiB body is held once)
+        return data
 
     def head(self, n: int = 2048) -> bytes:
         """The first ``n`` decoded bytes read so far."""

@@ -5,7 +5,9 @@ keep-alive ``httpx.Client`` and their async twins (``aingest``, ``agenerate``,
 …, used for concurrent dispatch) through one aiohttp session per event loop.
 Both read a body through ``targets.bodies`` (size limit, bounded decompression),
 decode it with ``_decode_body`` and check it with the one model check of
-``targets.responses``, so both fail with the same words. Each call has one
+``targets.responses`` (``targets.decode``, which stops at the first value of the
+wrong shape), so both fail with the same words. The API key is masked in every
+error message (``core.secrets``). Each call has one
 overall deadline, ``timeout_s`` from sending to the last body byte; redirects
 are never followed (docs/target-contract.md, "Limits").
 """
@@ -16,16 +18,20 @@ import asyncio
 import json
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import aiohttp
 import httpx
 
+from ..core.secrets import Scrubber
 from ..core.text import shorten
 from .bodies import ACCEPT_ENCODING, BodyError, BodyReader, decode_text, describe_size
 from .deadline import DeadlineTransport, deadline
 from .protocol import DEFAULT_MAX_RESPONSE_BYTES, TargetError, TargetUnavailable, call_headers, describe_exit
-from .responses import CALLS, MAX_JSON_DEPTH, plain_json_text
+from .decode import NotAnObject, decode_response
+from .responses import MAX_JSON_DEPTH
 
 __all__ = ["BODY_EXCERPT_CHARS", "HttpTarget", "URL_CONNECT_TIMEOUT_S", "connect_url"]
 
@@ -61,13 +67,14 @@ def _fail(call: str, url: str, status: int | None, what: str, data: bytes | str 
 
 
 def _decode_body(
-    call: str, url: str, status: int, data: bytes, content_type: str | None, check: Any, location: str | None = None
+    call: str, url: str, status: int, data: bytes, content_type: str | None, name: str, location: str | None = None
 ) -> dict:
-    """Return the JSON object of a 2xx response after ``check``; raise ``TargetError`` otherwise.
+    """Return the JSON object of a 2xx response to target method ``name``, checked; raise ``TargetError`` otherwise.
 
     ``data`` is the whole body, content coding undone (``bodies.BodyReader``); it is
-    decoded strictly in its declared charset (default UTF-8). Shared by the sync
-    (httpx) and async (aiohttp) paths, so both fail with the same words.
+    decoded strictly in its declared charset (default UTF-8), then parsed and checked
+    by ``decode.decode_response``, which stops at the first value of the wrong shape.
+    Shared by the sync (httpx) and async (aiohttp) paths, so both fail with the same words.
     """
     if 300 <= status < 400:
         target = f" to {location!r}" if location else ""
@@ -85,18 +92,15 @@ def _decode_body(
     except BodyError as exc:
         raise _fail(call, url, status, str(exc), data) from None
     try:
-        body = json.loads(text)
+        return decode_response(name, text)
     except RecursionError:
         raise _fail(call, url, status, f"returned JSON nested too deep to parse (the limit is {MAX_JSON_DEPTH} levels)", text) from None
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise _fail(call, url, status, f"returned a body that is not valid JSON ({exc})", text) from None
-    if not isinstance(body, dict):
-        raise _fail(call, url, status, f"returned JSON that is not an object (a {type(body).__name__})", text)
-    try:
-        check(body, plain=plain_json_text(text))
+    except NotAnObject as exc:
+        raise _fail(call, url, status, f"returned JSON that is not an object ({exc})", text) from None
     except ValueError as exc:
         raise _fail(call, url, status, f"returned a malformed response: {exc}", text) from None
-    return body
 
 
 class _Exchange:
@@ -157,6 +161,8 @@ class HttpTarget:
             as decompressed (``--eval-max-response-bytes``, default 16 MiB).
 
     Redirects are never followed: a 3xx is a ``TargetError`` naming its ``Location``.
+    The API key is masked in every ``TargetError`` it raises (``core.secrets``): a target
+    may quote the request's ``Authorization`` header in an error body.
     """
 
     checks_responses = True
@@ -175,6 +181,7 @@ class HttpTarget:
         self.timeout_s = timeout_s
         self.max_response_bytes = max_response_bytes
         self._headers = {"Authorization": f"Bearer {api_key}", "Accept-Encoding": ACCEPT_ENCODING}
+        self._scrubber = Scrubber([api_key])
         self._client = httpx.Client(
             base_url=self.base_url,
             headers=self._headers,
@@ -195,6 +202,17 @@ class HttpTarget:
         self.close()
 
     # -- transport
+
+    @contextmanager
+    def _masked(self) -> Iterator[None]:
+        """Mask the API key in the message and body excerpt of a ``TargetError`` raised inside."""
+        try:
+            yield
+        except TargetError as exc:
+            if self._scrubber:
+                exc.args = (self._scrubber.text(str(exc)),)
+                exc.body_excerpt = self._scrubber.text(exc.body_excerpt)
+            raise
 
     def _send(
         self, method: str, path: str, body: dict | None = None, *, timeout: float | None = None, read: bool = True
@@ -259,19 +277,24 @@ class HttpTarget:
             raise exchange.body_error(exc) from None
         return response.status_code, response.headers, data
 
-    def _decode(self, call: str, sent: tuple[int, httpx.Headers, bytes], check: Any) -> dict:
-        """Return the JSON object body of a 2xx response after ``check``; raise ``TargetError`` otherwise."""
+    def _decode(self, call: str, sent: tuple[int, httpx.Headers, bytes], name: str) -> dict:
+        """Return the JSON object body of a 2xx response to method ``name``, checked; raise ``TargetError`` otherwise."""
         status, headers, data = sent
         path = call.split(" ", 1)[1]
         return _decode_body(
-            call, f"{self.base_url}{path}", status, data, headers.get("content-type"), check, headers.get("location")
+            call, f"{self.base_url}{path}", status, data, headers.get("content-type"), name, headers.get("location")
         )
 
     def _call(self, name: str, body: dict | None) -> dict:
         method, path = _ROUTES[name]
-        return self._decode(f"{method} {path}", self._send(method, path, body), CALLS[name])
+        with self._masked():
+            return self._decode(f"{method} {path}", self._send(method, path, body), name)
 
     async def _acall(self, name: str, body: dict | None) -> dict:
+        with self._masked():
+            return await self._acall_unmasked(name, body)
+
+    async def _acall_unmasked(self, name: str, body: dict | None) -> dict:
         method, path = _ROUTES[name]
         call = f"{method} {path}"
         url = f"{self.base_url}{path}"
@@ -312,9 +335,7 @@ class HttpTarget:
             ) from exc
         except BodyError as exc:
             raise exchange.body_error(exc) from None
-        return _decode_body(
-            call, url, exchange.status, data, headers.get("Content-Type"), CALLS[name], headers.get("Location")
-        )
+        return _decode_body(call, url, exchange.status, data, headers.get("Content-Type"), name, headers.get("Location"))
 
     # -- Target protocol: each call once in _ROUTES, sync (httpx) and async (aiohttp)
 
@@ -324,10 +345,11 @@ class HttpTarget:
         Raises:
             TargetError: any other non-2xx status or a malformed body.
         """
-        sent = self._send("GET", "/v1/info")
-        if sent[0] == 404:
-            return None
-        return self._decode("GET /v1/info", sent, CALLS["info"])
+        with self._masked():
+            sent = self._send("GET", "/v1/info")
+            if sent[0] == 404:
+                return None
+            return self._decode("GET /v1/info", sent, "info")
 
     def ingest(self, document: dict) -> dict:
         """``POST /v1/documents`` (see ``Target.ingest``).
@@ -435,7 +457,8 @@ class HttpTarget:
             TargetUnavailable: the target cannot be reached.
             TargetError: no response within ``timeout_s``.
         """
-        return self._send("GET", "/readyz", timeout=timeout_s, read=False)[0]
+        with self._masked():
+            return self._send("GET", "/readyz", timeout=timeout_s, read=False)[0]
 
     def wait_ready(
         self,

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 from ..core.contract import VERDICTS, strip_markers
 from ..core.text import shorten
 
-__all__ = ["CALLS", "MAX_JSON_DEPTH", "check_response", "check_generate_response", "check_tree"]
+__all__ = ["CALLS", "MAX_JSON_DEPTH", "MODELS", "check_response", "check_generate_response", "check_tree", "first_error"]
 
 MAX_JSON_DEPTH = 128
 """Deepest nesting of objects and lists a response may have (docs/target-contract.md, "Limits").
@@ -64,15 +64,17 @@ class Claim(_Shape):
     text: StrictStr
     start: StrictInt
     end: StrictInt
-    markers: list[StrictStr]
+    markers: list[StrictStr] = Field(fail_fast=True)
     verdict: Literal[VERDICTS]  # type: ignore[valid-type]
 
 
 class Usage(_Shape):
-    """Token usage of a generate call; either count may be absent or null."""
+    """Token usage of a generate call; either count may be absent or null, never negative."""
 
-    prompt_tokens: StrictInt | None = Field(default=None, alias="promptTokens")
-    completion_tokens: StrictInt | None = Field(default=None, alias="completionTokens")
+    prompt_tokens: Annotated[StrictInt, Field(ge=0)] | None = Field(default=None, alias="promptTokens")
+    """Prompt tokens of the call (an integer >= 0): a negative count would pass a ``tokensPerQuery`` ceiling."""
+    completion_tokens: Annotated[StrictInt, Field(ge=0)] | None = Field(default=None, alias="completionTokens")
+    """Completion tokens of the call (an integer >= 0)."""
 
 
 class ToolCall(_Shape):
@@ -82,7 +84,7 @@ class ToolCall(_Shape):
     """The tool's name, e.g. ``search`` or ``sql``."""
     calls: Annotated[StrictInt, Field(ge=0)] | None = None
     """How many times it was called (default 1)."""
-    hits: list[StrictStr | StrictInt] | None = None
+    hits: list[StrictStr | StrictInt] | None = Field(default=None, fail_fast=True)
     """Ids of what it returned (document, chunk or row ids), never the text."""
     hit_count: Annotated[StrictInt, Field(ge=0)] | None = Field(default=None, alias="hitCount")
     """How many hits it returned (default: the length of ``hits``)."""
@@ -92,11 +94,13 @@ class GenerateResponse(_Shape):
     """``POST /v1/generate``."""
 
     answer: StrictStr
-    evidence: list[EvidenceEntry]
-    claims: list[Claim]
+    # fail_fast: a list stops at its first bad element, so a response of a million bad
+    # elements costs one error, not a million (docs/target-contract.md, "Limits").
+    evidence: list[EvidenceEntry] = Field(fail_fast=True)
+    claims: list[Claim] = Field(fail_fast=True)
     trace_id: StrictStr | None = Field(default=None, alias="traceId")
     usage: Usage | None = None
-    tool_trace: list[ToolCall] | None = Field(default=None, alias="toolTrace")
+    tool_trace: list[ToolCall] | None = Field(default=None, alias="toolTrace", fail_fast=True)
     """Optional compact tool trace (docs/target-contract.md), stored in the run history."""
     iterations: Annotated[StrictInt, Field(ge=0)] | None = None
     """Optional count of the target's agent iterations (model round trips) for this answer."""
@@ -133,7 +137,7 @@ class RecordWritten(_Shape):
 class QueryResponse(_Shape):
     """``POST /v1/query``."""
 
-    records: list[dict[str, Any]]
+    records: list[dict[str, Any]] = Field(fail_fast=True)
 
 
 class CompareResponse(_Shape):
@@ -247,9 +251,15 @@ def _path(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def _first_error(exc: ValidationError) -> str:
+def field_path(loc: tuple[Any, ...]) -> str:
+    """A pydantic error location in the contract's words: ``('claims', 0, 'end')`` -> ``claims[0].end``."""
+    return _path(loc)
+
+
+def first_error(exc: ValidationError, prefix: tuple[Any, ...] = ()) -> str:
+    """The first error of ``exc`` in the contract's words, its location under ``prefix`` (where the value sits)."""
     error = exc.errors(include_url=False)[0]
-    loc = tuple(error["loc"])
+    loc = prefix + tuple(error["loc"])
     value = error.get("input")
     kind = error["type"]
     if kind == "missing":
@@ -288,7 +298,7 @@ def _validator(model: type[_Shape], then: Callable[[dict], None] | None = None) 
         try:
             model.model_validate(body)
         except ValidationError as exc:
-            raise ValueError(_first_error(exc)) from None
+            raise ValueError(first_error(exc)) from None
         if then is not None:
             then(body)
         return body
@@ -322,6 +332,16 @@ def _check_generate_coherence(body: dict) -> None:
 
 check_generate_response = _validator(GenerateResponse, _check_generate_coherence)
 """Check a generate response; raise ValueError naming the first bad field. Returns the body."""
+
+MODELS: dict[str, type[BaseModel]] = {
+    "info": InfoResponse,
+    "ingest": DocumentWritten,
+    "generate": GenerateResponse,
+    "records": RecordWritten,
+    "query": QueryResponse,
+    "compare": CompareResponse,
+}
+"""Target method name -> the model of its response."""
 
 CALLS: dict[str, Callable[[Any], dict]] = {
     "info": _validator(InfoResponse),

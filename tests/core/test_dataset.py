@@ -465,6 +465,53 @@ def test_hash_for_a_file_not_in_corpus(tmp_path: Path) -> None:
     assert error.json_path == 'corpusHashes["old.json"]'
 
 
+@pytest.mark.parametrize(
+    ("evidence", "json_path", "place"),
+    [
+        (["火曜日", "Thursday"], "items[0].expectedEvidence[1]", "any corpus document"),
+        ([{"document": "eval/log.txt", "text": "Göteborg"}], "items[0].expectedEvidence[0].text", "document 'eval/log.txt'"),
+    ],
+    ids=["absent-everywhere", "absent-from-its-pinned-document"],
+)
+def test_expected_evidence_absent_from_the_corpus_is_a_dataset_error(tmp_path, evidence, json_path, place) -> None:
+    # No target could retrieve it: the dataset is wrong, not the target (issue 19).
+    error = load_error(write_dataset(tmp_path, items=[dict(QA, expectedEvidence=evidence), REVIEW]))
+    assert error.item_id == "qa-project-alpha" and error.json_path == json_path
+    text = evidence[-1] if isinstance(evidence[-1], str) else evidence[-1]["text"]
+    assert f"item 'qa-project-alpha', field {json_path}: the expected evidence string {text!r} does not occur" in str(error)
+    assert f"canonical text of {place}" in str(error)
+
+
+def test_expected_evidence_the_scorer_could_find_is_accepted(tmp_path: Path) -> None:
+    from pytest_groundeval.core.scoring import evidence_found
+
+    log = "First line\r\nÅsa wrote: Cafe\u0301 東京\rlast line\n"
+    files = {"notes.json": json.dumps(NOTES, ensure_ascii=False).encode(), "log.txt": log.encode()}
+    # Case, line breaks and runs of white space do not matter; nor does a span that ends between
+    # a letter and its combining accent.
+    evidence = ["FIRST   LINE åsa", "wrote: cafe", {"document": "eval/log.txt", "text": "東京 last"}]
+    dataset = load_dataset(write_dataset(tmp_path, items=[dict(QA, expectedEvidence=evidence)], files=files))
+    log_doc = dataset.documents["eval/log.txt"]
+    raw = log_doc.canonical_bytes
+    span = log_doc.slice(raw.index(b"wrote"), raw.index(b"Cafe") + 4)
+    assert span == "wrote: Cafe" and evidence_found("wrote: cafe", [span])
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(alphabet="aAeé\u0301 \nßs東", max_size=30), data=st.data())
+def test_evidence_search_never_refuses_what_a_span_could_match(text: str, data: st.DataObject) -> None:
+    from pytest_groundeval.core.scoring import EvidenceSearch, evidence_found, normalize_text
+
+    start = data.draw(st.integers(0, len(text)))
+    span = text[start : data.draw(st.integers(start, len(text)))]
+    normal = normalize_text(span)
+    a = data.draw(st.integers(0, len(normal)))
+    needle = normal[a : data.draw(st.integers(a, len(normal)))].strip()
+    if needle and evidence_found(needle, [span]):
+        assert EvidenceSearch({"doc": text}).occurs(needle)
+        assert EvidenceSearch({"doc": text, "other": "x"}).occurs(needle, "doc")
+
+
 def test_duplicate_item_id_names_both_indexes(tmp_path: Path) -> None:
     error = load_error(write_dataset(tmp_path, items=[QA, REVIEW, dict(QA, question="again?")]))
     assert "duplicate item id 'qa-project-alpha' at items[0] and items[2]" in str(error)

@@ -213,6 +213,43 @@ def test_the_key_is_in_no_repr_and_no_error(mock):
     assert all(value != key for value in attributes.values())
 
 
+def test_a_rationale_quoting_the_key_is_stored_without_it(tmp_path):
+    # A judge written here: every reply is a valid verdict whose rationale quotes the request's
+    # Authorization header (issue 19). The key reaches neither the result nor the cache.
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Echo(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            said = json.dumps({"verdict": "supported", "rationale": f"I was called with {self.headers['Authorization']}"})
+            body = json.dumps({"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [
+                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": said}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    key = "sk-judge-secret-9d2e71"
+    try:
+        result = judge_once(f"http://127.0.0.1:{server.server_address[1]}/v1", "m", SUPPORTED, api_key=key,
+                            cache=JudgeCache(tmp_path / "cache"))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.verdict == "supported" and result.rationale == "I was called with Bearer ***"
+    assert key not in str(result.to_record())
+    cached = [p.read_text() for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+    assert cached and not any(key in text for text in cached)
+
+
 def test_cache_hit_makes_a_rerun_free(mock, tmp_path):
     cache = JudgeCache(tmp_path / ".groundeval" / "judge-cache")
     payloads = [SUPPORTED, WRONG_SPEAKER, WRONG_ATTRIBUTION]

@@ -278,11 +278,12 @@ def test_a_judge_that_answers_keeps_the_session_running(run, pytester, cites):
     assert result.ret == pytest.ExitCode.OK and "gave up" not in result.stdout.str()
 
 
-def test_the_cache_makes_an_unchanged_rerun_ask_nothing_and_the_key_is_never_written(run, pytester, cites, mock):
+def test_the_cache_makes_an_unchanged_rerun_ask_nothing_and_the_key_is_never_written(run, pytester, cites, mock, monkeypatch):
     key = "sk-groundeval-test-3f9a1c77e2"
+    monkeypatch.setenv("GROUNDEVAL_JUDGE_API_KEY", key)
     cache, report, junit = pytester.path / "cache", pytester.path / "r.json", pytester.path / "j.xml"
     args = (f"--eval-dataset={cites}", f"--eval-judge-url={mock.base_url}", "--eval-judge-model=mock-judge",
-            f"--eval-judge-api-key={key}", f"--eval-judge-cache={cache}", f"--eval-report={report}",
+            f"--eval-judge-cache={cache}", f"--eval-report={report}",
             f"--junitxml={junit}", "-v", "-rA")  # fmt: skip
     mock.clear_log()
     first = run(*args)
@@ -341,7 +342,12 @@ def test_generated_questions_run_against_the_target_with_the_judge(run, pytester
         (["--eval-judge-model=m"], "--eval-judge-model given, but no judge"),
         (["--eval-scorer-cap=10"], "--eval-scorer-cap given, but no scorer"),
         (["--eval-judge=mock", "--eval-judge-concurrency=0"], "expected a whole number >= 1"),
-        (["--eval-judge-url=http://u:sk-secret@127.0.0.1/v1", "--eval-judge-model=m"], "--eval-judge-api-key"),
+        (["--eval-judge-url=http://u:sk-secret@127.0.0.1/v1", "--eval-judge-model=m"], "GROUNDEVAL_JUDGE_API_KEY"),
+        (["--eval-judge-url=http://127.0.0.1:1/v1", "--eval-judge-model=m", "--eval-judge-api-key=sk-secret"],
+         "the judge's API key was given by --eval-judge-api-key: it is read only from the environment variable "
+         "GROUNDEVAL_JUDGE_API_KEY"),
+        (["--eval-judge-url=http://127.0.0.1:1/v1", "--eval-judge-model=m", "-o", "eval_judge_api_key=sk-secret"],
+         "the judge's API key was given by ini eval_judge_api_key"),
     ],
 )
 def test_judge_options_are_checked(pytester, args, message):

@@ -509,3 +509,146 @@ def test_a_sigterm_after_the_run_loop_lets_the_session_finish(pytester, smoke):
         assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # a second one ends the process
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+# -- issue 19: inputs that must be refused ----------------------------------------------------------
+
+
+def _scripted_module():
+    """tests/targets/servers/scripted.py (a stdlib HTTP server whose replies the test sets), loaded by path."""
+    import importlib.util
+
+    if "groundeval_scripted_server" not in sys.modules:
+        path = Path(__file__).parents[1] / "targets" / "servers" / "scripted.py"
+        spec = importlib.util.spec_from_file_location("groundeval_scripted_server", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["groundeval_scripted_server"] = module  # dataclasses look their module up
+        spec.loader.exec_module(module)
+    return sys.modules["groundeval_scripted_server"]
+
+
+@pytest.fixture
+def scripted_target():
+    """A target written in the test: ``/readyz`` and ingest answer, ``/v1/generate`` says what the test sets."""
+    scripted = _scripted_module()
+    server = scripted.serve()
+    server.routes["/readyz"] = scripted.Reply(body=b'{"status": "ready"}')
+    server.routes["/v1/info"] = scripted.Reply(status=404, body=b"{}")
+    server.routes["/v1/documents"] = scripted.Reply(body=b'{"documentId": "a.txt", "txStart": 1}')
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _one_qa_dataset(root: Path, expected: str = "Alpha ships in May.") -> Path:
+    """A dataset of one qa item over one text document, ``Alpha ships in May.``."""
+    import xxhash
+
+    (root / "corpus").mkdir(parents=True)
+    text = b"Alpha ships in May.\n"
+    (root / "corpus" / "a.txt").write_bytes(text)
+    manifest = {
+        "version": "v1",
+        "corpus": [{"name": "a.txt", "label": "A", "file": "a.txt", "format": "text"}],
+        "corpusHashes": {"a.txt": xxhash.xxh3_64_hexdigest(text)},
+        "items": [{"id": "qa-alpha", "kind": "qa", "question": "When does Alpha ship?", "find": "A",
+                   "expectedEvidence": [expected], "truths": ["Alpha ships in May."]}],
+    }  # fmt: skip
+    (root / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return root
+
+
+def _alpha_answer(**extra: object) -> bytes:
+    """A correct generate response for ``_one_qa_dataset``'s item, with ``extra`` fields."""
+    return json.dumps({
+        "answer": "Alpha ships in May [S1].",
+        "evidence": [{"marker": "S1", "document": "a.txt", "start": 0, "end": 19}],
+        "claims": [{"text": "Alpha ships in May", "start": 0, "end": 18, "markers": ["S1"], "verdict": "supported"}],
+        **extra,
+    }).encode()  # fmt: skip
+
+
+@pytest.mark.parametrize("usage", [{"promptTokens": -5000, "completionTokens": 10}, {"completionTokens": -1}])
+def test_negative_token_counts_are_a_malformed_response(run, pytester, scripted_target, usage):
+    # A negative count would pull tokensPerQuery under any ceiling: the response is refused instead.
+    scripted = _scripted_module()
+    dataset = _one_qa_dataset(pytester.path / "ds")
+    (pytester.path / "floors.json").write_text('{"tokensPerQuery": 100}')
+    args = (f"--eval-dataset={dataset}", f"--eval-url={scripted_target.url}", "--eval-api-key=k",
+            "--eval-floors=floors.json", f"--eval-report={pytester.path / 'r.json'}")  # fmt: skip
+    scripted_target.routes["/v1/generate"] = scripted.Reply(body=_alpha_answer(usage={"promptTokens": 50}))
+    assert run(*args).ret == 0  # the same answer with an honest count passes
+    scripted_target.routes["/v1/generate"] = scripted.Reply(body=_alpha_answer(usage=usage))
+    result = run(*args)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*generate returned a malformed response: field 'usage.*Tokens' must be an integer >= 0, got -*"])
+    item = json.loads((pytester.path / "r.json").read_text())["items"][0]
+    assert item["error"] and item["promptTokens"] is None
+
+
+def test_expected_evidence_missing_from_the_corpus_blames_the_dataset_not_the_target(run, pytester, scripted_target):
+    # Before: the item ran and failed "1 of 1 expected evidence strings not retrieved" (exit 1).
+    scripted = _scripted_module()
+    scripted_target.routes["/v1/generate"] = scripted.Reply(body=_alpha_answer())
+    dataset = _one_qa_dataset(pytester.path / "ds", expected="Alpha ships in June.")
+    result = run(f"--eval-dataset={dataset}", f"--eval-url={scripted_target.url}", "--eval-api-key=k")
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # a collection error, as every broken manifest
+    assert ("manifest.json: item 'qa-alpha', field items[0].expectedEvidence[0]: the expected evidence "
+            "string 'Alpha ships in June.' does not occur in the canonical text") in result.stdout.str()
+    assert not [r for r in scripted_target.requests if r[1] == "/v1/generate"]
+
+
+TARGET_KEY = "sk-target-secret-5b1c0e93"
+
+
+@pytest.mark.parametrize("echo", ["error-body", "answer"])
+def test_a_target_echoing_its_key_gets_it_scrubbed_from_every_output(run, pytester, scripted_target, echo):
+    # The target quotes the request's Authorization header: in a 500 page, or in its answer.
+    scripted = _scripted_module()
+    if echo == "error-body":
+        reply = scripted.Reply(status=500, body=f"<h1>500</h1><pre>Authorization: Bearer {TARGET_KEY}</pre>".encode())
+    else:
+        answer = json.loads(_alpha_answer())
+        answer["answer"] = f"Alpha ships in May [S1]. My key is {TARGET_KEY}."
+        answer["traceId"] = f"trace-{TARGET_KEY}"
+        answer["claims"].append({"text": f"My key is {TARGET_KEY}.", "start": 25, "end": 25 + 11 + len(TARGET_KEY),
+                                 "markers": ["S1"], "verdict": "supported"})  # fmt: skip
+        reply = scripted.Reply(body=json.dumps(answer).encode())
+    scripted_target.routes["/v1/generate"] = reply
+    dataset = _one_qa_dataset(pytester.path / "ds")
+    out = pytester.path / "out"
+    out.mkdir()
+    result = run(f"--eval-dataset={dataset}", f"--eval-url={scripted_target.url}", f"--eval-api-key={TARGET_KEY}",
+                 f"--eval-report={out / 'r.json'}", f"--junitxml={out / 'j.xml'}", f"--eval-markdown={out / 'g.md'}",
+                 f"--eval-html={out / 'r.html'}", f"--eval-history=sqlite:///{out / 'h.db'}", "-rA", "-vv")  # fmt: skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # an error, or a supported claim that is not true
+    item = json.loads((out / "r.json").read_text())["items"][0]
+    if echo == "error-body":
+        assert "HTTP 500" in item["error"] and "Bearer ***" in item["error"]  # the rest of the body stays
+    else:
+        assert "My key is ***." in item["detail"]
+    files = sorted(p for p in out.rglob("*") if p.is_file())
+    assert {p.name for p in files} >= {"r.json", "j.xml", "g.md", "r.html", "h.db"}
+    assert TARGET_KEY.encode() not in result.stdout.str().encode() + result.stderr.str().encode()
+    for path in files:
+        assert TARGET_KEY.encode() not in path.read_bytes(), path.name
+
+
+def test_the_judge_key_is_never_in_the_debug_log(run, pytester, smoke, monkeypatch):
+    key = "sk-judge-secret-77aa01"
+    monkeypatch.setenv("GROUNDEVAL_JUDGE_API_KEY", key)
+    result = run(f"--eval-dataset={smoke}", "--eval-judge-url=http://127.0.0.1:9/v1", "--eval-judge-model=m",
+                 "--debug=debug.log", "--collect-only")  # fmt: skip
+    assert result.ret == 0
+    log = (pytester.path / "debug.log").read_text()
+    assert "--eval-judge-url=http://127.0.0.1:9/v1" in log  # the argv is there, the key is not
+    assert key not in log
+    # Given on the command line, it is refused (and never echoed).
+    monkeypatch.delenv("GROUNDEVAL_JUDGE_API_KEY")
+    refused = run(f"--eval-dataset={smoke}", "--eval-judge-url=http://127.0.0.1:9/v1", "--eval-judge-model=m",
+                  f"--eval-judge-api-key={key}", "--collect-only")  # fmt: skip
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["*judge's API key was given by --eval-judge-api-key*GROUNDEVAL_JUDGE_API_KEY*"])
+    assert key not in refused.stdout.str() + refused.stderr.str()

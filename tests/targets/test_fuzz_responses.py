@@ -146,3 +146,22 @@ def test_in_process_responses_that_cannot_be_json_are_target_errors(body, expect
     with pytest.raises(TargetError, match="malformed response") as info:
         check_response(call, body)
     assert expected in str(info.value)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(body=generate_bodies() | json_values, call=st.sampled_from(["generate", "ingest", "records", "query", "compare", "info"]),
+       indent=st.sampled_from([None, 0, 2]))
+def test_guided_decoding_accepts_exactly_what_json_loads_accepts(monkeypatch, body, call, indent) -> None:
+    # Large responses are decoded field by field (targets/decode.py); forcing that path on
+    # every response must accept the same responses, with the same value.
+    from pytest_groundeval.targets import decode
+
+    text = json.dumps(body, indent=indent)
+    outcomes = []
+    for few in (decode.FEW_VALUES, -1):
+        monkeypatch.setattr(decode, "FEW_VALUES", few)
+        try:
+            outcomes.append(("ok", decode.decode_response(call, text)))
+        except (ValueError, RecursionError) as exc:
+            outcomes.append(("refused", isinstance(exc, decode.NotAnObject)))
+    assert outcomes[0] == outcomes[1]

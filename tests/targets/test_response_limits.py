@@ -209,6 +209,67 @@ def test_deep_or_invalid_json_is_a_target_error(scripted, call_target, mode, bod
 # ----------------------------------------------------------------------------- point 14: redirects
 
 
+# ----------------------------------------------------------------------------- issue 19: bounded validation
+
+# A million-element list of the wrong shape (issue 19 measured 15 MiB of it: 7.6 GB, 34 s, one item).
+MANY_BAD = {
+    "evidence-lists": (b'{"answer": "x", "claims": [], "evidence": [' + b"[], " * 250_000 + b'[]]}',
+                       "field 'evidence[0]' must be an object, got []"),
+    "evidence-empty-objects": (b'{"answer": "x", "claims": [], "evidence": [' + b"{}, " * 250_000 + b'{}]}',
+                               "missing required field 'evidence[0].marker'"),
+    "answer-a-list": (b'{"answer": [' + b"[], " * 250_000 + b'[]], "claims": [], "evidence": []}',
+                      "field 'answer' must be a string, got a list of more than 256 characters"),
+    "markers-lists": (b'{"answer": "x", "evidence": [], "claims": [{"text": "x", "start": 0, "end": 1, '
+                      b'"verdict": "supported", "markers": [' + b"[], " * 250_000 + b'[]]}]}',
+                      "field 'claims[0].markers' must be a list of strings, got []"),
+    "top-level-list": (b"[" + b"[], " * 250_000 + b"[]]", "returned JSON that is not an object (a list)"),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", MANY_BAD, ids=list(MANY_BAD))
+def test_a_body_of_many_bad_elements_stops_at_the_first(scripted, call_target, mode, case) -> None:
+    body, expected = MANY_BAD[case]
+    scripted.reply = Reply(body=body)
+    message = str(fails(HttpTarget(scripted.url, "k"), mode, call_target, scripted))
+    assert expected in message and message.count("must be") + message.count("missing") <= 1
+
+
+@pytest.mark.parametrize("case", MANY_BAD, ids=list(MANY_BAD))
+def test_a_bad_body_is_refused_within_four_times_its_size(scripted, case) -> None:
+    # json.loads alone would build about 20 times the text before any check; the guided decoder
+    # stops at the first bad element, having built nothing past it (docs/target-contract.md,
+    # "Limits"). Traced: the whole call, from reading the body to the error.
+    import tracemalloc
+
+    body = MANY_BAD[case][0]
+    scripted.reply = Reply(body=body)
+    target = HttpTarget(scripted.url, "k")
+    tracemalloc.start()
+    try:
+        with pytest.raises(TargetError):
+            target.generate("q", None)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        target.close()
+    assert peak < 4 * len(body)
+
+
+def test_an_in_process_list_of_bad_elements_gives_one_error() -> None:
+    from pydantic import ValidationError
+
+    from pytest_groundeval.targets import check_response
+    from pytest_groundeval.targets.responses import GenerateResponse
+
+    body = {"answer": "x", "claims": [{}] * 1000, "evidence": [[]] * 100_000}
+    with pytest.raises(ValidationError) as info:
+        GenerateResponse.model_validate(body)
+    assert info.value.error_count() <= 6  # the first bad element of each list, not 100,000 errors
+    with pytest.raises(TargetError, match=r"field 'evidence\[0\]' must be an object, got \[\]$"):
+        check_response("generate", body)
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
 def test_redirects_are_not_followed(scripted, other_origin, call_target, mode: str, status: int) -> None:

@@ -23,7 +23,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from .corpus import CorpusDocument, _decode_utf8, _hash_mismatch, _json_error, _load_document, _read_hashed
-from ..kinds.base import ID_PATTERN
+from ..kinds import kind_of
+from ..kinds.base import ID_PATTERN, RuleError
+from ..scoring import EvidenceSearch
 from .errors import DatasetError, _key_part, describe_validation_error
 from .manifest import ITEM_ADAPTER, AnyItem, Manifest, version_problem
 from ..strict_json import (
@@ -82,6 +84,7 @@ def load_dataset(path: str | Path) -> Dataset:
         manifest = _validate_manifest(raw, manifest_path, root)
     documents = _load_corpus(manifest, manifest_path, root)
     items = list(manifest.items)
+    _check_items_against_corpus(items, documents, manifest_path)
     by_id = {item.id: item for item in items}
     item_lines = {item.id: line for item, line in zip(items, lines)}
     return Dataset(
@@ -415,6 +418,28 @@ def _load_corpus(manifest: Manifest, manifest_path: Path, root: Path) -> dict[st
         documents[entry.name] = _load_document(entry, data, digest, path)
     _check_no_stray_files(corpus_dir, set(read), manifest_path)
     return documents
+
+
+def _check_items_against_corpus(
+    items: list[AnyItem], documents: dict[str, CorpusDocument], manifest_path: Path
+) -> None:
+    """Each kind's rules against the canonical text (``Kind.check_corpus``), e.g. qa's expected evidence.
+
+    Raises:
+        DatasetError: the first item breaking one, naming the item and the field.
+    """
+    search = EvidenceSearch({name: document.canonical for name, document in documents.items()})
+    for i, item in enumerate(items):
+        try:
+            kind_of(item).check_corpus(item, f"items[{i}]", search)
+        except RuleError as exc:
+            json_path = exc.json_path or f"items[{i}]"
+            raise DatasetError(
+                f"{manifest_path}: item {item.id!r}, field {json_path}: {exc}",
+                path=manifest_path,
+                item_id=item.id,
+                json_path=json_path,
+            ) from None
 
 
 def _check_no_stray_files(corpus_dir: Path, listed: set[str], manifest_path: Path) -> None:

@@ -21,6 +21,7 @@ from ..wire import WireModel
 if TYPE_CHECKING:
     from ..dataset import Dataset
     from ..runner import ItemRunner
+    from ..scoring import EvidenceSearch
 
 ID_PATTERN = r"^[A-Za-z0-9_-]+$"
 """Item ids: letters, digits, ``-`` and ``_`` so node ids, ``-k`` and IDE re-runs work (docs/dataset.md)."""
@@ -239,6 +240,18 @@ class Kind:
             item: The validated item.
             where: Its JSON path in the manifest, e.g. ``items[3]``.
             index: The manifest's corpus labels and document names.
+        """
+
+    def check_corpus(self, item: Any, where: str, search: EvidenceSearch) -> None:
+        """Rules of one item against the corpus's canonical text, checked once the corpus is read.
+
+        Args:
+            item: The validated item.
+            where: Its JSON path in the manifest, e.g. ``items[3]``.
+            search: Looks strings up in the canonical text as the scorer compares them.
+
+        Raises:
+            RuleError: a field the corpus cannot satisfy, with its JSON path.
         """
 
     # -- running

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ..dataset import Dataset
     from ..metrics import Metrics
     from ..runner import ItemRunner
+    from ..scoring import EvidenceSearch
 
 
 class ExpectedEvidence(WireModel):
@@ -157,6 +158,18 @@ class QaKind(Kind):
                 raise RuleError(
                     f"document {expected.document!r} is not a corpus name; names: {index.listing(index.documents)}",
                     f"{where}.expectedEvidence[{j}].document",
+                )
+
+    def check_corpus(self, item: QaItem, where: str, search: EvidenceSearch) -> None:
+        # A string no span could hold would fail every target: the dataset is wrong (docs/dataset.md).
+        for j, (document, text) in enumerate(item.expected_texts):
+            if not search.occurs(text, document):
+                place = f"document {document!r}" if document is not None else "any corpus document"
+                raise RuleError(
+                    f"the expected evidence string {shorten(text, 160)!r} does not occur in the canonical text of "
+                    f"{place} (compared as the scorer compares: NFC, case-folded, white space collapsed; "
+                    "docs/scoring.md), so no target could retrieve it; fix the string or the corpus",
+                    f"{where}.expectedEvidence[{j}]" + (".text" if document is not None else ""),
                 )
 
     async def run(self, runner: ItemRunner, item: QaItem, dataset: Dataset) -> ItemOutcome:
