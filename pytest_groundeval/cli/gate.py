@@ -8,6 +8,7 @@ from typing import Any
 from ..core.gate import (
     FloorsError,
     GateResult,
+    baseline_version_problem,
     check_recorded_floors,
     evaluate_gate,
     load_floors,
@@ -55,10 +56,14 @@ def gate_main(argv: list[str]) -> int:
     which floors and baseline it applied, one line per check, then ``gate: PASS`` or
     ``gate: FAIL``.
 
+    A gate that compares no quality metric with a bound fails (``nothing_gated_check``),
+    as in the plugin; a report of an ``--eval-no-gate`` run is gated here with the
+    floors it recorded.
+
     Returns:
-        0 when the gate passes, 1 when it fails, 2 when an argument is missing or
-        the report, baseline or floors file cannot be read or is invalid (one line
-        on stderr).
+        0 when the gate passes, 1 when it fails, 2 when an argument is missing,
+        the report, baseline or floors file cannot be read or is invalid, or an
+        explicit ``--baseline`` is of another dataset version (one line on stderr).
     """
     try:
         args = _gate_parser().parse_args(argv)
@@ -87,6 +92,15 @@ def gate_main(argv: list[str]) -> int:
     except (ReportError, FloorsError) as exc:
         print(f"groundeval gate: {exc}", file=sys.stderr)
         return 2
+    for report in reports:
+        problem = (
+            baseline_version_problem(explicit_baseline.dataset_version, report.dataset_version, args.baseline)
+            if explicit_baseline is not None
+            else None
+        )
+        if problem is not None:
+            print(f"groundeval gate: {problem}", file=sys.stderr)
+            return 2
     verdicts = []
     for report in reports:
         if len(reports) > 1:
