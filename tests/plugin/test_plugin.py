@@ -158,7 +158,7 @@ def test_help_lists_every_option_in_one_group(run, pytester):
     group = text.split("groundeval: gate grounded-answer quality:")[1].split("\n\n")[0]
     for name in (
         "dataset", "spawn", "setup", "url", "api-key", "report", "html", "markdown", "no-step-summary", "shard",
-        "baseline", "floors", "strict",
+        "baseline", "floors", "strict", "no-gate",
         "timeout", "ready-timeout", "model-generate", "model-embed", "max-response-bytes",
     ):
         assert f"--eval-{name}" in group, name
