@@ -229,6 +229,7 @@ class GateSession:
             "concurrency": s.concurrency,
             "timeoutS": s.timeout_s,
             "strict": s.strict,
+            "noGate": s.no_gate,
             "report": str(s.report) if s.report else None,
             "baseline": str(s.baseline) if s.baseline else None,
             "floorsFile": str(s.floors) if s.floors else None,
