@@ -19,6 +19,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import model_serializer
+
 from ..targets.protocol import UNKNOWN_MODEL
 from .kinds import all_kinds
 from .kinds.base import MetricDirection  # noqa: F401  (re-exported: the gate's vocabulary)
@@ -113,7 +115,15 @@ class GateResult(WireModel):
     """The checks, in ``METRIC_DIRECTIONS`` order."""
     gated: bool = True
     """False for a run measured with ``--eval-no-gate``: only the error counts were checked,
-    and the verdict reads ``NOT GATED`` (``verdict``)."""
+    and the verdict reads ``NOT GATED`` (``verdict``). Written only when false, so the
+    report of a gated run keeps the shape it always had."""
+
+    @model_serializer(mode="wrap")
+    def _omit_gated_when_true(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if self.gated:
+            data.pop("gated", None)
+        return data
 
 
 def verdict(result: GateResult | Mapping[str, Any]) -> str:
