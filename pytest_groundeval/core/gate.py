@@ -508,14 +508,23 @@ def baseline_version_problem(baseline_version: str, dataset_version: str, path: 
 
     A baseline of another dataset version measured other items: given explicitly
     (``--eval-baseline``, ``groundeval gate --baseline``) it is a usage error, never a SKIP.
+
+    Args:
+        baseline_version: The baseline report's ``datasetVersion``.
+        dataset_version: This run's dataset version.
+        path: The baseline file as the user named it, for the message.
+
+    Returns:
+        The message (naming both versions and the file), or None when the versions match.
     """
     if baseline_version == dataset_version:
         return None
+    named = f"baseline {path}" if path else "the baseline"
     return (
-        f"baseline {path or ''} is a report of dataset {baseline_version!r}, but this run is dataset "
+        f"{named} is a report of dataset {baseline_version!r}, but this run is dataset "
         f"{dataset_version!r}: a baseline is compared only with a run of the same dataset version "
         "(docs/gate.md); give a baseline of this version, or leave the option out"
-    ).replace("baseline  is", "baseline is")
+    )
 
 
 def _absolute_recall_note(absolute: float | None) -> str:
