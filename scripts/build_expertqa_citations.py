@@ -36,6 +36,9 @@ import xxhash
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "datasets" / "expertqa-citations"
 VERSION = "v1-expertqa-citations"
+FLOORS = {"citationMetadataAccuracy": 0.98}
+"""The manifest's gate floors (docs/gate.md): the default run measures citationMetadataAccuracy
+1.0000, floor 0.02 below (README.md)."""
 """The dataset's version string (distinct from every other dataset's)."""
 
 DOCUMENT = "expertqa-citations/passages.json"
@@ -100,6 +103,7 @@ def build_dataset(rows: Sequence[dict]) -> tuple[dict, list[dict]]:
                 )
     manifest = {
         "version": VERSION,
+        "floors": dict(FLOORS),
         "corpus": [{"name": DOCUMENT, "label": "EXPERTQA_PASSAGE", "file": PASSAGES_FILE, "format": "json"}],
         "corpusHashes": {},
         "items": items,

@@ -8,6 +8,7 @@ from typing import Any
 from ..core.gate import (
     FloorsError,
     GateResult,
+    baseline_version_problem,
     check_recorded_floors,
     evaluate_gate,
     load_floors,
@@ -59,11 +60,16 @@ def gate_main(argv: list[str]) -> int:
     which floors and baseline it applied, one line per check, then ``gate: PASS`` or
     ``gate: FAIL``.
 
+    A gate that compares no quality metric with a bound fails (``nothing_gated_check``),
+    as in the plugin; a report of an ``--eval-no-gate`` run is gated here with the
+    floors it recorded.
+
     Returns:
-        0 when the gate passes, 1 when it fails, 2 when an argument is missing or
-        the report, baseline or floors file cannot be read or is invalid: a count
+        0 when the gate passes, 1 when it fails, 2 when an argument is missing,
+        the report, baseline or floors file cannot be read or is invalid (a count
         below 0, a rate that is not a finite number in range, metrics its items do
-        not give (one line on stderr naming the file and the field).
+        not give), or an explicit ``--baseline`` is of another dataset version (one
+        line on stderr naming the file and the field).
     """
     try:
         args = _gate_parser().parse_args(argv)
@@ -94,6 +100,15 @@ def gate_main(argv: list[str]) -> int:
     except (ReportError, FloorsError) as exc:
         print(f"groundeval gate: {exc}", file=sys.stderr)
         return 2
+    for report in reports:
+        problem = (
+            baseline_version_problem(explicit_baseline.dataset_version, report.dataset_version, args.baseline)
+            if explicit_baseline is not None
+            else None
+        )
+        if problem is not None:
+            print(f"groundeval gate: {problem}", file=sys.stderr)
+            return 2
     verdicts = []
     for report in reports:
         if len(reports) > 1:

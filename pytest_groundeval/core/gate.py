@@ -19,9 +19,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, model_serializer
 
 from ..targets.protocol import UNKNOWN_MODEL
+from .kinds import all_kinds
 from .kinds.base import MetricDirection  # noqa: F401  (re-exported: the gate's vocabulary)
 from .kinds.qa import RETRIEVAL_RECALL
 from .metrics import METRIC_DIRECTIONS, Metrics, format_value, metric_specs
@@ -62,9 +63,34 @@ _USELESS = {spec.wire: (spec.useless_at, spec.useless_reason) for spec in metric
 
 _NOT_MEASURED = "no items measured this metric (n/a)"
 
+_KIND_OF_METRIC = {spec.wire: kind.name for kind in all_kinds() for spec in kind.metrics}
+"""Metric wire name -> the item kind that measures it; metrics every kind shares are absent."""
+
+NOT_QUALITY = frozenset({"errors", *_ARMED, "notRun", "run", "items"})
+"""Checks that count what could not be measured (items that errored or never ran, unjudged
+paragraphs, an interrupted run): none of them is a quality bound (docs/gate.md: nothing gated)."""
+
+NOTHING_GATED = "qualityBounds"
+"""The metric name of the check that fails a run whose gate compared no quality metric with a bound."""
+
+NOT_GATED = "NOT GATED"
+"""The verdict of a run measured with ``--eval-no-gate`` whose items all ran (docs/gate.md)."""
+
+_HOW_TO_ARM = (
+    "arm a floor in the dataset manifest's \"floors\" or a floors file (--eval-floors FILE, "
+    "groundeval gate --floors FILE), or measure without gating with --eval-no-gate (docs/gate.md, nothing gated)"
+)
+
 
 class FloorsError(ValueError):
-    """A floors file or mapping is unusable; the message names the metric, the value and the file."""
+    """A floors file or mapping is unusable; the message names the metric, the value and the file.
+
+    Attributes:
+        key: The offending metric name, when one is at fault (a manifest's error names
+            the field ``floors.<key>`` with it).
+    """
+
+    key: str | None = None
 
 
 class GateCheck(WireModel):
@@ -93,6 +119,33 @@ class GateResult(WireModel):
     """True iff no check FAILed (docs/gate.md)."""
     checks: list[GateCheck]
     """The checks, in ``METRIC_DIRECTIONS`` order."""
+    gated: bool = True
+    """False for a run measured with ``--eval-no-gate``: only the error counts were checked,
+    and the verdict reads ``NOT GATED`` (``verdict``). Written only when false, so the
+    report of a gated run keeps the shape it always had."""
+
+    @model_serializer(mode="wrap")
+    def _omit_gated_when_true(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if self.gated:
+            data.pop("gated", None)
+        return data
+
+
+def verdict(result: GateResult | Mapping[str, Any]) -> str:
+    """The verdict word of a gate result (or its wire dict): ``PASS``, ``FAIL``, or ``NOT GATED``.
+
+    A run measured without gating (``gated`` False, docs/gate.md) reads ``NOT GATED``
+    when its items all ran, and ``FAIL (not gated: items errored)`` when its error
+    checks failed.
+    """
+    if isinstance(result, Mapping):
+        passed, gated = bool(result.get("passed")), result.get("gated", True) is not False
+    else:
+        passed, gated = result.passed, result.gated
+    if gated:
+        return "PASS" if passed else "FAIL"
+    return NOT_GATED if passed else f"FAIL ({NOT_GATED.lower()}: items errored)"
 
 
 # --- floors ---------------------------------------------------------------------------------
@@ -128,6 +181,69 @@ def _check_bound(name: str, value: Any, source: str) -> float:
     return float(value)
 
 
+def check_floors(obj: Any, source: str = "floors") -> dict[str, float | None]:
+    """Validate one layer of bounds (a floors file's or a manifest's ``floors``), without merging.
+
+    The layer is metric wire name -> number or ``null``, with the rules of
+    ``parse_floors``; ``null`` is kept (it removes a bound when layers are merged
+    with ``merge_floors``).
+
+    Args:
+        obj: The decoded JSON value.
+        source: Where it came from, for messages (e.g. ``"from floors.json"``).
+
+    Returns:
+        Metric name -> bound or None, in the order given.
+
+    Raises:
+        FloorsError: as ``parse_floors``; its ``key`` names the offending metric (None
+            when ``obj`` is not an object).
+    """
+    if not isinstance(obj, Mapping):
+        raise FloorsError(
+            f"floors must be a JSON object mapping metric names to numbers, got {_describe(obj)} ({source})"
+        )
+    layer: dict[str, float | None] = {}
+    for name, value in obj.items():
+        try:
+            if name not in METRIC_DIRECTIONS and name != RECALL_MARGIN_KEY:
+                raise FloorsError(
+                    f"'{name}' is not a metric with a floor or ceiling; valid names: {_valid_names()} ({source})"
+                )
+            if value is None:
+                if name in ("errors", RECALL_MARGIN_KEY):
+                    raise FloorsError(f"{name} cannot be disabled with null: it is always checked ({source})")
+                layer[name] = None
+                continue
+            layer[name] = _check_bound(name, value, source)
+        except FloorsError as exc:
+            exc.key = name
+            raise
+    return layer
+
+
+def merge_floors(*layers: Mapping[str, float | None] | None) -> dict[str, float]:
+    """``DEFAULT_FLOORS`` with each layer merged over it in turn, key by key (docs/gate.md).
+
+    A later layer wins for each key it names; ``None`` removes the bound. The
+    plugin merges the manifest's ``floors`` and then the ``--eval-floors`` file.
+
+    Args:
+        layers: Validated layers (``check_floors``); None is skipped.
+
+    Returns:
+        The complete bounds: metric name -> bound, plus ``retrievalRecallMargin``.
+    """
+    merged = dict(DEFAULT_FLOORS)
+    for layer in layers:
+        for name, value in (layer or {}).items():
+            if value is None:
+                merged.pop(name, None)
+            else:
+                merged[name] = value
+    return merged
+
+
 def parse_floors(obj: Any, source: str = "floors") -> dict[str, float]:
     """Validate a floors mapping and merge it over ``DEFAULT_FLOORS``.
 
@@ -151,23 +267,7 @@ def parse_floors(obj: Any, source: str = "floors") -> dict[str, float]:
             outside [0, 1], a negative ceiling or a count that is not whole; or
             ``errors`` is null.
     """
-    if not isinstance(obj, Mapping):
-        raise FloorsError(
-            f"floors must be a JSON object mapping metric names to numbers, got {_describe(obj)} ({source})"
-        )
-    merged = dict(DEFAULT_FLOORS)
-    for name, value in obj.items():
-        if name not in METRIC_DIRECTIONS and name != RECALL_MARGIN_KEY:
-            raise FloorsError(
-                f"'{name}' is not a metric with a floor or ceiling; valid names: {_valid_names()} ({source})"
-            )
-        if value is None:
-            if name in ("errors", RECALL_MARGIN_KEY):
-                raise FloorsError(f"{name} cannot be disabled with null: it is always checked ({source})")
-            merged.pop(name, None)
-            continue
-        merged[name] = _check_bound(name, value, source)
-    return merged
+    return merge_floors(check_floors(obj, source))
 
 
 def check_recorded_floors(obj: Any, source: str) -> dict[str, float]:
@@ -206,8 +306,8 @@ def _refuse_duplicate_keys(path: str | Path) -> Any:
     return hook
 
 
-def load_floors(path: str | Path) -> dict[str, float]:
-    """Read a floors JSON file and merge it over ``DEFAULT_FLOORS`` (see ``parse_floors``).
+def read_floors_file(path: str | Path) -> dict[str, float | None]:
+    """Read and validate a floors JSON file as one layer (``check_floors``), without merging defaults.
 
     Raises:
         FloorsError: The file cannot be read, is not JSON, names a key twice (the
@@ -223,7 +323,16 @@ def load_floors(path: str | Path) -> dict[str, float]:
         obj = json.loads(text, object_pairs_hook=_refuse_duplicate_keys(path))
     except json.JSONDecodeError as exc:
         raise FloorsError(f"floors file {path} is not valid JSON: {exc}") from exc
-    return parse_floors(obj, source)
+    return check_floors(obj, source)
+
+
+def load_floors(path: str | Path) -> dict[str, float]:
+    """Read a floors JSON file and merge it over ``DEFAULT_FLOORS`` (see ``parse_floors``).
+
+    Raises:
+        FloorsError: as ``read_floors_file``.
+    """
+    return merge_floors(read_floors_file(path))
 
 
 def not_run_check(not_run: int, items: int) -> GateCheck:
@@ -400,12 +509,43 @@ def baseline_recall(baseline: Report, qa_ids: Collection[str] | None) -> tuple[f
     return recorded_recall(summarize_baseline(baseline, qa_ids))
 
 
+def baseline_version_problem(baseline_version: str, dataset_version: str, path: str | Path | None) -> str | None:
+    """Why an explicitly given baseline cannot be compared with this dataset, or None (docs/gate.md).
+
+    A baseline of another dataset version measured other items: given explicitly
+    (``--eval-baseline``, ``groundeval gate --baseline``) it is a usage error, never a SKIP.
+
+    Args:
+        baseline_version: The baseline report's ``datasetVersion``.
+        dataset_version: This run's dataset version.
+        path: The baseline file as the user named it, for the message.
+
+    Returns:
+        The message (naming both versions and the file), or None when the versions match.
+    """
+    if baseline_version == dataset_version:
+        return None
+    named = f"baseline {path}" if path else "the baseline"
+    return (
+        f"{named} is a report of dataset {baseline_version!r}, but this run is dataset "
+        f"{dataset_version!r}: a baseline is compared only with a run of the same dataset version "
+        "(docs/gate.md); give a baseline of this version, or leave the option out"
+    )
+
+
+def _absolute_recall_note(absolute: float | None) -> str:
+    if absolute is not None:
+        return f"; the absolute retrievalRecall floor {absolute:.4f} applies"
+    return "; no absolute retrievalRecall floor is set, so recall is not gated (set one in floors, docs/gate.md)"
+
+
 def _baseline_recall_check(
     value: float | None,
     margin: float,
     baseline: BaselineInfo | None,
     dataset_version: str,
     models: Mapping[str, str],
+    absolute: float | None = None,
 ) -> GateCheck:
     metric = RETRIEVAL_RECALL
     if value is None:
@@ -416,12 +556,18 @@ def _baseline_recall_check(
         reason = f"baseline is for dataset {baseline.dataset_version}, this run is {dataset_version}"
         return _skip(metric, value, reason)
     if not _lineage_known(models):
-        return _skip(metric, value, f"model lineage unknown matches no baseline (this run: {describe_lineage(models)})")
+        return _skip(
+            metric,
+            value,
+            f"model lineage unknown matches no baseline (this run: {describe_lineage(models)})"
+            + _absolute_recall_note(absolute),
+        )
     if not same_lineage(baseline.models, models):
         return _skip(
             metric,
             value,
-            f"baseline model lineage {describe_lineage(baseline.models)} differs from {describe_lineage(models)}",
+            f"baseline model lineage {describe_lineage(baseline.models)} differs from {describe_lineage(models)}: "
+            "a baseline arms recall only within its lineage" + _absolute_recall_note(absolute),
         )
     try:
         reference, scope = recorded_recall(baseline)
@@ -450,6 +596,37 @@ def _useless_check(metric: str, value: float, op: Op, reason: str) -> GateCheck:
     )
 
 
+def nothing_gated_check(metrics: Metrics) -> GateCheck:
+    """The check that fails a run whose gate compared no quality metric with a bound (docs/gate.md).
+
+    Its reason names the metrics the run measured (those a bound could be set on)
+    and how to arm a floor, or to measure without gating.
+    """
+    values = metrics.to_wire()
+    measured = [
+        f"{name} {format_value(name, values[name])}"
+        for name in METRIC_DIRECTIONS
+        if name not in NOT_QUALITY and values.get(name) is not None
+    ]
+    listed = ", ".join(measured) if measured else "none"
+    return GateCheck(
+        metric=NOTHING_GATED,
+        value=0.0,
+        bound=1.0,
+        op=">=",
+        outcome="FAIL",
+        reason=f"nothing gated: no quality metric was compared with a bound (only error counts); "
+        f"measured: {listed}; {_HOW_TO_ARM}",
+    )
+
+
+def _measurable(metric: str, metrics: Metrics, value: Any) -> bool:
+    """Whether the run's kinds can measure ``metric``: a kind metric is left out of the table
+    when no item of its kind ran (and so it has no value)."""
+    kind = _KIND_OF_METRIC.get(metric)
+    return kind is None or value is not None or bool(metrics.items_by_kind.get(kind, 0))
+
+
 def evaluate_gate(
     metrics: Metrics,
     *,
@@ -458,6 +635,7 @@ def evaluate_gate(
     dataset_version: str,
     models: Mapping[str, Any] | ModelLineage,
     qa_ids: Collection[str] | None = None,
+    gated: bool = True,
 ) -> GateResult:
     """Apply floors, ceilings and the baseline recall check to a run's metrics (docs/gate.md).
 
@@ -479,11 +657,16 @@ def evaluate_gate(
         qa_ids: Ids of the qa items that ran; the baseline's recall is then taken over
             the same items (see ``summarize_baseline``). None: the baseline's overall
             figure. Ignored when ``baseline`` is already a record.
+        gated: False measures without gating (``--eval-no-gate``): only the error
+            counts (``NOT_QUALITY``) are checked, no quality bound and no baseline.
 
     Returns:
         The checks and the verdict: passed iff no check FAILed. A metric that is
-        None is SKIPped with a note; the baseline check is SKIPped, saying why,
-        unless dataset version and both model names match and are known.
+        None is SKIPped with a note, or left out when no item of the kind that
+        measures it ran; the baseline check is SKIPped, saying why, unless dataset
+        version and both model names match and are known. A gated result in which
+        no quality check was compared (every one SKIPped or none armed) gets the
+        FAIL check ``nothing_gated_check`` (docs/gate.md: nothing gated).
     """
     from .report import Report  # report imports this module
 
@@ -496,6 +679,8 @@ def evaluate_gate(
     lineage = _lineage_dict(models)
     checks: list[GateCheck] = []
     for metric, direction in METRIC_DIRECTIONS.items():
+        if not _measurable(metric, metrics, values[metric]) or (not gated and metric not in NOT_QUALITY):
+            continue
         bound = bounds.get(metric)
         note = ""
         if metric == "errors" and bound is None:
@@ -503,7 +688,7 @@ def evaluate_gate(
         if bound is None and values[metric] is not None and metric in _ARMED:
             # A judge bound is only as good as the judge's answers: unjudged and unparseable paragraphs fail it.
             armed_by, armed_bound = _ARMED[metric]
-            arming = [name for name in armed_by if bounds.get(name) is not None]
+            arming = [name for name in armed_by if gated and bounds.get(name) is not None]
             if arming:
                 bound = armed_bound
                 note = f" (armed by the {', '.join(arming)} bound{'s' if len(arming) > 1 else ''})"
@@ -518,5 +703,9 @@ def evaluate_gate(
             else:
                 checks.append(_compare(metric, values[metric], float(bound), direction.op, note))
         if metric == RETRIEVAL_RECALL:
-            checks.append(_baseline_recall_check(values[metric], margin, baseline, dataset_version, lineage))
-    return GateResult(passed=all(c.outcome != "FAIL" for c in checks), checks=checks)
+            checks.append(
+                _baseline_recall_check(values[metric], margin, baseline, dataset_version, lineage, bounds.get(metric))
+            )
+    if gated and not any(c.metric not in NOT_QUALITY and c.outcome != "SKIP" for c in checks):
+        checks.append(nothing_gated_check(metrics))
+    return GateResult(passed=all(c.outcome != "FAIL" for c in checks), checks=checks, gated=gated)

@@ -139,7 +139,7 @@ METRIC_DIRECTIONS: Mapping[str, MetricDirection] = MappingProxyType(
 """Every gate-able metric (wire name) and whether its bound is a floor or a ceiling, in print order."""
 
 WHOLE_NUMBER_METRICS: frozenset[str] = frozenset(
-    {"items", "notRun"} | {spec.wire for spec in metric_specs() if spec.type_ == "count" and spec.direction is not None}
+    {"items", "notRun", "qualityBounds"} | {spec.wire for spec in metric_specs() if spec.type_ == "count" and spec.direction is not None}
 )
 """Gate-able counts (``errors``, ``judgeErrors``, …) and the gate's own counts, printed as whole numbers."""
 

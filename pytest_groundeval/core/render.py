@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .gate import GateCheck, GateResult
+from .gate import GateCheck, GateResult, verdict
 from .metrics import METRIC_DIRECTIONS, format_table, format_value
 from .report import Report
 from .text import shorten
@@ -116,7 +116,7 @@ def format_report(report: Report) -> list[str]:
             lines.append(f"  {name:<26} {format_value(name, value)}")
     lines.append("gate:")
     lines.extend(f"  {format_check(check)}" for check in report.gate.checks)
-    lines.append(f"gate: {'PASS' if report.gate.passed else 'FAIL'}")
+    lines.append(f"gate: {verdict(report.gate)}")
     for item in report.items:
         if item.errored:
             lines.append(f"ERROR {item.kind}::{item.id}  {shorten(item.error or '', DETAIL_CHARS)}")

@@ -41,6 +41,7 @@ from datetime import datetime, timezone
 from html import escape
 from typing import Any
 
+from ..core.gate import verdict as gate_verdict
 from ..core.metrics import METRIC_DIRECTIONS
 from . import charts
 from ._format import metric_value, models_label
@@ -441,10 +442,11 @@ def _header(report: Mapping[str, Any]) -> str:
         facts.append(("merged shards", ", ".join(merge.get("shards", []))))
         if merge.get("missingShards"):
             facts.append(("missing shards", ", ".join(merge["missingShards"])))
-    verdict = "PASS" if passed else "FAIL"
+    verdict = gate_verdict(report["gate"])
+    badge = "fail" if not passed else "pass" if report["gate"].get("gated", True) is not False else "skip"
     notes = '<p class="warn">Interrupted: the metrics cover only part of the selection.</p>' if report.get("interrupted") else ""
     return (
-        f'<header><h1>groundeval <span id="verdict" class="badge big b-{verdict.lower()}">gate {verdict}</span></h1>'
+        f'<header><h1>groundeval <span id="verdict" class="badge big b-{badge}">gate {escape(verdict)}</span></h1>'
         '<dl class="facts">'
         + "".join(f"<div><dt>{escape(k)}</dt><dd>{escape(str(v))}</dd></div>" for k, v in facts)
         + f"</dl>{notes}</header>"
@@ -689,7 +691,7 @@ def render_html(
         KeyError: ``report`` lacks ``gate`` or ``metrics``.
     """
     items = list(report.get("items") or [])
-    verdict = "PASS" if report["gate"]["passed"] else "FAIL"
+    verdict = gate_verdict(report["gate"])
     page_title = title or f"groundeval {report.get('datasetVersion', '')} — gate {verdict}"
     data: dict[str, Any] = {"items": [item_view(item) for item in items]}
     history_html = ""

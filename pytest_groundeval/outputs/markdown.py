@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.gate import verdict as gate_verdict
 from ._format import metric_value, models_label, one_line
 
 MAX_ITEMS_LISTED = 10
@@ -50,12 +51,12 @@ def render_markdown(report: Mapping[str, Any], *, title: str = "groundeval") -> 
     """
     gate = report["gate"]
     metrics = report["metrics"]
-    verdict = "PASS" if gate["passed"] else "FAIL"
+    verdict = gate_verdict(gate)
     items = report.get("items") or []
     failed = [item for item in items if not item.get("pass") and item.get("error") is None]
     errored = [item for item in items if item.get("error") is not None]
     lines = [
-        f"### {cell(title)} gate: {'✅' if gate['passed'] else '❌'} {verdict} — dataset {cell(report['datasetVersion'])}",
+        f"### {cell(title)} gate: {('✅' if gate.get('gated', True) is not False else '➖') if gate['passed'] else '❌'} {verdict} — dataset {cell(report['datasetVersion'])}",
         "",
         f"{metrics.get('items', len(items))} items ({len(failed)} failed, {len(errored)} errors), "
         f"models {cell(models_label(report.get('models')))}"

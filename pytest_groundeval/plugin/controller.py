@@ -113,6 +113,9 @@ class DatasetRun:
     """The report's ``shard`` block (``outputs.merge.shard_info``)."""
     spooled_baseline: tuple[frozenset, dict | None] | None = None
     """``(qa ids, baseline record)`` last written to the report spool's context."""
+    floors: dict | None = None
+    """The complete bounds the gate applies to this dataset: defaults, the manifest's ``floors``,
+    then the ``--eval-floors`` file, key by key (``GateSession.run_floors``)."""
     _dataset: Any = None
     _raw: Any = field(default=None, repr=False)
 
@@ -142,6 +145,21 @@ class DatasetRun:
             return [str(item["id"]) for item in self._raw_manifest()["items"]]
         except (KeyError, TypeError):
             return None
+
+    def manifest_floors(self) -> dict | None:
+        """The manifest's own ``floors`` layer (``core.gate.check_floors``), or None.
+
+        Raises:
+            FloorsError: the manifest's floors are invalid (collection refuses such a
+                manifest first, so this happens only when it changed during the run).
+        """
+        raw = self._raw_manifest()
+        floors = raw.get("floors") if isinstance(raw, dict) else None
+        if floors is None:
+            return None
+        from ..core.gate import check_floors
+
+        return check_floors(floors, f"from the floors of {self.manifest}")
 
     def manifest_version(self) -> str:
         """The dataset version, from the items' reports, else from the manifest itself."""
@@ -188,6 +206,10 @@ class GateSession:
         # paid target, a typo found after the run wastes the whole run.
         self.floors = self._load_floors()
         self.explicit_baseline = self._load_baseline(settings.baseline) if settings.baseline else None
+        if self.explicit_baseline is not None and settings.dataset is not None:
+            problem = self._baseline_version_problem(DatasetRun(key="", manifest=settings.dataset).manifest_version())
+            if problem is not None:
+                raise pytest.UsageError(problem)
         if settings.dataset is not None and settings.baseline is None:
             self._load_baseline(self._dataset_baseline(settings.dataset))
         self.history: Any = None
@@ -211,6 +233,7 @@ class GateSession:
             "concurrency": s.concurrency,
             "timeoutS": s.timeout_s,
             "strict": s.strict,
+            "noGate": s.no_gate,
             "report": str(s.report) if s.report else None,
             "baseline": str(s.baseline) if s.baseline else None,
             "floorsFile": str(s.floors) if s.floors else None,
@@ -379,7 +402,7 @@ class GateSession:
     def _open_history_runs(self) -> None:
         """One history run per dataset, as soon as its items are known (docs/history.md)."""
         for run in self.runs.values():
-            self.history.open(run, self._applied_floors())
+            self.history.open(run, self.run_floors(run))
 
     # -- per report ---------------------------------------------------------------
 
@@ -399,7 +422,7 @@ class GateSession:
         if run.writer is not None:
             run.writer.add_item(outcome)
         if self.history is not None:
-            self.history.add(run, wire if wire is not None else outcome.to_wire(), self._applied_floors())
+            self.history.add(run, wire if wire is not None else outcome.to_wire(), self.run_floors(run))
         if self.keep == "all" or (self.keep == "problems" and not outcome.passed):
             run.kept.append(outcome.to_wire())
         if outcome.error is not None:
@@ -430,7 +453,7 @@ class GateSession:
             "datasetVersion": run.version,
             "models": run.models,
             "startedAtMs": self.started_at_ms,
-            "floors": self._applied_floors(),
+            "floors": self.run_floors(run),
             "baseline": self._spooled_baseline(run),
             "items": dict(run.expected),
         }
@@ -518,26 +541,46 @@ class GateSession:
             items_by_id = None
         return errored_outcome(items_by_id, kind, item_id, error, not_run=not_run)
 
-    def _applied_floors(self) -> dict:
-        """The bounds the gate applies: the floors file's, else the defaults."""
-        from ..core.gate import DEFAULT_FLOORS
+    def run_floors(self, run: DatasetRun) -> dict:
+        """The complete bounds the gate applies to ``run``'s dataset (docs/gate.md): the defaults,
+        then the manifest's ``floors``, then the ``--eval-floors`` file, merged key by key.
 
-        return dict(DEFAULT_FLOORS) if self.floors is None else self.floors
+        Raises:
+            pytest.UsageError: the manifest's floors are invalid (it changed after collection).
+        """
+        if run.floors is None:
+            from ..core.gate import FloorsError, merge_floors
+
+            try:
+                run.floors = merge_floors(run.manifest_floors(), self.floors)
+            except FloorsError as exc:
+                raise pytest.UsageError(str(exc)) from None
+        return run.floors
 
     def _load_floors(self) -> Any:
-        """The floors file, validated; None without one.
+        """The floors file as one layer (``core.gate.read_floors_file``), validated; None without one.
 
         Raises:
             pytest.UsageError: the file is invalid (the message names it).
         """
         if self.settings.floors is None:
             return None
-        from ..core.gate import FloorsError, load_floors
+        from ..core.gate import FloorsError, read_floors_file
 
         try:
-            return load_floors(self.settings.floors)
+            return read_floors_file(self.settings.floors)
         except FloorsError as exc:
             raise pytest.UsageError(str(exc)) from None
+
+    def _baseline_version_problem(self, dataset_version: str) -> str | None:
+        """Why the explicit ``--eval-baseline`` cannot serve ``dataset_version``, or None (docs/gate.md)."""
+        from ..core.gate import baseline_version_problem
+
+        if self.explicit_baseline is None or dataset_version == UNKNOWN:
+            return None
+        return baseline_version_problem(
+            self.explicit_baseline.dataset_version, dataset_version, _shown(self.settings.baseline)
+        )
 
     @staticmethod
     def _load_baseline(path: Path | None) -> Any:
@@ -617,9 +660,20 @@ class GateSession:
                 self._run_for(key)
         if not self.runs:
             return
-        from ..core.gate import DEFAULT_FLOORS, evaluate_gate, interrupted_check, not_run_check, summarize_baseline
+        from ..core.gate import evaluate_gate, interrupted_check, not_run_check, summarize_baseline
 
-        floors = dict(DEFAULT_FLOORS) if self.floors is None else self.floors
+        for run in self.runs.values():
+            problem = self._baseline_version_problem(run.manifest_version())
+            if problem is None:
+                try:
+                    self.run_floors(run)
+                except pytest.UsageError as exc:
+                    problem = str(exc)
+            if problem is not None:
+                self.usage_error = problem
+                session.exitstatus = pytest.ExitCode.USAGE_ERROR
+                self._abort_writers()
+                return
         interrupted = bool(
             exitstatus == pytest.ExitCode.INTERRUPTED
             or session.shouldstop
@@ -663,11 +717,12 @@ class GateSession:
             )
             run.gate = evaluate_gate(
                 run.metrics,
-                floors=floors,
+                floors=self.run_floors(run),
                 baseline=run.baseline_record,
                 dataset_version=run.manifest_version(),
                 models=run.models or {"generate": UNKNOWN, "embed": UNKNOWN},
                 qa_ids=run.qa_ids,
+                gated=not self.settings.no_gate,
             )
             extra = []
             if run.not_run:
@@ -677,12 +732,14 @@ class GateSession:
             if extra:
                 run.gate = run.gate.model_copy(update={"passed": False, "checks": [*run.gate.checks, *extra]})
             run.shard = self._shard_block(run)
-        parts = self._parts(interrupted, floors)
+        parts = self._parts(interrupted)
         self._write_report(parts)
         self._write_outputs(parts)
         self._log_gates_to_junit()
         if self.history is not None:
-            self.history.finish(self.runs.values(), floors, interrupted)
+            for run in self.runs.values():  # each run's record carries its own dataset's floors
+                self.history.open(run, self.run_floors(run))
+            self.history.finish(self.runs.values(), None, interrupted)
         self.exit_decided = True
 
     @pytest.hookimpl(trylast=True, specname="pytest_sessionfinish")
@@ -736,7 +793,7 @@ class GateSession:
             if run.writer is not None:
                 run.writer.abort()
 
-    def _parts(self, interrupted: bool, floors: dict) -> list[tuple[DatasetRun, dict]]:
+    def _parts(self, interrupted: bool) -> list[tuple[DatasetRun, dict]]:
         """Per dataset, the report's header fields (``ReportWriter.finish``'s keyword arguments)."""
         from ..core.report import environment_info
 
@@ -756,7 +813,7 @@ class GateSession:
                         gate=run.gate,
                         environment=environment,
                         interrupted=interrupted,
-                        floors=floors,
+                        floors=self.run_floors(run),
                         shard=run.shard,
                         baseline=run.baseline_record,
                     ),
@@ -830,6 +887,7 @@ class GateSession:
         xml = self.config.stash.get(xml_key, None)
         if xml is None:
             return
+        from ..core.gate import verdict
         from ..core.render import format_check
 
         for run in self.runs.values():
@@ -840,7 +898,7 @@ class GateSession:
             props: list[tuple[str, object]] = [
                 ("datasetVersion", run.manifest_version()),
                 ("models", f"generate={(run.models or {}).get('generate', UNKNOWN)} embed={(run.models or {}).get('embed', UNKNOWN)}"),
-                ("gate", "PASS" if run.gate.passed else "FAIL"),
+                ("gate", verdict(run.gate)),
                 ("items", len(run.seen)),
                 ("failed", run.failed),
                 ("errors", run.errored),
@@ -901,15 +959,23 @@ class GateSession:
             tr.write_line(f"groundeval: {message}", red=True)
         if self.step_summary_error:
             tr.write_line(f"warning: {self.step_summary_error}", yellow=True)
+        from ..core.gate import NOT_GATED, verdict
+
         passed = all(run.gate.passed for run in runs)
+        gated = all(run.gate.gated for run in runs)
         if len(runs) > 1:
             failing = [run.manifest_version() for run in runs if not run.gate.passed]
-            verdict = "PASS" if passed else f"FAIL ({', '.join(failing)})"
-            tr.write_line(f"gate: {verdict}", green=passed, red=not passed, bold=True)
-        elif passed:
-            tr.write_line("gate: PASS", green=True, bold=True)
+            word = ("PASS" if gated else NOT_GATED) if passed else f"FAIL ({', '.join(failing)})"
+            tr.write_line(f"gate: {word}", green=passed and gated, yellow=passed and not gated, red=not passed, bold=True)
         else:
-            tr.write_line("gate: FAIL", red=True, bold=True)
+            word = verdict(runs[0].gate)
+            tr.write_line(f"gate: {word}", green=passed and gated, yellow=passed and not gated, red=not passed, bold=True)
+        if not gated:
+            tr.write_line(
+                "note: --eval-no-gate: metrics measured and reported, no quality bound applied; "
+                "only errored items fail the run (docs/gate.md)",
+                yellow=True,
+            )
         if self.history is not None and self.history.failure is not None:
             from .history import HISTORY_EXIT
 
@@ -972,5 +1038,7 @@ class GateSession:
         if run.baseline_path is not None:
             tr.write_line(f"baseline: {_shown(run.baseline_path)}")
         if titled:
-            tr.write_line(f"gate {run.manifest_version()}: {'PASS' if run.gate.passed else 'FAIL'}",
-                          green=run.gate.passed, red=not run.gate.passed)
+            from ..core.gate import verdict
+
+            tr.write_line(f"gate {run.manifest_version()}: {verdict(run.gate)}",
+                          green=run.gate.passed and run.gate.gated, red=not run.gate.passed)

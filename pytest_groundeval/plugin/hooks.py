@@ -56,13 +56,13 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(GateSession(config, settings), "groundeval-gate")
 
 
-_NEED_A_DATASET = ("report", "html", "markdown", "shard", "floors", "baseline", "strict", "history", "label")
+_NEED_A_DATASET = ("report", "html", "markdown", "shard", "floors", "baseline", "strict", "no-gate", "history", "label")
 """Flags that mean nothing without a dataset: given alone, a CI job would pass measuring nothing."""
 
 
 def _refuse_options_without_a_dataset(config: pytest.Config) -> None:
     """``--eval-report`` / ``--eval-html`` / ``--eval-markdown`` / ``--eval-shard`` / ``--eval-floors`` /
-    ``--eval-baseline`` / ``--eval-strict`` / ``--eval-history`` / ``--eval-label`` need a dataset.
+    ``--eval-baseline`` / ``--eval-strict`` / ``--eval-no-gate`` / ``--eval-history`` / ``--eval-label`` need a dataset.
 
     A dataset is ``--eval-dataset`` (or its ini/env fallback), or a manifest.json, or a
     directory holding one, among the paths (``pytest datasets/v1`` as an IDE runs it).
@@ -70,7 +70,7 @@ def _refuse_options_without_a_dataset(config: pytest.Config) -> None:
     Raises:
         pytest.UsageError: one of those flags was given and no dataset was.
     """
-    given = [f"--eval-{name}" for name in _NEED_A_DATASET if config.getoption(f"eval_{name}") not in (None, False)]
+    given = [f"--eval-{name}" for name in _NEED_A_DATASET if config.getoption("eval_" + name.replace("-", "_")) not in (None, False)]
     if not given or any(_is_dataset_path(config, arg) for arg in config.args):
         return
     raise pytest.UsageError(

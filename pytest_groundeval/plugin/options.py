@@ -35,6 +35,7 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("baseline", "Baseline report that arms the retrievalRecall floor", "path"),
     ("floors", "JSON file of gate floors and ceilings by metric name", "path"),
     ("strict", "Fail the session when any eval item fails, not only when the gate fails", "bool"),
+    ("no-gate", "Measure and report without gating: the verdict reads NOT GATED and only errored items fail the run", "bool"),
     ("timeout", "Seconds one target call may take, from sending to the last byte of the answer (default 60)", "float"),
     ("max-response-bytes", "Largest target response body accepted, in bytes; KiB, MiB or GiB suffixes allowed (default 16 MiB)", "str"),
     ("ready-timeout", "Seconds to wait for a spawned target's /readyz (default 60)", "float"),
@@ -144,6 +145,9 @@ class Settings:
     """Floors file."""
     strict: bool = False
     """Any failed item fails the session."""
+    no_gate: bool = False
+    """Measure without gating (``--eval-no-gate``): no quality bound is applied, the verdict
+    reads ``NOT GATED``, and only errored items fail the session (docs/gate.md)."""
     timeout_s: float = DEFAULT_TIMEOUT_S
     """Deadline of one target call, in seconds."""
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
@@ -396,6 +400,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         baseline=path("baseline"),
         floors=path("floors"),
         strict=_bool(values["strict"], sources["strict"]) if values["strict"] is not None else False,
+        no_gate=_bool(values["no-gate"], sources["no-gate"]) if values["no-gate"] is not None else False,
         timeout_s=_positive(values["timeout"], sources["timeout"]) if values["timeout"] else DEFAULT_TIMEOUT_S,
         max_response_bytes=(
             _size(values["max-response-bytes"], sources["max-response-bytes"])

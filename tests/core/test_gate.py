@@ -44,6 +44,7 @@ GOOD = dict(
     tokens_per_query=180.0,
     errors=0,
     items=10,
+    items_by_kind={"qa": 6, "adversarial": 2, "temporal": 2, "citation": 0, "review": 0},
 )
 
 
@@ -277,7 +278,11 @@ def test_cross_lineage_baseline_is_skipped_with_reason():
     result = evaluate_gate(metrics(retrieval_recall=0.5), baseline=baseline, dataset_version="v1", models=MODELS)
     check = check_for(result, "retrievalRecall")
     assert check.outcome == "SKIP"
-    assert check.reason == "baseline model lineage generate=gen-b/embed=emb-a differs from generate=gen-a/embed=emb-a"
+    assert check.reason == (
+        "baseline model lineage generate=gen-b/embed=emb-a differs from generate=gen-a/embed=emb-a: a baseline arms "
+        "recall only within its lineage; no absolute retrievalRecall floor is set, so recall is not gated "
+        "(set one in floors, docs/gate.md)"
+    )
     assert result.passed
 
 
@@ -415,7 +420,7 @@ def test_recorded_floors_are_validated_without_merging_the_defaults_back():
 
 def test_format_check_one_line_with_units():
     result = evaluate_gate(
-        metrics(latency_ms_p95=412.3456, claim_support_recall=None),
+        metrics(latency_ms_p95=412.3456, falsehood_rejection=None),
         floors=parse_floors({"latencyMsP95": 400}, "t"),
         dataset_version="v1",
         models=MODELS,
@@ -423,8 +428,8 @@ def test_format_check_one_line_with_units():
     latency = format_check(check_for(result, "latencyMsP95"))
     assert "\n" not in latency
     assert latency.split() == ["latencyMsP95", "412.3", "ms", "<=", "400.0", "ms", "FAIL", "412.3", "ms", ">", "400.0", "ms"]
-    recall = format_check(check_for(result, "claimSupportRecall"))
-    assert recall.split()[:5] == ["claimSupportRecall", "n/a", ">=", "0.9000", "SKIP"]
+    recall = format_check(check_for(result, "falsehoodRejection"))
+    assert recall.split()[:5] == ["falsehoodRejection", "n/a", ">=", "0.9500", "SKIP"]
     assert recall.endswith("no items measured this metric (n/a)")
 
 
@@ -583,10 +588,13 @@ def test_a_target_that_returns_no_claims_fails_the_claim_floors():
         check = check_for(result, metric)
         assert check.outcome == "FAIL" and "returned no claims" in check.reason
     assert not result.passed
-    # With no qa items at all (a -k adversarial slice), the same n/a is a SKIP.
+    # With no qa items at all (a -k adversarial slice), no qa item could measure it: the
+    # claim floors are left out of the table, neither FAIL nor SKIP (docs/gate.md).
     sliced = metrics(claim_support_precision=None, claim_support_recall=None, qa_claims=0,
                      items_by_kind={"qa": 0, "adversarial": 5, "temporal": 0, "citation": 0, "review": 0})
-    assert check_for(evaluate_gate(sliced, dataset_version="v1", models=MODELS), "claimSupportRecall").outcome == "SKIP"
+    sliced_result = evaluate_gate(sliced, dataset_version="v1", models=MODELS)
+    assert not [c for c in sliced_result.checks if c.metric.startswith("claimSupport")]
+    assert sliced_result.passed
 
 
 # --- re-gating trusts nothing it can recompute (issue 19) ----------------------------------------
@@ -635,3 +643,98 @@ def test_an_unedited_report_with_errors_still_gates(saved, capsys):
     path = saved("r.json", report(errors=2))
     assert cli.main(["gate", "--report", path]) == 1
     assert "errors" in check_line(capsys.readouterr().out.splitlines(), "errors")
+
+
+# --- issue 19: nothing gated, manifest floors, NOT GATED, baselines of another version -----------
+
+
+CITATION_ONLY = {"qa": 0, "adversarial": 0, "temporal": 0, "citation": 4, "review": 0}
+
+
+def citation_metrics(**overrides) -> Metrics:
+    return Metrics(**{"citation_metadata_accuracy": 0.7, "evidence_risk_score": 1.0, "items": 4,
+                      "items_by_kind": CITATION_ONLY, **overrides})
+
+
+def test_a_gate_that_checks_only_errors_fails_naming_what_was_measured():
+    result = evaluate_gate(citation_metrics(), dataset_version="c", models=MODELS)
+    assert not result.passed
+    assert [c.metric for c in result.checks] == ["errors", "qualityBounds"]
+    check = check_for(result, "qualityBounds")
+    assert check.outcome == "FAIL"
+    assert check.reason.startswith(
+        "nothing gated: no quality metric was compared with a bound (only error counts); "
+        "measured: citationMetadataAccuracy 0.7000, evidenceRiskScore 1.0000; arm a floor in the dataset manifest's"
+    )
+    assert "--eval-no-gate" in check.reason
+    assert format_check(check).split()[:5] == ["qualityBounds", "0", ">=", "1", "FAIL"]
+
+
+def test_error_count_ceilings_alone_arm_nothing_but_a_latency_ceiling_does():
+    judged = citation_metrics(judge_errors=0, latency_ms_p95=80.0)
+    only_counts = evaluate_gate(judged, floors=parse_floors({"judgeErrors": 2, "errors": 1}), dataset_version="c",
+                                models=MODELS)
+    assert check_for(only_counts, "qualityBounds").outcome == "FAIL"
+    ceiling = evaluate_gate(judged, floors=parse_floors({"latencyMsP95": 100}), dataset_version="c", models=MODELS)
+    assert ceiling.passed and not [c for c in ceiling.checks if c.metric == "qualityBounds"]
+    # A quality bound that is n/a arms nothing either.
+    n_a = evaluate_gate(citation_metrics(evidence_risk_score=None), floors=parse_floors({"evidenceRiskScore": 0.5}),
+                        dataset_version="c", models=MODELS)
+    assert check_for(n_a, "evidenceRiskScore").outcome == "SKIP" and check_for(n_a, "qualityBounds").outcome == "FAIL"
+
+
+def test_a_citation_only_gate_lists_no_qa_adversarial_or_temporal_bounds():
+    result = evaluate_gate(citation_metrics(), floors=parse_floors({"citationMetadataAccuracy": 0.6}),
+                           dataset_version="c", models=MODELS)
+    assert [c.metric for c in result.checks] == ["citationMetadataAccuracy", "errors"]
+    assert result.passed
+
+
+def test_not_gated_checks_only_the_error_counts():
+    from pytest_groundeval.core.gate import verdict
+
+    bad = metrics(claim_support_precision=0.1, falsehood_rejection=0.0)
+    result = evaluate_gate(bad, floors=parse_floors({"latencyMsP95": 1}), dataset_version="v1", models=MODELS,
+                           gated=False)
+    assert [c.metric for c in result.checks] == ["errors"]
+    assert result.passed and not result.gated and verdict(result) == "NOT GATED"
+    errored = evaluate_gate(metrics(errors=1), dataset_version="v1", models=MODELS, gated=False)
+    assert not errored.passed and verdict(errored) == "FAIL (not gated: items errored)"
+    assert verdict(errored.to_wire()) == verdict(errored)
+    assert verdict(evaluate_gate(metrics(), dataset_version="v1", models=MODELS)) == "PASS"
+
+
+def test_manifest_floors_and_a_floors_file_merge_key_by_key():
+    from pytest_groundeval.core.gate import check_floors, merge_floors
+
+    manifest = check_floors({"citationMetadataAccuracy": 0.9, "evidenceRiskScore": 0.5, "temporalAccuracy": None})
+    file = check_floors({"citationMetadataAccuracy": 0.7, "claimSupportPrecision": None})
+    merged = merge_floors(manifest, file)
+    assert merged["citationMetadataAccuracy"] == 0.7  # the file wins for the key it names
+    assert merged["evidenceRiskScore"] == 0.5  # the manifest's other keys stay
+    assert "temporalAccuracy" not in merged and "claimSupportPrecision" not in merged
+    assert merged["errors"] == 0 and merged["retrievalRecallMargin"] == DEFAULT_FLOORS["retrievalRecallMargin"]
+    with pytest.raises(FloorsError) as info:
+        check_floors({"evidenceRiskScore": 2}, "x")
+    assert info.value.key == "evidenceRiskScore"
+
+
+def test_a_baseline_of_another_lineage_leaves_the_absolute_recall_floor_to_decide():
+    baseline = report(retrieval_recall=0.99, models={"generate": "gen-b", "embed": "emb-a"})
+    result = evaluate_gate(metrics(retrieval_recall=0.5), floors=parse_floors({"retrievalRecall": 0.8}),
+                           baseline=baseline, dataset_version="v1", models=MODELS)
+    absolute, skipped = [c for c in result.checks if c.metric == "retrievalRecall"]
+    assert absolute.outcome == "FAIL" and absolute.reason == "0.5000 < 0.8000"
+    assert skipped.outcome == "SKIP"
+    assert skipped.reason.endswith(
+        "a baseline arms recall only within its lineage; the absolute retrievalRecall floor 0.8000 applies"
+    )
+    assert not result.passed
+
+
+def test_cli_gate_refuses_a_baseline_of_another_dataset_version(saved, capsys):
+    path = saved("r.json", report())
+    other = saved("b.json", report(dataset_version="v0"))
+    assert cli.main(["gate", "--report", path, "--baseline", other]) == 2
+    err = capsys.readouterr().err
+    assert "is a report of dataset 'v0', but this run is dataset 'v1'" in err

@@ -652,3 +652,221 @@ def test_the_judge_key_is_never_in_the_debug_log(run, pytester, smoke, monkeypat
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     refused.stderr.fnmatch_lines(["*judge's API key was given by --eval-judge-api-key*GROUNDEVAL_JUDGE_API_KEY*"])
     assert key not in refused.stdout.str() + refused.stderr.str()
+
+
+# -- issue 19: nothing gated is not a pass --------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _dataset(pytester, name: str, floors=..., edit=None) -> Path:
+    """A copy of ``datasets/<name>`` in the pytester directory; ``floors`` replaces the manifest's
+    ``floors`` (``None`` removes them), ``edit`` changes the manifest dict in place."""
+    target = pytester.path / name
+    shutil.copytree(ROOT / "datasets" / name, target)
+    manifest = target / "manifest.json"
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    if floors is None:
+        data.pop("floors", None)
+    elif floors is not ...:
+        data["floors"] = floors
+    if edit is not None:
+        edit(data)
+    manifest.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    return target
+
+
+def test_expertqa_default_run_gates_a_quality_metric(pytester):
+    # 144 of 180 items fail their own check; the gate used to check only errors and pass.
+    dataset = _dataset(pytester, "expertqa")
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--eval-dataset={dataset}")
+    result.stdout.re_match_lines([r"evidenceRiskScore\s+0\.3019 >= 0\.2800\s+PASS\s+0\.3019 >= 0\.2800$"])
+    assert "qualityBounds" not in result.stdout.str()
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["gate: PASS"])
+
+
+def test_a_run_that_gates_only_errors_fails_saying_what_was_measured(pytester):
+    dataset = _dataset(pytester, "expertqa", floors=None)
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--eval-dataset={dataset}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "qualityBounds * FAIL  nothing gated: no quality metric was compared with a bound (only error counts); "
+        "measured: evidenceRiskScore 0.3019; arm a floor in the dataset manifest's \"floors\" or a floors file "
+        "(--eval-floors FILE, *), or measure without gating with --eval-no-gate*",
+        "gate: FAIL",
+    ])
+
+
+def test_default_floors_that_are_all_n_a_gate_nothing(pytester):
+    # A citation dataset under the default floors: every default bound is n/a, none compared.
+    dataset = _dataset(pytester, "citation-smoke", floors=None)
+    report = pytester.path / "r.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--eval-dataset={dataset}", f"--eval-report={report}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*nothing gated*measured: citationMetadataAccuracy 0.7143, evidenceRiskScore 1.0000;*"])
+    # groundeval gate re-applies the same rule to the saved report.
+    from pytest_groundeval.cli import main
+
+    assert main(["gate", "--report", str(report)]) == 1
+
+
+@pytest.mark.parametrize("how", ["flag", "ini", "env"])
+def test_no_gate_measures_without_gating(pytester, monkeypatch, how):
+    dataset = _dataset(pytester, "citation-smoke", floors={"citationMetadataAccuracy": 0.99})
+    args = ["-p", "no:cacheprovider", f"--eval-dataset={dataset}", f"--eval-report={pytester.path / 'r.json'}"]
+    if how == "flag":
+        args.append("--eval-no-gate")
+    elif how == "ini":
+        pytester.makeini("[pytest]\neval_no_gate = true\n")
+    else:
+        monkeypatch.setenv("GROUNDEVAL_NO_GATE", "1")
+    result = pytester.runpytest(*args)
+    # The floor would FAIL (0.7143 < 0.99); not gated, it is an INFO line and the run exits 0.
+    assert result.ret == 0
+    result.stdout.re_match_lines([r"citationMetadataAccuracy\s+0\.7143\s+INFO  reported; no bound set"])
+    result.stdout.fnmatch_lines(["errors * PASS *", "gate: NOT GATED", "note: --eval-no-gate:*"])
+    assert "qualityBounds" not in result.stdout.str()
+    data = json.loads((pytester.path / "r.json").read_text())
+    assert data["gate"]["gated"] is False and data["gate"]["passed"] is True
+    assert data["floors"]["citationMetadataAccuracy"] == 0.99  # recorded: groundeval gate applies it
+
+
+ONE_ITEM_ERRORS = """
+import pytest
+from pytest_groundeval.targets.protocol import TargetError
+
+@pytest.fixture(scope="session")
+def groundeval_target(groundeval_target):
+    class OneFails:
+        def __getattr__(self, name):
+            return getattr(groundeval_target, name)
+
+        def generate(self, question, find):
+            if question.startswith("What is the budget"):
+                raise TargetError("POST /v1/generate: 500 from the test's target")
+            return groundeval_target.generate(question, find)
+
+    return OneFails()
+"""
+
+
+def test_no_gate_still_fails_a_run_whose_items_errored(run, pytester, smoke):
+    pytester.makeconftest(ONE_ITEM_ERRORS)
+    result = run(f"--eval-dataset={smoke}", "--eval-no-gate", "-n", "0")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["errors * 1 <= 0 * FAIL *", "gate: FAIL (not gated: items errored)"])
+    # No quality bound was applied: the claim floors are INFO lines.
+    result.stdout.re_match_lines([r"claimSupportPrecision\s+\S+\s+INFO  reported; no bound set"])
+
+
+def test_manifest_floors_apply_and_a_floors_file_overrides_them_key_by_key(pytester):
+    from pytest_groundeval.cli import main
+
+    floors = {"citationMetadataAccuracy": 0.9, "evidenceRiskScore": 0.5}
+    dataset = _dataset(pytester, "citation-smoke", floors=floors)
+    report = pytester.path / "r.json"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--eval-dataset={dataset}", f"--eval-report={report}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "citationMetadataAccuracy * 0.7143 >= 0.9000 * FAIL  0.7143 < 0.9000",
+        "evidenceRiskScore * 1.0000 >= 0.5000 * PASS  1.0000 >= 0.5000",
+    ])
+    data = json.loads(report.read_text())
+    assert data["floors"]["citationMetadataAccuracy"] == 0.9 and data["floors"]["evidenceRiskScore"] == 0.5
+    # groundeval gate re-applies the manifest's floors the report recorded.
+    assert main(["gate", "--report", str(report)]) == 1
+    # The floors file names one key: it wins for that key, the manifest's other key stays.
+    (pytester.path / "floors.json").write_text('{"citationMetadataAccuracy": 0.7}')
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--eval-dataset={dataset}",
+                                f"--eval-floors={pytester.path / 'floors.json'}", f"--eval-report={report}")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([
+        "citationMetadataAccuracy * 0.7143 >= 0.7000 * PASS *",
+        "evidenceRiskScore * 1.0000 >= 0.5000 * PASS *",
+        "gate: PASS",
+    ])
+    assert json.loads(report.read_text())["floors"]["evidenceRiskScore"] == 0.5
+    assert main(["gate", "--report", str(report)]) == 0
+
+
+@pytest.mark.parametrize(
+    ("floors", "field", "problem"),
+    [
+        ({"citationMetadataAccuracy": 1.5}, 'floors["citationMetadataAccuracy"]',
+         "'1.5' is not a valid floor for citationMetadataAccuracy: expected a number in [[]0, 1[]]"),
+        ({"claimSupportPrecison": 0.9}, 'floors["claimSupportPrecison"]',
+         "'claimSupportPrecison' is not a metric with a floor or ceiling; valid names: *"),
+        ({"errors": None}, 'floors["errors"]', "errors cannot be disabled with null: it is always checked"),
+        ([0.9], "floors", "floors must be a JSON object mapping metric names to numbers, got [[]0.9[]]"),
+    ],
+)
+def test_invalid_manifest_floors_are_a_dataset_error_naming_file_and_field(pytester, floors, field, problem):
+    dataset = _dataset(pytester, "citation-smoke", floors=floors)
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--eval-dataset={dataset}")
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # a collection error
+    field = field.replace("[", "[[]")  # fnmatch: a literal '['
+    result.stdout.fnmatch_lines([f"*{dataset / 'manifest.json'}: field {field}: {problem}*"])
+
+
+def test_a_citation_only_table_lists_only_what_its_kinds_measure(pytester):
+    dataset = _dataset(pytester, "citation-smoke")
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--eval-dataset={dataset}")
+    assert result.ret == 0
+    table = result.stdout.str().split("groundeval gate")[1]
+    for metric in ("retrievalRecall", "claimSupportPrecision", "claimSupportRecall", "falsehoodRejection",
+                   "temporalAccuracy"):
+        assert metric not in table, metric
+    result.stdout.fnmatch_lines(["citationMetadataAccuracy * PASS *", "errors * PASS *", "gate: PASS"])
+
+
+def test_an_explicit_baseline_of_another_dataset_version_is_a_usage_error(run, pytester, smoke):
+    report = pytester.path / "r.json"
+    result = run(f"--eval-dataset={smoke}", f"--eval-baseline={ROOT / 'datasets' / 'v1' / 'baseline.json'}",
+                 f"--eval-report={report}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        "*baseline *baseline.json is a report of dataset 'v1', but this run is dataset 'smoke-1': a baseline is "
+        "compared only with a run of the same dataset version*",
+    ])
+    assert not report.exists()
+
+
+def test_an_explicit_baseline_of_another_version_is_refused_when_the_dataset_is_a_path(run, pytester, smoke):
+    # As an IDE runs it: no --eval-dataset, so the version is known only at the end.
+    result = run(str(smoke / "manifest.json"), f"--eval-baseline={ROOT / 'datasets' / 'v1' / 'baseline.json'}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(["groundeval: baseline *is a report of dataset 'v1', but this run is dataset 'smoke-1'*"])
+
+
+def _other_lineage_baseline(path: Path, version: str) -> Path:
+    from pytest_groundeval.core.gate import GateResult
+    from pytest_groundeval.core.metrics import Metrics
+    from pytest_groundeval.core.report import Report, write_report
+
+    write_report(path, Report(
+        dataset_version=version, models={"generate": "other-generate", "embed": "other-embed"},
+        started_at_ms=1_700_000_000_000, duration_ms=1.0, metrics=Metrics(retrieval_recall=1.0),
+        gate=GateResult(passed=True, checks=[]),
+        environment={"pluginVersion": "0.1.0", "python": "3.11", "platform": "linux", "gitCommit": None},
+    ))
+    return path
+
+
+def test_a_baseline_of_another_lineage_is_skipped_and_the_absolute_recall_floor_applies(run, pytester):
+    def unreachable_evidence(data):
+        # Evidence from the field notes for a question the target answers from the project notes.
+        item = next(i for i in data["items"] if i["id"] == "qa-smoke-alpha-budget")
+        item["expectedEvidence"].append("Fikapausen börjar klockan tre på eftermiddagen.")
+
+    dataset = _dataset(pytester, "smoke", floors={"retrievalRecall": 0.95}, edit=unreachable_evidence)
+    baseline = _other_lineage_baseline(pytester.path / "b.json", "smoke-1")
+    result = run(f"--eval-dataset={dataset}", f"--eval-baseline={baseline}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "retrievalRecall * 0.8000 >= 0.9500 * FAIL  0.8000 < 0.9500",
+        "retrievalRecall * 0.8000 >= n/a * SKIP  baseline model lineage generate=other-generate/embed=other-embed "
+        "differs from generate=mock-generate/embed=mock-embed: a baseline arms recall only within its lineage; "
+        "the absolute retrievalRecall floor 0.9500 applies",
+        "gate: FAIL",
+    ])

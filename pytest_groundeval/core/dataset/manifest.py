@@ -134,8 +134,25 @@ class Manifest(WireModel):
 
     Python ``re`` syntax, run by the ``regex`` package so that each paragraph's
     matching is bounded in time (``core.kinds.citation.MENTION_TIMEOUT_S``)."""
+    floors: dict[str, Any] | None = None
+    """The dataset's own gate bounds (docs/dataset.md, docs/gate.md): metric name -> number or
+    ``null``, with the rules of a floors file (``core.gate.check_floors``), merged over the
+    default bounds; an ``--eval-floors`` file is merged over them, key by key."""
     items: list[Item]
     """The items, in order; each becomes one pytest test."""
+
+    @field_validator("floors", mode="before")
+    @classmethod
+    def _floors_valid(cls, value: Any) -> Any:
+        if value is None:
+            return value
+        from ..gate import FloorsError, check_floors  # the gate imports the kinds, as this module does
+
+        try:
+            return check_floors(value, "manifest floors")
+        except FloorsError as exc:
+            where = f"[{json.dumps(exc.key, ensure_ascii=False)}]" if exc.key is not None else None
+            raise RuleError(str(exc).removesuffix(" (manifest floors)"), where) from None
 
     @field_validator("mention_pattern")
     @classmethod
