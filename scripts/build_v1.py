@@ -1105,7 +1105,7 @@ def build_datasets(data: Path) -> dict[str, dict[str, bytes]]:
     Raises:
         BuildError: a source file is missing, malformed, or yields too few items.
     """
-    v1, hard = DatasetBuilder("v1"), DatasetBuilder("hard-1")
+    v1, hard = DatasetBuilder("v1.1"), DatasetBuilder("hard-1")
     add_halueval(v1, read_halueval(data / HALUEVAL_FILE))
     for lang, file in TRUTHFULQA_FILES.items():
         questions = _load_json(data / file)

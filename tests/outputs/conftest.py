@@ -1,7 +1,9 @@
 """Fixtures for the outputs tests: real saved reports, and shard reports made from them.
 
-``data/report-v1.json.gz`` is the report of a real run of datasets/v1 against the
-reference target and mock (``--eval-report``); ``data/report-citation-smoke.json``
+``data/report-v1.json.gz`` is the report of a real run of datasets/v1 (version v1, 621
+items) against the reference target and mock (``--eval-report``), and
+``data/baseline-v1.json.gz`` the baseline that run compared with (datasets/v1/baseline.json
+of that version); ``data/report-citation-smoke.json``
 that of datasets/citation-smoke. Regenerate both after a report schema change with
 the commands in ``data/README.md``.
 """
@@ -20,11 +22,11 @@ import pytest
 from pytest_groundeval.core.gate import DEFAULT_FLOORS, evaluate_gate, summarize_baseline
 from pytest_groundeval.core.metrics import compute_metrics
 from pytest_groundeval.outputs.merge import shard_info, shard_of
-from pytest_groundeval.core.report import parse_report, read_report
+from pytest_groundeval.core.report import parse_report
 
 DATA = Path(__file__).parent / "data"
 REPO = Path(__file__).resolve().parents[2]
-V1_BASELINE = REPO / "datasets" / "v1" / "baseline.json"
+V1_BASELINE = DATA / "baseline-v1.json.gz"
 
 
 def _load(name: str) -> dict[str, Any]:
@@ -56,8 +58,16 @@ def citation_report() -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def v1_baseline():
-    """datasets/v1/baseline.json as a ``Report``: the baseline the v1 run compared recall with."""
-    return read_report(V1_BASELINE)
+    """The baseline the v1 run compared recall with, as a ``Report``."""
+    return parse_report(json.loads(gzip.decompress(V1_BASELINE.read_bytes())), V1_BASELINE.name)
+
+
+@pytest.fixture
+def v1_baseline_path(tmp_path: Path) -> Path:
+    """The v1 run's baseline as a plain JSON file, for the command-line tests."""
+    path = tmp_path / "baseline-v1.json"
+    path.write_bytes(gzip.decompress(V1_BASELINE.read_bytes()))
+    return path
 
 
 @pytest.fixture

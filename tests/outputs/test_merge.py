@@ -22,7 +22,6 @@ from pytest_groundeval.core.gate import summarize_baseline
 from pytest_groundeval.core.metrics import compute_metrics
 from pytest_groundeval.core.report import parse_report
 
-V1_BASELINE = Path(__file__).resolve().parents[2] / "datasets" / "v1" / "baseline.json"
 
 
 def recount(*shards: dict) -> None:
@@ -238,18 +237,20 @@ def _write(tmp_path, shards):
     return paths
 
 
-def test_groundeval_merge_writes_a_report_that_groundeval_gate_passes(v1_report, make_shards, tmp_path, capsys):
+def test_groundeval_merge_writes_a_report_that_groundeval_gate_passes(
+    v1_report, make_shards, v1_baseline_path, tmp_path, capsys
+):
     paths = _write(tmp_path, make_shards(v1_report, 3))
     out, html, md = tmp_path / "merged.json", tmp_path / "r.html", tmp_path / "r.md"
     status = groundeval(
-        ["merge", *paths, "-o", str(out), "--baseline", str(V1_BASELINE), "--html", str(html), "--markdown", str(md)]
+        ["merge", *paths, "-o", str(out), "--baseline", str(v1_baseline_path), "--html", str(html), "--markdown", str(md)]
     )
     printed = capsys.readouterr().out
     assert status == 0, printed
     assert printed.rstrip().endswith("gate: PASS")
     assert html.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     assert "gate: ✅ PASS" in md.read_text(encoding="utf-8")
-    assert groundeval(["gate", "--report", str(out), "--baseline", str(V1_BASELINE)]) == 0
+    assert groundeval(["gate", "--report", str(out), "--baseline", str(v1_baseline_path)]) == 0
 
 
 def test_groundeval_merge_with_a_missing_shard_exits_1_and_gate_agrees(v1_report, make_shards, tmp_path, capsys):
