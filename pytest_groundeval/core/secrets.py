@@ -2,7 +2,7 @@
 
 A target may echo the bearer key it was sent (an error page quoting the request's
 ``Authorization`` header), and a judge may quote its own key. ``Scrubber`` masks
-the configured keys in any text before it leaves for an output: a ``TargetError``
+the configured keys, and any piece of one left by a cut, in any text before it leaves for an output: a ``TargetError``
 message (``targets.http``), an item's outcome (``core.runner``), the session's stop
 message (the plugin) and a judge's rationale (``judge.client``). Every writer (the
 terminal, the JSON report, JUnit XML, Markdown, HTML, the run history) takes its
@@ -50,11 +50,38 @@ class Scrubber:
         return f"Scrubber({len(self.secrets)} key(s))"  # never the keys
 
     def text(self, text: str) -> str:
-        """``text`` with every key replaced by ``MASK``."""
+        """``text`` with every key, and every piece of one, replaced by ``MASK``.
+
+        A piece is any run of ``MIN_SECRET_CHARS`` or more characters of a key: text is
+        often shortened before it reaches here (a body excerpt, a quoted reply), and a
+        cut through a key leaves a piece that would no longer match the whole key.
+        Overlapping and touching pieces are masked as one.
+        """
+        if not self.secrets:
+            return text
+        spans: list[tuple[int, int]] = []
         for secret in self.secrets:
-            if secret in text:
-                text = text.replace(secret, MASK)
-        return text
+            for i in range(len(secret) - MIN_SECRET_CHARS + 1):
+                window = secret[i : i + MIN_SECRET_CHARS]
+                start = text.find(window)
+                while start != -1:
+                    spans.append((start, start + MIN_SECRET_CHARS))
+                    start = text.find(window, start + 1)
+        if not spans:
+            return text
+        spans.sort()
+        merged = [list(spans[0])]
+        for start, end in spans[1:]:
+            if start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        parts, last = [], 0
+        for start, end in merged:
+            parts += [text[last:start], MASK]
+            last = end
+        parts.append(text[last:])
+        return "".join(parts)
 
     def value(self, value: Any) -> Any:
         """A JSON-like value (dicts, lists, tuples, strings) with every key masked in its strings and dict keys.
