@@ -106,7 +106,9 @@ def add_options(parser: pytest.Parser) -> None:
         env_help = f" (ini {_dest(name)}, env {_env(name)})"
         if kind == "bool":
             group.addoption(flag, action="store_true", default=None, dest=_dest(name), help=help_ + env_help)
-            parser.addini(_dest(name), help_, type="bool", default=None)
+            # Read as a string and parsed by ``_bool``: pytest's own "bool" ini type raises
+            # ValueError (an INTERNALERROR) on a value such as "perhaps" or an empty one.
+            parser.addini(_dest(name), help_, type="string", default=None)
         elif kind == "list":
             group.addoption(flag, action="append", default=None, dest=_dest(name), metavar="CMD", help=help_ + env_help)
             parser.addini(_dest(name), help_, type="linelist", default=[])
@@ -209,6 +211,8 @@ def _raw(config: pytest.Config, name: str, kind: str):
     if kind == "list":
         if ini:
             return list(ini), f"ini {_dest(name)}"
+    elif kind == "bool" and isinstance(ini, str) and not ini.strip():
+        pass  # an empty ini boolean falls through to the environment, as an empty env boolean is unset
     elif ini is not None:
         return _not_empty(ini, f"ini {_dest(name)}", kind), f"ini {_dest(name)}"
     env = os.environ.get(_env(name))

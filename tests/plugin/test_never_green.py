@@ -744,6 +744,18 @@ def test_no_gate_measures_without_gating(pytester, monkeypatch, how):
     assert data["floors"]["citationMetadataAccuracy"] == 0.99  # recorded: groundeval gate applies it
 
 
+def test_an_ini_boolean_that_is_not_one_is_a_usage_error_and_an_empty_one_falls_through(pytester, monkeypatch):
+    # pytest's own "bool" ini type raised ValueError: an INTERNALERROR (exit 3) for "perhaps" or "".
+    dataset = _dataset(pytester, "citation-smoke", floors={"citationMetadataAccuracy": 0.99})
+    args = ["-p", "no:cacheprovider", f"--eval-dataset={dataset}"]
+    bad = pytester.runpytest(*args, "-o", "eval_no_gate=perhaps")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*'perhaps' is not a valid value for ini eval_no_gate: expected true or false*"])
+    monkeypatch.setenv("GROUNDEVAL_NO_GATE", "1")  # an empty ini value leaves the environment's
+    empty = pytester.runpytest(*args, "-o", "eval_no_gate=")
+    assert empty.ret == 0 and "gate: NOT GATED" in empty.stdout.str()
+
+
 ONE_ITEM_ERRORS = """
 import pytest
 from pytest_groundeval.targets.protocol import TargetError
