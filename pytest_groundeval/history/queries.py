@@ -50,16 +50,21 @@ class RunRow:
     interrupted: bool | None
     gate_passed: bool | None
     items: int
+    gated: bool = True
+    """False for a run measured without gating (``--eval-no-gate``: its gate records ``"gated": false``)."""
 
     @property
     def status(self) -> str:
-        """``PASS``/``FAIL`` for a gated run, ``unfinished`` with no finish time, ``interrupted``, ``no gate``."""
+        """``PASS``/``FAIL`` for a gated run, ``NOT GATED`` for a passing run measured with
+        ``--eval-no-gate``, ``unfinished`` with no finish time, ``interrupted``, ``no gate``."""
         if self.finished_ms is None:
             return "unfinished"
         if self.interrupted:
             return "interrupted"
         if self.gate_passed is None:
             return "no gate"
+        if self.gate_passed and not self.gated:
+            return "NOT GATED"
         return "PASS" if self.gate_passed else "FAIL"
 
 
@@ -216,6 +221,7 @@ def _run_rows(store: HistoryStore, where: Any = None, limit: int | None = None) 
             runs.c.interrupted,
             runs.c.gate_passed,
             func.coalesce(counts.c.n, 0),
+            runs.c.gate,
         )
         .outerjoin(counts, counts.c.run_id == runs.c.id)
         .order_by(runs.c.started_ms.desc(), runs.c.id.desc())
@@ -225,7 +231,10 @@ def _run_rows(store: HistoryStore, where: Any = None, limit: int | None = None) 
     if limit is not None:
         query = query.limit(limit)
     with store.engine.connect() as conn:
-        return [RunRow(*row) for row in conn.execute(query)]
+        return [
+            RunRow(*row[:-1], gated=not (isinstance(row[-1], dict) and row[-1].get("gated") is False))
+            for row in conn.execute(query)
+        ]
 
 
 def list_runs(

@@ -879,8 +879,9 @@ class GateSession:
 
         Given to pytest's junitxml plugin alone, as the reports of a test's call and
         teardown, before it writes its file: the terminal's counts and ``--lf`` are
-        not changed by it. The case fails when the gate fails the session; a shard's
-        partial gate that fails only on its metrics is a skipped case saying so.
+        not changed by it. The case fails when the gate fails the session; a run
+        measured with ``--eval-no-gate``, and a shard's partial gate that fails only on
+        its metrics, are skipped cases saying so.
         """
         from _pytest.junitxml import xml_key
 
@@ -910,6 +911,10 @@ class GateSession:
             if self.gate_fails_session(run):
                 outcome = "failed"
                 longrepr = f"gate FAIL for dataset {run.manifest_version()}\n" + "\n".join(lines)
+            elif not run.gate.gated:
+                # Measured without gating: the case neither passes nor fails (docs/gate.md, --eval-no-gate).
+                outcome = "skipped"
+                longrepr = (run.key, None, "not gated (--eval-no-gate): metrics measured and reported, no bound applied")
             elif not run.gate.passed:
                 outcome = "skipped"
                 index, count = self.settings.shard or (1, 1)

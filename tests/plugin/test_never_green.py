@@ -744,6 +744,26 @@ def test_no_gate_measures_without_gating(pytester, monkeypatch, how):
     assert data["floors"]["citationMetadataAccuracy"] == 0.99  # recorded: groundeval gate applies it
 
 
+def test_a_run_not_gated_never_reads_as_pass_in_junit_or_history(pytester, capsys):
+    # Before: the JUnit gate case passed and `history list` said PASS for a run whose floor would FAIL.
+    import xml.etree.ElementTree as ET
+
+    from pytest_groundeval.history.cli import history_main
+
+    dataset = _dataset(pytester, "citation-smoke", floors={"citationMetadataAccuracy": 0.99})
+    junit, db = pytester.path / "j.xml", f"sqlite:///{pytester.path / 'h.db'}"
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--eval-dataset={dataset}", "--eval-no-gate",
+                                f"--junitxml={junit}", f"--eval-history={db}")  # fmt: skip
+    assert result.ret == 0 and "gate: NOT GATED" in result.stdout.str()
+    (case,) = [c for c in ET.parse(junit).getroot().iter("testcase") if c.get("name", "").endswith("gate")]
+    (skipped,) = case.findall("skipped")
+    assert "not gated (--eval-no-gate)" in skipped.get("message", "") + (skipped.text or "")
+    capsys.readouterr()  # the in-process run's own output
+    assert history_main(["list", "--history", db]) == 0
+    (row,) = capsys.readouterr().out.splitlines()[1:]
+    assert " NOT GATED " in row and " PASS " not in row
+
+
 def test_an_ini_boolean_that_is_not_one_is_a_usage_error_and_an_empty_one_falls_through(pytester, monkeypatch):
     # pytest's own "bool" ini type raised ValueError: an INTERNALERROR (exit 3) for "perhaps" or "".
     dataset = _dataset(pytester, "citation-smoke", floors={"citationMetadataAccuracy": 0.99})
