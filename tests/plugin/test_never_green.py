@@ -477,7 +477,7 @@ def test_claims_missing_beside_errors_do_not_say_the_items_ran():
     # An adversarial item answered, the qa item errored: nothing says the qa item ran.
     answered = ItemOutcome(id="a", kind="adversarial", passed=True)
     assert reasons([down, answered]) == [
-        "no claim returned for the 1 qa item (1 item of the run errored, see errors): nothing supported, nothing to measure"
+        "no claim measured for the 1 qa item (1 item of the run errored, see errors): nothing supported, nothing to measure"
     ]
 
 

@@ -111,7 +111,7 @@ def _silent(metrics: Metrics) -> str | None:
         return f"no qa item ran: {every} (see errors), so no claim was measured"
     errored = "1 item" if metrics.errors == 1 else f"{metrics.errors} items"
     return (
-        f"no claim returned for the {items} ({errored} of the run errored, see errors): "
+        f"no claim measured for the {items} ({errored} of the run errored, see errors): "
         "nothing supported, nothing to measure"
     )
 
