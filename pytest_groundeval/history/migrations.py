@@ -450,6 +450,35 @@ def stored_version(conn: Connection) -> int | None:
     return version
 
 
+def check_tables(conn: Connection) -> None:
+    """Check that a database at the current version has every table and column of ``schema.metadata``
+    and one ``schema_info`` row, before anything is written to it.
+
+    Raises:
+        HistoryError: a table or column is missing, or ``schema_info`` holds more than one row
+            (the database was changed by hand): naming the first problem (docs/history.md).
+    """
+    where = f"history database {describe_url(conn.engine.url.render_as_string(hide_password=False))}"
+    inspector = inspect(conn)
+    names = set(inspector.get_table_names())
+    for table in schema.metadata.sorted_tables:
+        if table.name not in names:
+            raise HistoryError(
+                f"{where}: schema_info says version {schema.SCHEMA_VERSION}, but its table {table.name!r} is missing; "
+                "the database was changed by hand (docs/history.md)"
+            )
+        columns = {column["name"] for column in inspector.get_columns(table.name)}
+        missing = [column.name for column in table.columns if column.name not in columns]
+        if missing:
+            raise HistoryError(
+                f"{where}: table {table.name!r} has no column {missing[0]!r} of schema version "
+                f"{schema.SCHEMA_VERSION}; the database was changed by hand (docs/history.md)"
+            )
+    rows = conn.execute(select(func.count()).select_from(schema.schema_info)).scalar()
+    if rows != 1:
+        raise HistoryError(f"{where}: its schema_info table holds {rows} rows, not one (docs/history.md)")
+
+
 def create_version(conn: Connection, metadata: MetaData, version: int) -> None:
     """Create the tables of ``metadata`` and record ``version`` (used for fresh databases and by tests)."""
     metadata.create_all(conn)
@@ -470,8 +499,9 @@ def ensure_schema(engine: Engine) -> int:
     """
     with engine.connect() as conn:
         version = stored_version(conn)
-    if version == schema.SCHEMA_VERSION:
-        return version
+        if version == schema.SCHEMA_VERSION:
+            check_tables(conn)
+            return version
     with engine.connect().execution_options(**WRITE) as conn, conn.begin():
         if is_postgres(engine):
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})

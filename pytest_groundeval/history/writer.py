@@ -50,6 +50,9 @@ from .urls import (
 SCHEMA_VERSION = 3
 """The schema version this writer writes (``schema.SCHEMA_VERSION``; a test keeps the two equal)."""
 
+SCHEMA_TABLES = ("schema_info", "runs", "items", "item_tags", "tool_calls", "judgment_sets", "judgments")
+"""The tables of that schema (``schema.metadata``; a test keeps the two equal)."""
+
 RUN_ID_LENGTH = 32
 """Run ids are 32 lowercase hex digits (a UUID4 without dashes)."""
 
@@ -186,7 +189,7 @@ class HistoryWriter:
             row = None
             if self._postgres:
                 self._conn.rollback()
-        if row is not None and row[0] == SCHEMA_VERSION:
+        if row is not None and row[0] == SCHEMA_VERSION and self._tables_look_current():
             return
         # Creating or migrating needs the table definitions: only then is SQLAlchemy loaded.
         from .engine import create_history_engine
@@ -201,6 +204,20 @@ class HistoryWriter:
             raise HistoryError(f"cannot open history database {describe_url(self.url)}: {_first_line(exc)}") from exc
         finally:
             engine.dispose()
+
+    def _tables_look_current(self) -> bool:
+        """Whether every table of the schema is there and ``schema_info`` has one row, checked
+        without SQLAlchemy; when not, ``migrations.ensure_schema`` names what is wrong."""
+        try:
+            if self._fetchone("SELECT COUNT(*) FROM schema_info", ())[0] != 1:
+                return False
+            for table in SCHEMA_TABLES:
+                self._fetchone(f"SELECT 1 FROM {table} WHERE 1 = 0", ())  # noqa: S608 - fixed names
+        except Exception:  # noqa: BLE001 - a missing table: the migrations name it
+            if self._postgres:
+                self._conn.rollback()
+            return False
+        return True
 
     def close(self) -> None:
         """Close the connection. Safe to call twice."""

@@ -74,6 +74,38 @@ def test_a_schema_version_that_is_not_one_is_refused_by_the_cli_and_pytest(
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 
 
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ("DROP TABLE judgments", "its table 'judgments' is missing"),
+        ("INSERT INTO schema_info (id, version, migrated_ms) VALUES (2, 3, 0)", "schema_info table holds 2 rows"),
+    ],
+)
+def test_tables_changed_by_hand_are_refused_before_any_item_runs(
+    change: str, expected: str, history_url: str, pytester: pytest.Pytester, capsys
+) -> None:
+    # Before: every item ran, then "recording failed … no such table: judgments" and a partial run was written.
+    from pytest_groundeval.history import schema
+    from pytest_groundeval.history.writer import SCHEMA_TABLES
+
+    assert set(SCHEMA_TABLES) == set(schema.metadata.tables)  # the writer checks what the schema defines
+    HistoryStore.open(history_url).close()  # a current database
+    from pytest_groundeval.history.engine import create_history_engine, resolve_url
+
+    engine = create_history_engine(resolve_url(history_url))
+    with engine.begin() as conn:
+        conn.execute(text(change))
+    engine.dispose()
+    with pytest.raises(HistoryError, match=expected):
+        HistoryStore.open(history_url)
+    assert history_main(["list", "--history", history_url]) == 2
+    assert expected in capsys.readouterr().err
+    result = _pytest_run(pytester, history_url)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
+    result.stderr.fnmatch_lines([f"*--eval-history: history database*{expected}*"])
+
+
 def test_a_sql_ascii_postgres_database_is_refused_naming_its_encoding(pg_server, pytester: pytest.Pytester,
                                                                         capsys) -> None:
     name = f"ascii_{uuid.uuid4().hex[:8]}"
