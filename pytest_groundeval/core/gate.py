@@ -136,16 +136,18 @@ def verdict(result: GateResult | Mapping[str, Any]) -> str:
     """The verdict word of a gate result (or its wire dict): ``PASS``, ``FAIL``, or ``NOT GATED``.
 
     A run measured without gating (``gated`` False, docs/gate.md) reads ``NOT GATED``
-    when its items all ran, and ``FAIL (not gated: items errored)`` when its error
-    checks failed.
+    when its items all ran, and ``FAIL (not gated: <checks> failed)`` naming the checks
+    that still failed it (``errors``, ``notRun``, a judge whose every reply was unparseable).
     """
     if isinstance(result, Mapping):
         passed, gated = bool(result.get("passed")), result.get("gated", True) is not False
+        failed = [c.get("metric") for c in result.get("checks", ()) if isinstance(c, Mapping) and c.get("outcome") == "FAIL"]
     else:
         passed, gated = result.passed, result.gated
+        failed = [c.metric for c in result.checks if c.outcome == "FAIL"]
     if gated:
         return "PASS" if passed else "FAIL"
-    return NOT_GATED if passed else f"FAIL ({NOT_GATED.lower()}: items errored)"
+    return NOT_GATED if passed else f"FAIL ({NOT_GATED.lower()}: {', '.join(failed) or 'a check'} failed)"
 
 
 # --- floors ---------------------------------------------------------------------------------

@@ -699,7 +699,7 @@ def test_not_gated_checks_only_the_error_counts():
     assert [c.metric for c in result.checks] == ["errors"]
     assert result.passed and not result.gated and verdict(result) == "NOT GATED"
     errored = evaluate_gate(metrics(errors=1), dataset_version="v1", models=MODELS, gated=False)
-    assert not errored.passed and verdict(errored) == "FAIL (not gated: items errored)"
+    assert not errored.passed and verdict(errored) == "FAIL (not gated: errors failed)"
     assert verdict(errored.to_wire()) == verdict(errored)
     assert verdict(evaluate_gate(metrics(), dataset_version="v1", models=MODELS)) == "PASS"
 

@@ -799,7 +799,7 @@ def test_no_gate_still_fails_a_run_whose_items_errored(run, pytester, smoke):
     pytester.makeconftest(ONE_ITEM_ERRORS)
     result = run(f"--eval-dataset={smoke}", "--eval-no-gate", "-n", "0")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["errors * 1 <= 0 * FAIL *", "gate: FAIL (not gated: items errored)"])
+    result.stdout.fnmatch_lines(["errors * 1 <= 0 * FAIL *", "gate: FAIL (not gated: errors failed)"])
     # No quality bound was applied: the claim floors are INFO lines.
     result.stdout.re_match_lines([r"claimSupportPrecision\s+\S+\s+INFO  reported; no bound set"])
 
