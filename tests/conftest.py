@@ -32,6 +32,31 @@ def load_script() -> Callable[[str], ModuleType]:
 
 
 @pytest.fixture(scope="session")
+def one_dataset_build(load_script) -> Iterator[ModuleType]:
+    """``scripts/build_v1.py`` with ``build_datasets`` memoized for the session, per data directory.
+
+    v1 and the hard dataset come out of one ``build_datasets`` call (both split the same
+    sources), and each has a test that runs its command line (``build_v1.main``,
+    ``build_hard.main``) and compares every byte: with this, the two share one build of
+    the shared data instead of building both datasets twice. Both tests are in the
+    ``dataset_build`` xdist group, so they run on the same worker.
+    """
+    module = load_script("build_v1")
+    original = module.build_datasets
+    built: dict[Path, dict[str, dict[str, bytes]]] = {}
+
+    def build_datasets(data: Path) -> dict[str, dict[str, bytes]]:
+        key = Path(data).resolve()
+        if key not in built:
+            built[key] = original(data)
+        return built[key]
+
+    module.build_datasets = build_datasets
+    yield module
+    module.build_datasets = original
+
+
+@pytest.fixture(scope="session")
 def main_job(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The main job, run once for the whole session as CI runs it: ``pytest --eval-dataset=datasets/v1``.
 
@@ -47,6 +72,7 @@ def main_job(tmp_path_factory: pytest.TempPathFactory) -> dict:
     report, html = out / "report.json", out / "report.html"
     command = [
         sys.executable, "-m", "pytest", "--rootdir", str(REPO), "-p", "no:cacheprovider", "-p", "no:benchmark", "-q",
+        "-p", "no:hypothesispytest", "-p", "no:anyio",  # see NO_THIRD_PARTY_PLUGINS in tests/plugin/conftest.py
         f"--eval-dataset={REPO / 'datasets' / 'v1'}", f"--eval-report={report}", f"--eval-html={html}",
         "--eval-no-step-summary",
     ]  # fmt: skip

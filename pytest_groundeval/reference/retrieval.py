@@ -20,6 +20,7 @@ by document name, then chunk order. The top ``k`` chunks become evidence blocks
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -145,10 +146,20 @@ def new_chunks(spans: list[Span], vectors: list[list[float]]) -> list[NewChunk]:
     return [NewChunk(s.start, s.end, s.text, render_chunk(s.text), pack_vector(v)) for s, v in zip(spans, vectors)]
 
 
+@functools.lru_cache(maxsize=4096)
+def _token_counts(document: str) -> Counter[str]:
+    """``Counter(tokenize(document))``, cached: every query scores the candidate chunks again.
+
+    Tokenizing the candidates was most of a query's CPU. The result is shared
+    between calls, so callers must only read it.
+    """
+    return Counter(tokenize(document))
+
+
 def bm25_scores(query: str, documents: Sequence[str]) -> list[float]:
     """BM25 of ``query``'s distinct content tokens against each document (Okapi, k1=1.2, b=0.75)."""
     terms = set(content_tokens(query))
-    doc_tokens = [Counter(tokenize(d)) for d in documents]
+    doc_tokens = [_token_counts(d) for d in documents]
     if not terms or not doc_tokens:
         return [0.0] * len(documents)
     count = len(doc_tokens)

@@ -50,7 +50,11 @@ def _records(root: Path, label: str) -> list[str]:
     return answers
 
 
-def test_conversion_reproduces_the_committed_dataset(build_hard: ModuleType, tmp_path: Path) -> None:
+@pytest.mark.xdist_group("dataset_build")
+def test_conversion_reproduces_the_committed_dataset(
+    build_hard: ModuleType, one_dataset_build: ModuleType, tmp_path: Path
+) -> None:
+    # build_hard.main builds through build_v1.build_datasets: v1 and hard are built once (tests/conftest.py).
     if not (build_hard.DEFAULT_OUT.parent.parent.parent / "shared" / "data" / "truthfulqa-multi").is_dir():
         pytest.skip("shared data not found at ../shared/data")
     assert build_hard.main(["--out", str(tmp_path)]) == 0

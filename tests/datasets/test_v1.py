@@ -44,7 +44,9 @@ def _committed_files(root: Path) -> set[str]:
     return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and p.name not in NOT_GENERATED}
 
 
-def test_conversion_reproduces_the_committed_dataset(builder: ModuleType, tmp_path: Path) -> None:
+@pytest.mark.xdist_group("dataset_build")
+def test_conversion_reproduces_the_committed_dataset(one_dataset_build: ModuleType, tmp_path: Path) -> None:
+    builder = one_dataset_build  # the same module as ``builder``; v1 and hard are built once (tests/conftest.py)
     if not (builder.DEFAULT_DATA / "halueval").is_dir():
         pytest.skip(f"shared data not found at {builder.DEFAULT_DATA}")
     assert builder.main(["--out", str(tmp_path)]) == 0

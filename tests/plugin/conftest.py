@@ -48,6 +48,18 @@ def smoke(pytester: pytest.Pytester) -> Path:
 
 _TARGET_FLAGS = ("--eval-spawn", "--eval-url")
 
+NO_THIRD_PARTY_PLUGINS = ("-p", "no:benchmark", "-p", "no:hypothesispytest", "-p", "no:anyio")
+"""Installed plugins the runs under test leave out: none of them is ours to test.
+
+pytest-benchmark, where a developer has it installed, warns under xdist. Hypothesis's
+plugin imports all of Hypothesis at the terminal summary of every session (about a
+second of CPU per process here), and anyio's imports trio (a few tenths): nothing for a
+run in this process (both are already imported), but every worker of an ``-n 2`` run
+and every subprocess run is a new process. The subprocess runs elsewhere
+(tests/conftest.py ``main_job``, tests/datasets/test_v1_roleswap.py,
+tests/plugin/test_never_green.py, test_history.py, test_xdist_internals.py) pass the same flags.
+"""
+
 
 @pytest.fixture
 def run(pytester: pytest.Pytester, request: pytest.FixtureRequest) -> Callable[..., pytest.RunResult]:
@@ -60,8 +72,7 @@ def run(pytester: pytest.Pytester, request: pytest.FixtureRequest) -> Callable[.
     """
 
     def run(*args: str, spawn: bool = False, subprocess: bool = False, cache: bool = False) -> pytest.RunResult:
-        # pytest-benchmark, when a developer has it installed, warns under xdist: not ours to test.
-        cache_args = ("-p", "no:benchmark") + (() if cache else ("-p", "no:cacheprovider"))
+        cache_args = NO_THIRD_PARTY_PLUGINS + (() if cache else ("-p", "no:cacheprovider"))
         if subprocess:
             return pytester.runpytest_subprocess(*cache_args, *args, timeout=300)
         extra: list[str] = []

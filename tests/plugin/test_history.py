@@ -135,6 +135,7 @@ def test_a_killed_run_keeps_its_items_and_has_no_finish_time(pytester, smoke, sh
     db = pytester.path / "h.db"
     command = [
         sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", f"--eval-dataset={smoke}",
+        "-p", "no:hypothesispytest", "-p", "no:anyio",  # see NO_THIRD_PARTY_PLUGINS in tests/plugin/conftest.py
         f"--eval-url={shared_target.base_url}", f"--eval-api-key={shared_target.api_key}",
         f"--eval-history=sqlite:///{db}", "--eval-concurrency=1", "-k", "qa or adversarial",
     ]

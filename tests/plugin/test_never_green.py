@@ -244,6 +244,7 @@ def _start(pytester: pytest.Pytester, smoke: Path, shared_target, report: Path, 
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     command = [
         sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", f"--eval-dataset={smoke}",
+        "-p", "no:hypothesispytest", "-p", "no:anyio",  # see NO_THIRD_PARTY_PLUGINS in conftest.py
         f"--eval-url={shared_target.base_url}", f"--eval-api-key={shared_target.api_key}",
         f"--eval-report={report}", "--eval-concurrency=1", "-k", "qa or adversarial", *extra,
     ]

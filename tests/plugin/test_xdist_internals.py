@@ -36,7 +36,9 @@ def test_more_items_queue_behind(n):
 
 def test_xdist_internals_the_plugin_reads_are_there(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_internals=CONFTEST)
-    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:benchmark", "-n", "1", "-q")
+    # The worker is a new process: spare it importing Hypothesis and trio (NO_THIRD_PARTY_PLUGINS in conftest.py).
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:hypothesispytest",
+                                "-p", "no:anyio", "-n", "1", "-q")  # fmt: skip
     result.assert_outcomes(passed=7)
 
 
