@@ -642,7 +642,7 @@ def test_any_printable_label_is_a_version(tmp_path: Path, version: str) -> None:
 def test_shipped_datasets_have_distinct_versions() -> None:
     roots = sorted(path.parent for path in (REPO / "datasets").glob("*/manifest.json"))
     versions = {root.name: json.loads((root / "manifest.json").read_text(encoding="utf-8"))["version"] for root in roots}
-    assert versions["v1"] == "v1"
+    assert versions["v1"] == "v1.1"
     assert len(set(versions.values())) == len(versions), versions
 
 

@@ -871,7 +871,7 @@ def test_an_explicit_baseline_of_another_dataset_version_is_a_usage_error(run, p
                  f"--eval-report={report}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([
-        "*baseline *baseline.json is a report of dataset 'v1', but this run is dataset 'smoke-1': a baseline is "
+        "*baseline *baseline.json is a report of dataset 'v1.1', but this run is dataset 'smoke-1': a baseline is "
         "compared only with a run of the same dataset version*",
     ])
     assert not report.exists()
@@ -881,7 +881,7 @@ def test_an_explicit_baseline_of_another_version_is_refused_when_the_dataset_is_
     # As an IDE runs it: no --eval-dataset, so the version is known only at the end.
     result = run(str(smoke / "manifest.json"), f"--eval-baseline={ROOT / 'datasets' / 'v1' / 'baseline.json'}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stdout.fnmatch_lines(["groundeval: baseline *is a report of dataset 'v1', but this run is dataset 'smoke-1'*"])
+    result.stdout.fnmatch_lines(["groundeval: baseline *is a report of dataset 'v1.1', but this run is dataset 'smoke-1'*"])
 
 
 def _other_lineage_baseline(path: Path, version: str) -> Path:
