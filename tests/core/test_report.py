@@ -304,3 +304,76 @@ def test_cli_report_unreadable_exits_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("groundeval report: ") and "missing schemaVersion" in err
     assert cli.main(["report"]) == 2
+
+
+# --- the stored gate is the gate of the report's own metrics, floors and baseline (docs/gate.md) ---------------
+
+
+def _failed_report(tmp_path, **extra):
+    wire = whole_report(sample_outcomes()).to_wire()
+    wire.update(extra)
+    assert wire["gate"]["passed"] is False
+    return wire
+
+
+def _write(tmp_path, wire, name="r.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(wire))
+    return path
+
+
+def test_report_with_gate_flipped_to_pass_is_refused(tmp_path, capsys):
+    wire = _failed_report(tmp_path)
+    wire["gate"]["passed"] = True
+    for check in wire["gate"]["checks"]:
+        check["outcome"] = "PASS" if check["outcome"] == "FAIL" else check["outcome"]
+    path = _write(tmp_path, wire)
+    for argv in (["report", str(path)], ["report", str(path), "--markdown", str(tmp_path / "r.md")],
+                 ["gate", "--report", str(path)]):  # fmt: skip
+        assert cli.main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "gate.checks[" in err and "edited by hand" in err and str(path) in err
+    assert not (tmp_path / "r.md").exists()
+
+
+def test_report_with_only_gate_passed_flipped_is_refused(tmp_path):
+    wire = _failed_report(tmp_path)
+    wire["gate"]["passed"] = True
+    with pytest.raises(ReportError, match=r"gate\.passed is true but should be false"):
+        read_report(_write(tmp_path, wire))
+
+
+def test_report_with_recorded_floors_edited_is_refused(tmp_path, capsys):
+    from pytest_groundeval.core.gate import DEFAULT_FLOORS
+
+    wire = _failed_report(tmp_path, floors=dict(DEFAULT_FLOORS))
+    read_report(_write(tmp_path, wire))  # as written: reads
+    wire["floors"]["errors"] = 100
+    path = _write(tmp_path, wire)
+    assert cli.main(["gate", "--report", str(path)]) == 2
+    assert "gate.checks[" in capsys.readouterr().err
+
+
+def test_report_with_baseline_figure_edited_is_refused(tmp_path, capsys):
+    from pytest_groundeval.core.gate import summarize_baseline
+
+    outcomes = sample_outcomes()
+    base_outcomes = [o.model_copy(update={"evidence_found": 1}) if o.kind == "qa" else o for o in outcomes]
+    record = summarize_baseline(whole_report(base_outcomes), {"qa-1"}, "b.json")
+    kwargs = finish_kwargs(outcomes)
+    kwargs["gate"] = evaluate_gate(kwargs["metrics"], baseline=record, dataset_version="v1", models=MODELS)
+    wire = Report(**kwargs, baseline=record, items=outcomes).to_wire()
+    read_report(_write(tmp_path, wire))
+    wire["baseline"]["retrievalRecall"] = 1.0
+    path = _write(tmp_path, wire)
+    assert cli.main(["gate", "--report", str(path)]) == 2
+    assert "baseline.retrievalRecall is 1.0" in capsys.readouterr().err
+
+
+def test_report_without_recorded_floors_is_checked_against_the_default_floors(tmp_path):
+    wire = _failed_report(tmp_path)
+    assert wire["floors"] is None
+    read_report(_write(tmp_path, wire))
+    wire["gate"]["checks"] = [c for c in wire["gate"]["checks"] if c["metric"] != "errors"]  # the FAIL
+    with pytest.raises(ReportError, match=r"gate\.checks"):
+        read_report(_write(tmp_path, wire))
