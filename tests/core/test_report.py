@@ -377,3 +377,16 @@ def test_report_without_recorded_floors_is_checked_against_the_default_floors(tm
     wire["gate"]["checks"] = [c for c in wire["gate"]["checks"] if c["metric"] != "errors"]  # the FAIL
     with pytest.raises(ReportError, match=r"gate\.checks"):
         read_report(_write(tmp_path, wire))
+
+
+@pytest.mark.parametrize("option", ["--html", "--markdown"])
+def test_cli_report_never_writes_an_output_over_the_report(tmp_path, monkeypatch, capsys, option):
+    monkeypatch.chdir(tmp_path)
+    path = write_report(tmp_path / "r.json", whole_report(sample_outcomes()))
+    before = path.read_bytes()
+    assert cli.main(["report", "r.json", option, str(path)]) == 2
+    assert f"{option} names the input report" in capsys.readouterr().err
+    assert path.read_bytes() == before
+    assert cli.main(["report", "r.json", "--html", "o.x", "--markdown", "./o.x"]) == 2
+    assert "--html and --markdown name the same file" in capsys.readouterr().err
+    assert not (tmp_path / "o.x").exists()

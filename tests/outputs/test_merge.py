@@ -312,3 +312,26 @@ def test_outputs_import_no_pytest():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    ("outputs", "message"),
+    [
+        (["-o", "{s1}"], "-o names the input report"),
+        (["-o", "{out}", "--html", "{s1}"], "--html names the input report"),
+        (["-o", "{out}", "--markdown", "./{s2name}"], "--markdown names the input report"),
+        (["-o", "{out}", "--html", "{out}"], "-o and --html name the same file"),
+    ],
+)
+def test_groundeval_merge_never_overwrites_an_input_or_another_output(
+    v1_report, make_shards, tmp_path, monkeypatch, capsys, outputs, message
+):
+    monkeypatch.chdir(tmp_path)
+    paths = _write(tmp_path, make_shards(v1_report, 2))
+    before = {path: Path(path).read_bytes() for path in paths}
+    out = tmp_path / "merged.json"
+    argv = [arg.format(s1=paths[0], out=out, s2name=Path(paths[1]).name) for arg in outputs]
+    assert groundeval(["merge", *paths, *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("groundeval merge: ") and message in err
+    assert {path: Path(path).read_bytes() for path in paths} == before and not out.exists()
