@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..core.gate import FloorsError, load_floors
+from ..core.gate import FloorsError, baseline_version_problem, load_floors
 from ..core.render import format_check
 from ..core.report import ReportError, read_report
 from ..outputs.merge import MergeError, merge_reports
@@ -64,7 +64,8 @@ def merge_main(argv: list[str]) -> int:
     Returns:
         0 when the merged gate passes, 1 when it fails (missing shards or items fail
         it), 2 when the reports cannot be merged or read, an output path (``-o``,
-        ``--html``, ``--markdown``) is an input or another output, or an argument is wrong
+        ``--html``, ``--markdown``) is an input or another output, an explicit
+        ``--baseline`` is of another dataset version, or an argument is wrong
         (one line on stderr, nothing written).
     """
     prog = "groundeval merge"
@@ -87,6 +88,13 @@ def merge_main(argv: list[str]) -> int:
         reports = [read_report(path).to_wire() for path in args.reports]
         floors = load_floors(args.floors) if args.floors else None
         baseline = read_report(args.baseline) if args.baseline else None
+        problem = (
+            baseline_version_problem(baseline.dataset_version, reports[0]["datasetVersion"], args.baseline)
+            if baseline is not None
+            else None
+        )
+        if problem is not None:
+            raise OutputError(problem)
         dataset_ids = _dataset_ids(args.dataset) if args.dataset else None
         merged = merge_reports(
             reports,

@@ -335,3 +335,18 @@ def test_groundeval_merge_never_overwrites_an_input_or_another_output(
     err = capsys.readouterr().err
     assert err.startswith("groundeval merge: ") and message in err
     assert {path: Path(path).read_bytes() for path in paths} == before and not out.exists()
+
+
+def test_groundeval_merge_refuses_a_baseline_of_another_dataset_version(
+    v1_report, make_shards, v1_baseline_path, tmp_path, capsys
+):
+    paths = _write(tmp_path, make_shards(v1_report, 2))
+    other = tmp_path / "baseline-v0.json"
+    other.write_text(json.dumps({**json.loads(v1_baseline_path.read_text()), "datasetVersion": "v0"}))
+    out = tmp_path / "merged.json"
+    assert groundeval(["merge", *paths, "-o", str(out), "--baseline", str(other)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"groundeval merge: baseline {other} is a report of dataset 'v0', but this run is dataset 'v1'")
+    assert not out.exists()
+    assert groundeval(["gate", "--report", paths[0], "--baseline", str(other)]) == 2  # as gate does
+    assert "is a report of dataset 'v0'" in capsys.readouterr().err
