@@ -220,8 +220,16 @@ def _git_commit(cwd: str | Path | None) -> str | None:
 # --- reading ---------------------------------------------------------------------------------
 
 
+def _loc(loc: tuple) -> str:
+    """A validation error's location as a JSON path: ``items[3].evidenceFound``."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "<root>"
+
+
 def _validation_summary(exc: ValidationError) -> str:
-    problems = [f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors()[:_MAX_ERRORS_SHOWN]]
+    problems = [f"{_loc(e['loc'])}: {e['msg']}" for e in exc.errors()[:_MAX_ERRORS_SHOWN]]
     more = exc.error_count() - len(problems)
     return "; ".join(problems) + (f"; and {more} more" if more > 0 else "")
 
@@ -287,6 +295,14 @@ def parse_report(obj: Any, source: str) -> Report:
     except ValidationError as exc:
         summary = _validation_summary(exc)
         raise ReportError(f"{source}: does not match report schema v{SCHEMA_VERSION}: {summary}") from exc
+    first: dict[str, int] = {}
+    for i, item in enumerate(report.items):
+        if item.id in first:
+            raise ReportError(
+                f"{source}: items[{i}].id {item.id!r} is also items[{first[item.id]}].id: a report lists "
+                "each item once (docs/gate.md)"
+            )
+        first[item.id] = i
     check_metrics(report, source)
     check_gate(report, source)
     return report

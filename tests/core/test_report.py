@@ -112,7 +112,7 @@ def test_read_bad_json_names_file_and_position(tmp_path):
         (lambda w: w.update(schemaVersion=2), "unknown schemaVersion 2; this plugin reads 1"),
         (lambda w: w.pop("schemaVersion"), "missing schemaVersion"),
         (lambda w: w.pop("metrics"), "does not match report schema v1: metrics: Field required"),
-        (lambda w: w["items"][1].update(kind="essay"), "items.1.kind"),
+        (lambda w: w["items"][1].update(kind="essay"), "items[1].kind"),
         (lambda w: w.update(surprise=1), "surprise: Extra inputs are not permitted"),
     ],
 )
@@ -390,3 +390,35 @@ def test_cli_report_never_writes_an_output_over_the_report(tmp_path, monkeypatch
     assert cli.main(["report", "r.json", "--html", "o.x", "--markdown", "./o.x"]) == 2
     assert "--html and --markdown name the same file" in capsys.readouterr().err
     assert not (tmp_path / "o.x").exists()
+
+
+# --- items that break the documented rules are refused, naming items[i].<field> (docs/gate.md) -------------
+
+
+@pytest.mark.parametrize(
+    ("edit", "field", "message"),
+    [
+        (dict(promptTokens=-5), "items[0].promptTokens", "greater than or equal to 0"),
+        (dict(claimsSupported=-1), "items[0].claimsSupported", "greater than or equal to 0"),
+        (dict(evidenceFound=5), "items[0].evidenceFound", "5 evidence strings found but only 2 expected"),
+        (dict(notRun=True, error=None, **{"pass": False}), "items[0].notRun", "its error must say why"),
+        (dict(notRun=True, error="not run", **{"pass": True}), "items[0]", "cannot pass"),
+    ],
+)
+def test_read_refuses_an_item_that_breaks_the_rules(tmp_path, edit, field, message):
+    wire = whole_report(sample_outcomes()).to_wire()
+    wire["items"][0].update(edit)
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(wire))
+    with pytest.raises(ReportError) as info:
+        read_report(path)
+    text = str(info.value)
+    assert field in text and message in text and "\n" not in text
+
+
+def test_read_refuses_duplicate_item_ids_even_with_metrics_to_match(tmp_path, capsys):
+    outcomes = sample_outcomes()
+    copies = [outcomes[0]] * 10 + outcomes[1:]
+    path = write_report(tmp_path / "r.json", whole_report(copies))
+    assert cli.main(["report", str(path)]) == 2
+    assert "items[1].id 'qa-1' is also items[0].id" in capsys.readouterr().err
