@@ -422,3 +422,19 @@ def test_read_refuses_duplicate_item_ids_even_with_metrics_to_match(tmp_path, ca
     path = write_report(tmp_path / "r.json", whole_report(copies))
     assert cli.main(["report", str(path)]) == 2
     assert "items[1].id 'qa-1' is also items[0].id" in capsys.readouterr().err
+
+
+def test_cli_gate_fails_a_report_with_not_run_items_whatever_its_interrupted_flag(tmp_path, capsys):
+    from pytest_groundeval.core.gate import not_run_check, parse_floors
+
+    outcomes = [sample_outcomes()[0],
+                ItemOutcome(id="qa-2", kind="qa", passed=False, error="not run: the run was stopped", not_run=True)]  # fmt: skip
+    floors = parse_floors({"errors": 5}, "t")  # an error ceiling loose enough for the run's one error
+    kwargs = finish_kwargs(outcomes)
+    gate = evaluate_gate(kwargs["metrics"], floors=floors, dataset_version="v1", models=MODELS)
+    assert gate.passed  # only the item that never ran can fail it
+    kwargs["gate"] = gate.model_copy(update={"passed": False, "checks": [*gate.checks, not_run_check(1, 2)]})
+    path = write_report(tmp_path / "r.json", Report(**kwargs, floors=floors, interrupted=False, items=outcomes))
+    assert cli.main(["gate", "--report", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "1 of 2 collected items never ran" in out and out.splitlines()[-1] == "gate: FAIL"
