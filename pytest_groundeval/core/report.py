@@ -401,30 +401,37 @@ def check_gate(report: Report, source: str) -> None:
         if unrecorded is not None and unrecorded[1].outcome == "FAIL":
             passed = False
     hint = "the gate is not the one this report's metrics, floors and baseline give (edited by hand?); docs/gate.md"
-    for n, key in enumerate(expected):
-        if n >= len(stored):
-            raise ReportError(f"{source}: gate.checks lacks the {key[0]} check ({key[1]}, bound {key[2]}): {hint}")
-        i, check = stored[n]
-        if not (check.metric == key[0] and check.outcome == key[1] and _same_figure(check.bound, key[2])):
+    names, stored_names = [key[0] for key in expected], [check.metric for _, check in stored]
+    if names != stored_names:
+        pairs = enumerate(zip(names, stored_names))
+        n = next((n for n, (name, other) in pairs if name != other), min(len(names), len(stored_names)))
+        where = f"gate.checks[{stored[n][0]}]" if n < len(stored) else "gate.checks"
+        raise ReportError(
+            f"{source}: {where}: the stored gate checks {', '.join(stored_names) or 'nothing'} but the report's "
+            f"metrics with its recorded floors and baseline give checks on {', '.join(names) or 'nothing'}: {hint}"
+        )
+    for key, (i, check) in zip(expected, stored):
+        if not (check.outcome == key[1] and _same_figure(check.bound, key[2])):
             raise ReportError(
                 f"{source}: gate.checks[{i}] is {check.metric} {check.outcome} (bound {check.bound}) but "
                 f"should be {key[0]} {key[1]} (bound {key[2]}): {hint}"
             )
-    if len(stored) > len(expected):
-        i, check = stored[len(expected)]
-        raise ReportError(f"{source}: gate.checks[{i}] ({check.metric} {check.outcome}) is not a check of this report: {hint}")
     present = set()
     for i, check in enumerate(report.gate.checks):
         if check.metric in _EXTRA_CHECKS:
             if check.outcome != "FAIL":
-                raise ReportError(f"{source}: gate.checks[{i}] ({check.metric}) is {check.outcome}, but it only ever FAILs: {hint}")
+                raise ReportError(
+                    f"{source}: gate.checks[{i}] ({check.metric}) is {check.outcome}, but it only ever FAILs: {hint}"
+                )
             present.add(check.metric)
     for metric in _EXTRA_CHECKS:
         if metric in required and metric not in present:
             raise ReportError(f"{source}: gate.checks lacks the FAIL check on {metric}: {hint}")
     passed = passed and not present
     if report.gate.passed != passed:
-        raise ReportError(f"{source}: gate.passed is {json.dumps(report.gate.passed)} but should be {json.dumps(passed)}: {hint}")
+        raise ReportError(
+            f"{source}: gate.passed is {json.dumps(report.gate.passed)} but should be {json.dumps(passed)}: {hint}"
+        )
 
 
 def read_report(path: str | Path) -> Report:
