@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ..outputs.write import OutputError, read_history, write_outputs
@@ -23,6 +24,35 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     trends.add_argument(
         "--trends", metavar="FILE", help="JSON list of past runs {id, startedAt, metrics}, oldest first, for trends"
     )
+
+
+def output_collision(outputs: list[tuple[str, str | None]], inputs: list[tuple[str, str | None]]) -> str | None:
+    """Why the files a command would write collide, or None (docs/ci.md: a stored report is never overwritten).
+
+    Paths are compared resolved (``./r.json`` and ``r.json`` are one file). Each output
+    needs its own path, and no output may be one of the command's inputs (a report it
+    reads, a baseline, a floors or trends file): writing it would destroy what it reads.
+
+    Args:
+        outputs: ``(option, path)`` of each file the command would write (``-o``, ``--html``,
+            ``--markdown``); a None path is not written.
+        inputs: ``(what, path)`` of each file it reads (``"input report"``, ``"--baseline"``, …).
+
+    Returns:
+        One line naming both options and the path, or None when every path is distinct.
+    """
+    written = [(name, value, Path(value).resolve()) for name, value in outputs if value]
+    for i, (name, value, resolved) in enumerate(written):
+        for other, _, other_resolved in written[i + 1 :]:
+            if resolved == other_resolved:
+                return f"{name} and {other} name the same file ({value!r}): each output needs its own path"
+        for what, source in inputs:
+            if source and Path(source).resolve() == resolved:
+                return (
+                    f"{name} names the {what} ({value!r}): writing it would overwrite a file this command reads; "
+                    "give another path (nothing was written)"
+                )
+    return None
 
 
 def is_database_url(value: str) -> bool:

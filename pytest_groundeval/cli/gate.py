@@ -13,6 +13,7 @@ from ..core.gate import (
     evaluate_gate,
     load_floors,
     missing_items_check,
+    not_run_check,
 )
 from ..core.render import format_check
 from ..core.report import Report, ReportError, check_metrics, read_report, read_reports
@@ -59,6 +60,9 @@ def gate_main(argv: list[str]) -> int:
     the run recorded (none for a report that records none). Prints one line saying
     which floors and baseline it applied, one line per check, then ``gate: PASS`` or
     ``gate: FAIL``.
+
+    A report listing items that never ran (``notRun``) fails on the ``notRun`` check,
+    whatever its ``interrupted`` flag says.
 
     A gate that compares no quality metric with a bound fails (``nothing_gated_check``),
     as in the plugin; a report of an ``--eval-no-gate`` run is gated here with the
@@ -218,6 +222,10 @@ def _gate_one(report: Report, args: Any, explicit_baseline: Report | None, expli
         # The same rule as the plugin: the baseline's recall over the qa items this report ran.
         qa_ids={item.id for item in report.items if item.kind == "qa"} if report.items else None,
     )
+    not_run = sum(item.not_run for item in report.items)
+    if not_run:
+        # Items that never ran fail the gate whatever the interrupted flag says (docs/gate.md).
+        result = GateResult(passed=False, checks=[*result.checks, not_run_check(not_run, len(report.items))])
     if report.merge is not None and report.merge.missing_items:
         # A merged run with shards or items missing is not a whole run (docs/ci.md).
         result = GateResult(passed=False, checks=[*result.checks, missing_items_check(report.merge)])

@@ -6,13 +6,13 @@ import json
 import sys
 from pathlib import Path
 
-from ..core.gate import FloorsError, load_floors
+from ..core.gate import FloorsError, baseline_version_problem, load_floors
 from ..core.render import format_check
 from ..core.report import ReportError, read_report
 from ..outputs.merge import MergeError, merge_reports
 from ..outputs.write import OutputError, write_text_atomic
 from ._args import Parser, ParserExit, UsageError
-from ._outputs import add_output_arguments, outputs_from_args
+from ._outputs import add_output_arguments, output_collision, outputs_from_args
 
 
 def _dataset_ids(path: str) -> list[str]:
@@ -63,7 +63,9 @@ def merge_main(argv: list[str]) -> int:
 
     Returns:
         0 when the merged gate passes, 1 when it fails (missing shards or items fail
-        it), 2 when the reports cannot be merged or read, or an argument is wrong
+        it), 2 when the reports cannot be merged or read, an output path (``-o``,
+        ``--html``, ``--markdown``) is an input or another output, an explicit
+        ``--baseline`` is of another dataset version, or an argument is wrong
         (one line on stderr, nothing written).
     """
     prog = "groundeval merge"
@@ -74,10 +76,25 @@ def merge_main(argv: list[str]) -> int:
     except UsageError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
+    collision = output_collision(
+        [("-o", args.output), ("--html", args.html), ("--markdown", args.markdown)],
+        [*(("input report", path) for path in args.reports), ("--baseline report", args.baseline),
+         ("--floors file", args.floors), ("--trends file", args.trends)],
+    )  # fmt: skip
+    if collision is not None:
+        print(f"{prog}: {collision}", file=sys.stderr)
+        return 2
     try:
         reports = [read_report(path).to_wire() for path in args.reports]
         floors = load_floors(args.floors) if args.floors else None
         baseline = read_report(args.baseline) if args.baseline else None
+        problem = (
+            baseline_version_problem(baseline.dataset_version, reports[0]["datasetVersion"], args.baseline)
+            if baseline is not None
+            else None
+        )
+        if problem is not None:
+            raise OutputError(problem)
         dataset_ids = _dataset_ids(args.dataset) if args.dataset else None
         merged = merge_reports(
             reports,

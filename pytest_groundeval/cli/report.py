@@ -7,7 +7,7 @@ import sys
 from ..core.render import format_report
 from ..core.report import ReportError, read_reports, recover_report
 from ._args import Parser, ParserExit, UsageError
-from ._outputs import add_output_arguments, outputs_from_args
+from ._outputs import add_output_arguments, output_collision, outputs_from_args
 
 
 def _plural(n: int, word: str) -> str:
@@ -28,6 +28,7 @@ def report_main(argv: list[str]) -> int:
 
     Returns:
         0 when the report was printed or written; 2 when it cannot be read, is invalid,
+        an output path is the report itself or another output (nothing written),
         there is nothing to recover, an output cannot be written (one line on stderr)
         or the arguments are wrong.
     """
@@ -43,6 +44,13 @@ def report_main(argv: list[str]) -> int:
         return exc.status
     except UsageError as exc:
         print(f"groundeval report: {exc}", file=sys.stderr)
+        return 2
+    collision = output_collision(
+        [("--html", args.html), ("--markdown", args.markdown)],
+        [("input report", args.report), ("--trends file", args.trends)],
+    )
+    if collision is not None:
+        print(f"groundeval report: {collision}", file=sys.stderr)
         return 2
     try:
         if args.recover:

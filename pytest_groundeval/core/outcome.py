@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 
 from .evidence import EvidenceReview
 from .kinds import KIND_NAMES
@@ -21,7 +21,12 @@ ItemKind = Literal[KIND_NAMES]  # type: ignore[valid-type]
 
 
 class ItemOutcome(WireModel):
-    """One item's result. Counts are per item; metrics sum them over items (docs/gate.md)."""
+    """One item's result. Counts are per item; metrics sum them over items (docs/gate.md).
+
+    Validated: counts and tokens are >= 0, ``evidence_found`` is at most
+    ``evidence_expected``, an item with an ``error`` is not passed, and an item that
+    never ran (``not_run``) is not passed and says why in ``error``; a violation is a ``ValidationError`` naming the field.
+    """
 
     id: str
     """The dataset item id."""
@@ -41,24 +46,24 @@ class ItemOutcome(WireModel):
 
     latency_ms: float | None = None
     """Client-side wall time of ``/v1/generate`` in milliseconds; None without a generate call."""
-    prompt_tokens: int | None = None
+    prompt_tokens: int | None = Field(default=None, ge=0)
     """Prompt tokens of the generate call (target's ``usage``, else the mock's count)."""
-    completion_tokens: int | None = None
+    completion_tokens: int | None = Field(default=None, ge=0)
     """Completion tokens of the generate call."""
 
-    evidence_expected: int = 0
+    evidence_expected: int = Field(default=0, ge=0)
     """qa: expected evidence strings."""
-    evidence_found: int = 0
+    evidence_found: int = Field(default=0, ge=0)
     """qa: expected evidence strings found in the retrieved evidence spans."""
-    claims_returned: int = 0
+    claims_returned: int = Field(default=0, ge=0)
     """qa: claims the target returned, whatever their verdict."""
-    claims_supported: int = 0
+    claims_supported: int = Field(default=0, ge=0)
     """qa: claims the target marked ``supported``."""
-    claims_supported_true: int = 0
+    claims_supported_true: int = Field(default=0, ge=0)
     """qa: of those, claims that are true (docs/scoring.md)."""
-    claims_true_cited: int = 0
+    claims_true_cited: int = Field(default=0, ge=0)
     """qa: claims that are true and cite at least one evidence marker."""
-    claims_true_cited_supported: int = 0
+    claims_true_cited_supported: int = Field(default=0, ge=0)
     """qa: of those, claims marked ``supported``."""
 
     falsehood_supported: bool | None = None
@@ -69,6 +74,30 @@ class ItemOutcome(WireModel):
 
     extra: dict[str, Any] = Field(default_factory=dict)
     """Kind-specific figures for the report (e.g. citation paragraphs), JSON built-ins only."""
+
+    @field_validator("error")
+    @classmethod
+    def _errors_never_pass(cls, error: str | None, info: ValidationInfo) -> str | None:
+        if error is not None and info.data.get("passed"):
+            raise ValueError("an item that errored cannot pass (pass must be false)")
+        return error
+
+    @field_validator("evidence_found")
+    @classmethod
+    def _found_within_expected(cls, found: int, info: ValidationInfo) -> int:
+        expected = info.data.get("evidence_expected")
+        if expected is not None and found > expected:
+            raise ValueError(f"{found} evidence strings found but only {expected} expected (evidenceExpected)")
+        return found
+
+    @field_validator("not_run")
+    @classmethod
+    def _not_run_is_an_error(cls, not_run: bool, info: ValidationInfo) -> bool:
+        if not_run and info.data.get("passed"):
+            raise ValueError("an item that never ran cannot pass (pass must be false)")
+        if not_run and "error" in info.data and info.data["error"] is None:
+            raise ValueError("an item that never ran is an error: its error must say why (docs/gate.md)")
+        return not_run
 
     @property
     def errored(self) -> bool:

@@ -220,8 +220,16 @@ def _git_commit(cwd: str | Path | None) -> str | None:
 # --- reading ---------------------------------------------------------------------------------
 
 
+def _loc(loc: tuple) -> str:
+    """A validation error's location as a JSON path: ``items[3].evidenceFound``."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "<root>"
+
+
 def _validation_summary(exc: ValidationError) -> str:
-    problems = [f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors()[:_MAX_ERRORS_SHOWN]]
+    problems = [f"{_loc(e['loc'])}: {e['msg']}" for e in exc.errors()[:_MAX_ERRORS_SHOWN]]
     more = exc.error_count() - len(problems)
     return "; ".join(problems) + (f"; and {more} more" if more > 0 else "")
 
@@ -287,8 +295,143 @@ def parse_report(obj: Any, source: str) -> Report:
     except ValidationError as exc:
         summary = _validation_summary(exc)
         raise ReportError(f"{source}: does not match report schema v{SCHEMA_VERSION}: {summary}") from exc
+    first: dict[str, int] = {}
+    for i, item in enumerate(report.items):
+        if item.id in first:
+            raise ReportError(
+                f"{source}: items[{i}].id {item.id!r} is also items[{first[item.id]}].id: a report lists "
+                "each item once (docs/gate.md)"
+            )
+        first[item.id] = i
     check_metrics(report, source)
+    check_gate(report, source)
     return report
+
+
+_EXTRA_CHECKS = ("notRun", "run", "items")
+"""Checks a run adds after ``core.gate.evaluate_gate``: items never run, interrupted, merged items missing."""
+
+
+def _check_key(check: Any) -> tuple[str, str, Any]:
+    return (check.metric, check.outcome, check.bound)
+
+
+def expected_gate(report: Report, source: str) -> tuple[bool, list[tuple[str, str, Any]], set[str]]:
+    """The gate a report's own metrics, recorded floors and recorded baseline give (docs/gate.md).
+
+    ``core.gate.evaluate_gate`` of the metrics with the recorded ``floors`` (the default
+    floors when none are recorded), the recorded ``baseline`` and the recorded ``gated``,
+    then the checks a run adds: ``notRun`` when an item never ran, ``run`` when the run
+    was interrupted, ``items`` when a merged run misses dataset items.
+
+    Returns:
+        ``(passed, [(metric, outcome, bound) of evaluate_gate's checks], extra metrics required)``.
+
+    Raises:
+        ReportError: the recorded floors are invalid (naming ``floors``).
+    """
+    from .gate import FloorsError, check_recorded_floors, evaluate_gate
+
+    try:
+        floors = check_recorded_floors(report.floors, f"{source}: floors") if report.floors is not None else None
+    except FloorsError as exc:
+        raise ReportError(f"{source}: floors: {exc}") from exc
+    result = evaluate_gate(
+        report.metrics,
+        floors=floors,
+        baseline=report.baseline,
+        dataset_version=report.dataset_version,
+        models=report.models,
+        gated=report.gate.gated,
+    )
+    required = set()
+    if any(item.not_run for item in report.items) and not report.interrupted:
+        required.add("notRun")
+    if report.interrupted:
+        required.add("run")
+    if report.merge is not None and report.merge.missing_items:
+        required.add("items")
+    return result.passed and not required, [_check_key(c) for c in result.checks], required
+
+
+def _without_last(keys: list, metric: str, name: Any) -> tuple[list, Any]:
+    """``keys`` without its last entry whose ``name(entry)`` is ``metric``, and that entry (None when none)."""
+    for n in range(len(keys) - 1, -1, -1):
+        if name(keys[n]) == metric:
+            return keys[:n] + keys[n + 1 :], keys[n]
+    return keys, None
+
+
+def check_gate(report: Report, source: str) -> None:
+    """Refuse a report whose stored gate is not what its own metrics, floors and baseline give.
+
+    The gate is re-evaluated (``expected_gate``) and compared with the stored one: each
+    check's metric, outcome and bound in order, then ``gate.passed``. The checks a run
+    adds after evaluation (``notRun``, ``run``, ``items``) must FAIL, and those the report
+    calls for must be there: ``run`` for an interrupted report, ``items`` for a merged one
+    missing items, ``notRun`` for a report listing items that never ran (docs/gate.md).
+    A recorded baseline figure must be the one its evidence counts give.
+
+    Raises:
+        ReportError: naming ``gate.checks[i]``, ``gate.passed`` or ``baseline.retrievalRecall``
+            with the stored and the expected value; the message starts with ``source``.
+    """
+    info = report.baseline
+    if info is not None and info.evidence_expected and info.evidence_found is not None and not info.missing_items:
+        figure = info.evidence_found / info.evidence_expected
+        if info.retrieval_recall is None or not _same_figure(info.retrieval_recall, figure):
+            raise ReportError(
+                f"{source}: baseline.retrievalRecall is {json.dumps(info.retrieval_recall)} but the recorded "
+                f"evidence counts give {figure!r} ({info.evidence_found}/{info.evidence_expected}): the baseline "
+                "record was edited by hand? (docs/gate.md)"
+            )
+    from .gate import RETRIEVAL_RECALL
+
+    passed, expected, required = expected_gate(report, source)
+    stored = [(i, c) for i, c in enumerate(report.gate.checks) if c.metric not in _EXTRA_CHECKS]
+    unrecorded = None
+    if report.baseline is None and sum(k[0] == RETRIEVAL_RECALL for k in expected):
+        # A report written before the baseline was recorded: its baseline recall check (the last
+        # retrievalRecall check) cannot be recomputed; it is taken as stored, and counts if it FAILed.
+        expected, _ = _without_last(expected, RETRIEVAL_RECALL, lambda key: key[0])
+        if sum(c.metric == RETRIEVAL_RECALL for _, c in stored) == sum(k[0] == RETRIEVAL_RECALL for k in expected) + 1:
+            stored, unrecorded = _without_last(stored, RETRIEVAL_RECALL, lambda pair: pair[1].metric)
+
+        passed = not required and all(k[1] != "FAIL" for k in expected)
+        if unrecorded is not None and unrecorded[1].outcome == "FAIL":
+            passed = False
+    hint = "the gate is not the one this report's metrics, floors and baseline give (edited by hand?); docs/gate.md"
+    names, stored_names = [key[0] for key in expected], [check.metric for _, check in stored]
+    if names != stored_names:
+        pairs = enumerate(zip(names, stored_names))
+        n = next((n for n, (name, other) in pairs if name != other), min(len(names), len(stored_names)))
+        where = f"gate.checks[{stored[n][0]}]" if n < len(stored) else "gate.checks"
+        raise ReportError(
+            f"{source}: {where}: the stored gate checks {', '.join(stored_names) or 'nothing'} but the report's "
+            f"metrics with its recorded floors and baseline give checks on {', '.join(names) or 'nothing'}: {hint}"
+        )
+    for key, (i, check) in zip(expected, stored):
+        if not (check.outcome == key[1] and _same_figure(check.bound, key[2])):
+            raise ReportError(
+                f"{source}: gate.checks[{i}] is {check.metric} {check.outcome} (bound {check.bound}) but "
+                f"should be {key[0]} {key[1]} (bound {key[2]}): {hint}"
+            )
+    present = set()
+    for i, check in enumerate(report.gate.checks):
+        if check.metric in _EXTRA_CHECKS:
+            if check.outcome != "FAIL":
+                raise ReportError(
+                    f"{source}: gate.checks[{i}] ({check.metric}) is {check.outcome}, but it only ever FAILs: {hint}"
+                )
+            present.add(check.metric)
+    for metric in _EXTRA_CHECKS:
+        if metric in required and metric not in present:
+            raise ReportError(f"{source}: gate.checks lacks the FAIL check on {metric}: {hint}")
+    passed = passed and not present
+    if report.gate.passed != passed:
+        raise ReportError(
+            f"{source}: gate.passed is {json.dumps(report.gate.passed)} but should be {json.dumps(passed)}: {hint}"
+        )
 
 
 def read_report(path: str | Path) -> Report:

@@ -488,9 +488,10 @@ def _drop_keys(path: str, *keys: str) -> str:
 def test_cli_gate_applies_the_floors_and_baseline_a_report_records(saved, tmp_path, capsys):
     base = read_report(saved("b.json", report(retrieval_recall=0.95)))
     run_floors = parse_floors({"falsehoodRejection": 0.5, "retrievalRecallMargin": 0.1}, "t")
-    recorded = report(retrieval_recall=0.80, falsehood_rejection=0.6).model_copy(
-        update={"floors": run_floors, "baseline": summarize_baseline(base, None, "b.json")}
-    )
+    run = report(retrieval_recall=0.80, falsehood_rejection=0.6)
+    record = summarize_baseline(base, None, "b.json")
+    gate = evaluate_gate(run.metrics, floors=run_floors, baseline=record, dataset_version="v1", models=MODELS)
+    recorded = run.model_copy(update={"floors": run_floors, "baseline": record, "gate": gate})
     path = saved("r.json", recorded)
     assert cli.main(["gate", "--report", path]) == 1
     out = capsys.readouterr().out.splitlines()

@@ -112,7 +112,7 @@ def test_read_bad_json_names_file_and_position(tmp_path):
         (lambda w: w.update(schemaVersion=2), "unknown schemaVersion 2; this plugin reads 1"),
         (lambda w: w.pop("schemaVersion"), "missing schemaVersion"),
         (lambda w: w.pop("metrics"), "does not match report schema v1: metrics: Field required"),
-        (lambda w: w["items"][1].update(kind="essay"), "items.1.kind"),
+        (lambda w: w["items"][1].update(kind="essay"), "items[1].kind"),
         (lambda w: w.update(surprise=1), "surprise: Extra inputs are not permitted"),
     ],
 )
@@ -304,3 +304,137 @@ def test_cli_report_unreadable_exits_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("groundeval report: ") and "missing schemaVersion" in err
     assert cli.main(["report"]) == 2
+
+
+# --- the stored gate is the gate of the report's own metrics, floors and baseline (docs/gate.md) ---------------
+
+
+def _failed_report(tmp_path, **extra):
+    wire = whole_report(sample_outcomes()).to_wire()
+    wire.update(extra)
+    assert wire["gate"]["passed"] is False
+    return wire
+
+
+def _write(tmp_path, wire, name="r.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(wire))
+    return path
+
+
+def test_report_with_gate_flipped_to_pass_is_refused(tmp_path, capsys):
+    wire = _failed_report(tmp_path)
+    wire["gate"]["passed"] = True
+    for check in wire["gate"]["checks"]:
+        check["outcome"] = "PASS" if check["outcome"] == "FAIL" else check["outcome"]
+    path = _write(tmp_path, wire)
+    for argv in (["report", str(path)], ["report", str(path), "--markdown", str(tmp_path / "r.md")],
+                 ["gate", "--report", str(path)]):  # fmt: skip
+        assert cli.main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "gate.checks[" in err and "edited by hand" in err and str(path) in err
+    assert not (tmp_path / "r.md").exists()
+
+
+def test_report_with_only_gate_passed_flipped_is_refused(tmp_path):
+    wire = _failed_report(tmp_path)
+    wire["gate"]["passed"] = True
+    with pytest.raises(ReportError, match=r"gate\.passed is true but should be false"):
+        read_report(_write(tmp_path, wire))
+
+
+def test_report_with_recorded_floors_edited_is_refused(tmp_path, capsys):
+    from pytest_groundeval.core.gate import DEFAULT_FLOORS
+
+    wire = _failed_report(tmp_path, floors=dict(DEFAULT_FLOORS))
+    read_report(_write(tmp_path, wire))  # as written: reads
+    wire["floors"]["errors"] = 100
+    path = _write(tmp_path, wire)
+    assert cli.main(["gate", "--report", str(path)]) == 2
+    assert "gate.checks[" in capsys.readouterr().err
+
+
+def test_report_with_baseline_figure_edited_is_refused(tmp_path, capsys):
+    from pytest_groundeval.core.gate import summarize_baseline
+
+    outcomes = sample_outcomes()
+    base_outcomes = [o.model_copy(update={"evidence_found": 1}) if o.kind == "qa" else o for o in outcomes]
+    record = summarize_baseline(whole_report(base_outcomes), {"qa-1"}, "b.json")
+    kwargs = finish_kwargs(outcomes)
+    kwargs["gate"] = evaluate_gate(kwargs["metrics"], baseline=record, dataset_version="v1", models=MODELS)
+    wire = Report(**kwargs, baseline=record, items=outcomes).to_wire()
+    read_report(_write(tmp_path, wire))
+    wire["baseline"]["retrievalRecall"] = 1.0
+    path = _write(tmp_path, wire)
+    assert cli.main(["gate", "--report", str(path)]) == 2
+    assert "baseline.retrievalRecall is 1.0" in capsys.readouterr().err
+
+
+def test_report_without_recorded_floors_is_checked_against_the_default_floors(tmp_path):
+    wire = _failed_report(tmp_path)
+    assert wire["floors"] is None
+    read_report(_write(tmp_path, wire))
+    wire["gate"]["checks"] = [c for c in wire["gate"]["checks"] if c["metric"] != "errors"]  # the FAIL
+    with pytest.raises(ReportError, match=r"gate\.checks"):
+        read_report(_write(tmp_path, wire))
+
+
+@pytest.mark.parametrize("option", ["--html", "--markdown"])
+def test_cli_report_never_writes_an_output_over_the_report(tmp_path, monkeypatch, capsys, option):
+    monkeypatch.chdir(tmp_path)
+    path = write_report(tmp_path / "r.json", whole_report(sample_outcomes()))
+    before = path.read_bytes()
+    assert cli.main(["report", "r.json", option, str(path)]) == 2
+    assert f"{option} names the input report" in capsys.readouterr().err
+    assert path.read_bytes() == before
+    assert cli.main(["report", "r.json", "--html", "o.x", "--markdown", "./o.x"]) == 2
+    assert "--html and --markdown name the same file" in capsys.readouterr().err
+    assert not (tmp_path / "o.x").exists()
+
+
+# --- items that break the documented rules are refused, naming items[i].<field> (docs/gate.md) -------------
+
+
+@pytest.mark.parametrize(
+    ("edit", "field", "message"),
+    [
+        (dict(promptTokens=-5), "items[0].promptTokens", "greater than or equal to 0"),
+        (dict(claimsSupported=-1), "items[0].claimsSupported", "greater than or equal to 0"),
+        (dict(evidenceFound=5), "items[0].evidenceFound", "5 evidence strings found but only 2 expected"),
+        (dict(notRun=True, error=None, **{"pass": False}), "items[0].notRun", "its error must say why"),
+        (dict(notRun=True, error="not run", **{"pass": True}), "items[0]", "cannot pass"),
+    ],
+)
+def test_read_refuses_an_item_that_breaks_the_rules(tmp_path, edit, field, message):
+    wire = whole_report(sample_outcomes()).to_wire()
+    wire["items"][0].update(edit)
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(wire))
+    with pytest.raises(ReportError) as info:
+        read_report(path)
+    text = str(info.value)
+    assert field in text and message in text and "\n" not in text
+
+
+def test_read_refuses_duplicate_item_ids_even_with_metrics_to_match(tmp_path, capsys):
+    outcomes = sample_outcomes()
+    copies = [outcomes[0]] * 10 + outcomes[1:]
+    path = write_report(tmp_path / "r.json", whole_report(copies))
+    assert cli.main(["report", str(path)]) == 2
+    assert "items[1].id 'qa-1' is also items[0].id" in capsys.readouterr().err
+
+
+def test_cli_gate_fails_a_report_with_not_run_items_whatever_its_interrupted_flag(tmp_path, capsys):
+    from pytest_groundeval.core.gate import not_run_check, parse_floors
+
+    outcomes = [sample_outcomes()[0],
+                ItemOutcome(id="qa-2", kind="qa", passed=False, error="not run: the run was stopped", not_run=True)]  # fmt: skip
+    floors = parse_floors({"errors": 5}, "t")  # an error ceiling loose enough for the run's one error
+    kwargs = finish_kwargs(outcomes)
+    gate = evaluate_gate(kwargs["metrics"], floors=floors, dataset_version="v1", models=MODELS)
+    assert gate.passed  # only the item that never ran can fail it
+    kwargs["gate"] = gate.model_copy(update={"passed": False, "checks": [*gate.checks, not_run_check(1, 2)]})
+    path = write_report(tmp_path / "r.json", Report(**kwargs, floors=floors, interrupted=False, items=outcomes))
+    assert cli.main(["gate", "--report", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "1 of 2 collected items never ran" in out and out.splitlines()[-1] == "gate: FAIL"

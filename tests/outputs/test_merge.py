@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 import xxhash
@@ -18,16 +19,34 @@ from pytest_groundeval.outputs.merge import (
     shard_info,
     shard_of,
 )
-from pytest_groundeval.core.gate import summarize_baseline
+from pytest_groundeval.core.gate import evaluate_gate, summarize_baseline
 from pytest_groundeval.core.metrics import compute_metrics
 from pytest_groundeval.core.report import parse_report
-
 
 
 def recount(*shards: dict) -> None:
     """Give shards whose items a test changed the metrics of those items, as a shard run writes them."""
     for shard in shards:
         shard["metrics"] = compute_metrics(shard["items"]).to_wire()
+        regate(shard)
+
+
+def regate(report: dict[str, Any]) -> dict[str, Any]:
+    """Re-gate a report edited by a test, as the plugin would have gated it: its metrics, its recorded
+    floors and baseline, plus the interrupted check (a report's gate must be its own, docs/gate.md)."""
+    from pytest_groundeval.core.gate import interrupted_check
+    from pytest_groundeval.core.report import BaselineInfo
+
+    gate = evaluate_gate(
+        compute_metrics(report["items"]),
+        floors=report["floors"],
+        baseline=BaselineInfo.model_validate(report["baseline"]) if report.get("baseline") else None,
+        dataset_version=report["datasetVersion"],
+        models=report["models"],
+    )
+    checks = [*gate.checks, interrupted_check(len(report["items"]))] if report.get("interrupted") else gate.checks
+    report["gate"] = {"passed": all(c.outcome != "FAIL" for c in checks), "checks": [c.to_wire() for c in checks]}
+    return report
 
 
 def test_shard_of_is_stable_and_in_range():
@@ -108,9 +127,11 @@ def test_shards_whose_recall_fell_fail_the_merged_gate_against_their_recorded_ba
 def test_shards_that_record_different_baselines_are_refused(v1_report, make_shards):
     one, two, three = make_shards(v1_report, 3)
     two["baseline"] = None
+    regate(two)
     with pytest.raises(MergeError, match="records a baseline but report 2 does not; give groundeval merge --baseline"):
         merge_reports([one, two, three])
     two["baseline"] = {**one["baseline"], "path": "other/baseline.json"}
+    regate(two)
     with pytest.raises(MergeError, match="cannot merge: report 1 has baseline"):
         merge_reports([one, two, three])
 
@@ -158,6 +179,7 @@ def test_missing_items_are_listed_by_id_with_the_dataset(v1_report, make_shards,
 def test_merge_refuses_shards_of_different_runs(v1_report, make_shards, field, value, message):
     shards = make_shards(v1_report, 3)
     shards[1][field] = value
+    regate(shards[1])
     with pytest.raises(MergeError, match=f"report 1 has {message} .* but report 2 has"):
         merge_reports(shards)
 
@@ -213,6 +235,7 @@ def test_merge_refuses_shards_without_floors_unless_given(v1_report, make_shards
 def test_an_interrupted_shard_makes_the_merged_run_interrupted(v1_report, make_shards, v1_baseline):
     shards = make_shards(v1_report, 3)
     shards[0]["interrupted"] = True
+    regate(shards[0])
     merged = merge_reports(shards, baseline=v1_baseline)
     assert merged["interrupted"] is True and merged["gate"]["passed"] is False
     assert any(c["metric"] == "run" and c["outcome"] == "FAIL" for c in merged["gate"]["checks"])
@@ -265,6 +288,7 @@ def test_groundeval_merge_with_a_missing_shard_exits_1_and_gate_agrees(v1_report
 def test_groundeval_merge_refusal_exits_2_and_writes_nothing(v1_report, make_shards, tmp_path, capsys):
     shards = make_shards(v1_report, 2)
     shards[1]["datasetVersion"] = "v9"
+    regate(shards[1])
     paths = _write(tmp_path, shards)
     out = tmp_path / "merged.json"
     assert groundeval(["merge", *paths, "-o", str(out)]) == 2
@@ -288,3 +312,41 @@ def test_outputs_import_no_pytest():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    ("outputs", "message"),
+    [
+        (["-o", "{s1}"], "-o names the input report"),
+        (["-o", "{out}", "--html", "{s1}"], "--html names the input report"),
+        (["-o", "{out}", "--markdown", "./{s2name}"], "--markdown names the input report"),
+        (["-o", "{out}", "--html", "{out}"], "-o and --html name the same file"),
+    ],
+)
+def test_groundeval_merge_never_overwrites_an_input_or_another_output(
+    v1_report, make_shards, tmp_path, monkeypatch, capsys, outputs, message
+):
+    monkeypatch.chdir(tmp_path)
+    paths = _write(tmp_path, make_shards(v1_report, 2))
+    before = {path: Path(path).read_bytes() for path in paths}
+    out = tmp_path / "merged.json"
+    argv = [arg.format(s1=paths[0], out=out, s2name=Path(paths[1]).name) for arg in outputs]
+    assert groundeval(["merge", *paths, *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("groundeval merge: ") and message in err
+    assert {path: Path(path).read_bytes() for path in paths} == before and not out.exists()
+
+
+def test_groundeval_merge_refuses_a_baseline_of_another_dataset_version(
+    v1_report, make_shards, v1_baseline_path, tmp_path, capsys
+):
+    paths = _write(tmp_path, make_shards(v1_report, 2))
+    other = tmp_path / "baseline-v0.json"
+    other.write_text(json.dumps({**json.loads(v1_baseline_path.read_text()), "datasetVersion": "v0"}))
+    out = tmp_path / "merged.json"
+    assert groundeval(["merge", *paths, "-o", str(out), "--baseline", str(other)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"groundeval merge: baseline {other} is a report of dataset 'v0', but this run is dataset 'v1'")
+    assert not out.exists()
+    assert groundeval(["gate", "--report", paths[0], "--baseline", str(other)]) == 2  # as gate does
+    assert "is a report of dataset 'v0'" in capsys.readouterr().err

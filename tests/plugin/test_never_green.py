@@ -885,17 +885,19 @@ def test_an_explicit_baseline_of_another_version_is_refused_when_the_dataset_is_
 
 
 def _other_lineage_baseline(path: Path, version: str) -> Path:
-    from pytest_groundeval.core.gate import GateResult
+    from pytest_groundeval.core.gate import evaluate_gate
     from pytest_groundeval.core.metrics import compute_metrics
     from pytest_groundeval.core.outcome import ItemOutcome
     from pytest_groundeval.core.report import Report, write_report
 
     # One qa item that found its evidence: the report's metrics are its items' (a baseline is re-read).
     items = [ItemOutcome(id="qa-smoke-alpha-budget", kind="qa", passed=True, evidence_expected=1, evidence_found=1)]
+    models = {"generate": "other-generate", "embed": "other-embed"}
+    metrics = compute_metrics(items)  # its gate is its own too: a report's stored gate is re-checked
     write_report(path, Report(
-        dataset_version=version, models={"generate": "other-generate", "embed": "other-embed"},
-        started_at_ms=1_700_000_000_000, duration_ms=1.0, metrics=compute_metrics(items),
-        gate=GateResult(passed=True, checks=[]), items=items,
+        dataset_version=version, models=models,
+        started_at_ms=1_700_000_000_000, duration_ms=1.0, metrics=metrics,
+        gate=evaluate_gate(metrics, dataset_version=version, models=models), items=items,
         environment={"pluginVersion": "0.1.0", "python": "3.11", "platform": "linux", "gitCommit": None},
     ))
     return path
