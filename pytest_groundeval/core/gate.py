@@ -500,17 +500,6 @@ def recorded_recall(info: BaselineInfo) -> tuple[float | None, str]:
     return info.retrieval_recall, scope
 
 
-def baseline_recall(baseline: Report, qa_ids: Collection[str] | None) -> tuple[float | None, str]:
-    """The baseline's retrieval recall over the qa items that ran in this run, and a note.
-
-    ``recorded_recall(summarize_baseline(baseline, qa_ids))``: see both.
-
-    Raises:
-        LookupError: some qa item that ran is not in the baseline (message says how many).
-    """
-    return recorded_recall(summarize_baseline(baseline, qa_ids))
-
-
 def baseline_version_problem(baseline_version: str, dataset_version: str, path: str | Path | None) -> str | None:
     """Why an explicitly given baseline cannot be compared with this dataset, or None (docs/gate.md).
 

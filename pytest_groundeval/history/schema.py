@@ -184,6 +184,3 @@ judgments = Table(
     Index("ix_judgments_run", "run_id"),
     Index("ix_judgments_set", "set_id"),  # v3
 )
-
-ALL_TABLES = (schema_info, runs, items, item_tags, tool_calls, judgment_sets, judgments)
-"""Every table of the current schema, in creation order."""

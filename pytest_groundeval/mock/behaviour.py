@@ -354,11 +354,6 @@ def embed_bytes(text: str) -> bytes:
     return _FLOAT32.pack(*vector)
 
 
-def embedding_bytes(vector: list[float]) -> bytes:
-    """Little-endian float32 bytes of a vector (the payload of ``encoding_format: "base64"``)."""
-    return struct.pack(f"<{len(vector)}f", *vector)
-
-
 def score_logit(query: str, document: str) -> float:
     """Relevance logit of ``document`` for ``query``: ``8 * overlap - 4`` (docs/mock.md, vLLM score shape).
 

@@ -444,7 +444,7 @@ def test_migration_from_version_2_makes_the_judgments_each_runs_first_current_se
 
         with store.engine.connect() as conn:
             migrated = inspect(conn)
-            for table in schema.ALL_TABLES:
+            for table in schema.metadata.sorted_tables:
                 assert {c["name"] for c in migrated.get_columns(table.name)} == set(table.c.keys()), table.name
             uniques = {u["name"] for u in migrated.get_unique_constraints("judgments")}
             assert "uq_judgments_set_item_paragraph" in uniques and "uq_judgments_item_paragraph" not in uniques

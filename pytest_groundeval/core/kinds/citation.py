@@ -864,20 +864,6 @@ JUDGE_BOUNDS = ("citationSupportedRate", "wrongSpeakerRate", "unparseableRate", 
 UNPARSEABLE_CEILING = 0.05
 """The ``unparseableRate`` ceiling a judge bound arms unless the floors give one (docs/gate.md)."""
 
-CITATION_EXTRA_KEYS = (
-    "citationParagraphsJudged",
-    "citationParagraphsMismatched",
-    "citationParagraphsSupported",
-    "citationParagraphsWrongSpeaker",
-    "citationParagraphsUnparseable",
-    "citationJudgeErrors",
-    "citationCoverageScores",
-    "citationScorerErrors",
-    "citationParagraphs",
-)
-"""``ItemOutcome.extra`` keys read for the citation metrics (docs/citation.md)."""
-
-
 def _counter() -> Counter:
     return Counter()
 
