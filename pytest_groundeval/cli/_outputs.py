@@ -97,19 +97,33 @@ def _trends(report: Mapping[str, Any], args: argparse.Namespace, prog: str) -> l
         raise OutputError(f"--history: {exc}") from exc
 
 
-def outputs_from_args(report: Mapping[str, Any], args: argparse.Namespace, prog: str) -> int:
+def trends_from_args(report: Mapping[str, Any], args: argparse.Namespace, prog: str) -> list[dict[str, Any]] | None:
+    """The HTML page's trends for ``report`` (as ``outputs_from_args`` reads them), read before
+    anything is written, so that a bad trends file or database leaves no half-written output.
+
+    Raises:
+        OutputError: the trends file or the history database cannot be read.
+    """
+    return _trends(report, args, prog)
+
+
+def outputs_from_args(
+    report: Mapping[str, Any], args: argparse.Namespace, prog: str, *, trends: Any = ...
+) -> int:
     """Write what ``--html``/``--markdown`` asked for, one ``wrote PATH`` line each.
 
     The HTML trends come from ``--trends FILE``, or from the runs recorded in the history
     database ``--history URL`` before this report's run (same dataset version and lineage).
     ``--history FILE`` still reads a JSON file of runs, with a deprecation warning.
 
+    ``trends``: the trends already read (``trends_from_args``), else they are read here.
+
     Returns:
         0 on success; 2 with one line on stderr when a file cannot be written or the
         trends cannot be read.
     """
     try:
-        history = _trends(report, args, prog)
+        history = _trends(report, args, prog) if trends is ... else trends
         for path in write_outputs(report, html=args.html, markdown=args.markdown, history=history):
             print(f"wrote {path}")
     except OutputError as exc:

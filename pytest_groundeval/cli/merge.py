@@ -12,7 +12,7 @@ from ..core.report import ReportError, read_report
 from ..outputs.merge import MergeError, merge_reports
 from ..outputs.write import OutputError, write_text_atomic
 from ._args import Parser, ParserExit, UsageError
-from ._outputs import add_output_arguments, output_collision, outputs_from_args
+from ._outputs import add_output_arguments, output_collision, outputs_from_args, trends_from_args
 
 
 def _dataset_ids(path: str) -> list[str]:
@@ -105,6 +105,8 @@ def merge_main(argv: list[str]) -> int:
             recorded_baseline=not args.no_baseline,
             dataset_ids=dataset_ids,
         )
+        # The page's trends are read first: a bad trends file or database writes nothing at all.
+        trends = trends_from_args(merged, args, prog)
         write_text_atomic(args.output, json.dumps(merged, ensure_ascii=False, allow_nan=False))
     except (ReportError, FloorsError, MergeError, OutputError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
@@ -113,7 +115,7 @@ def merge_main(argv: list[str]) -> int:
     for check in gate.checks:
         print(format_check(check))
     print(f"merged {len(args.reports)} report(s) into {args.output}")
-    status = outputs_from_args(merged, args, prog)
+    status = outputs_from_args(merged, args, prog, trends=trends)
     if status:
         return status
     print(f"gate: {'PASS' if gate.passed else 'FAIL'}")

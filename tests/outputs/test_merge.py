@@ -276,6 +276,18 @@ def test_groundeval_merge_writes_a_report_that_groundeval_gate_passes(
     assert groundeval(["gate", "--report", str(out), "--baseline", str(v1_baseline_path)]) == 0
 
 
+
+def test_groundeval_merge_with_unreadable_trends_writes_nothing(v1_report, make_shards, tmp_path, capsys):
+    # Before: the merged report was written, then the bad trends file failed the HTML page (exit 2).
+    paths = _write(tmp_path, make_shards(v1_report, 3))
+    trends = tmp_path / "runs.json"
+    trends.write_text("[{not json", encoding="utf-8")
+    out, html = tmp_path / "merged.json", tmp_path / "r.html"
+    assert groundeval(["merge", *paths, "-o", str(out), "--html", str(html), "--trends", str(trends)]) == 2
+    assert "runs.json" in capsys.readouterr().err
+    assert not out.exists() and not html.exists()
+
+
 def test_groundeval_merge_with_a_missing_shard_exits_1_and_gate_agrees(v1_report, make_shards, tmp_path, capsys):
     paths = _write(tmp_path, make_shards(v1_report, 3)[:2])
     out = tmp_path / "merged.json"
