@@ -737,9 +737,7 @@ class GateSession:
         self._write_outputs(parts)
         self._log_gates_to_junit()
         if self.history is not None:
-            for run in self.runs.values():  # each run's record carries its own dataset's floors
-                self.history.open(run, self.run_floors(run))
-            self.history.finish(self.runs.values(), None, interrupted)
+            self.history.finish(self.runs.values(), self.run_floors, interrupted)
         self.exit_decided = True
 
     @pytest.hookimpl(trylast=True, specname="pytest_sessionfinish")

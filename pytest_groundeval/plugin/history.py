@@ -19,7 +19,7 @@ collected items are used as they are.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -165,16 +165,17 @@ class SessionHistory:
         except Exception as exc:  # noqa: BLE001 - reported in the summary, never a crash of the run
             self.failure = f"{type(exc).__name__}: {exc}"
 
-    def finish(self, runs: Any, floors: Mapping[str, Any] | None, interrupted: bool) -> None:
+    def finish(self, runs: Any, floors_of: Callable[[Any], Mapping[str, Any] | None], interrupted: bool) -> None:
         """Record each run's end: metrics, gate, interrupted, and what the session learnt (lineage, baseline).
 
-        A dataset whose items never reported still gets its run (with no items).
+        A dataset whose items never reported still gets its run (with no items), recorded
+        with ``floors_of(run)``, the bounds of its own dataset.
         """
         for run in runs:
             if self.failure is not None:
                 break
             try:
-                recorder = self._recorder(run, floors)
+                recorder = self._recorder(run, floors_of(run))
                 recorder.finish(
                     metrics=run.metrics.to_wire() if run.metrics is not None else None,
                     gate=run.gate.to_wire() if run.gate is not None else None,
