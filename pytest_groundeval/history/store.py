@@ -19,7 +19,7 @@ from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from . import schema
 from .engine import WRITE, HistoryError, create_history_engine, describe_url, resolve_url
-from .migrations import ensure_schema
+from .migrations import _first_line, ensure_schema
 from .writer import DEFAULT_BATCH_SIZE, DEFAULT_MAX_DELAY_S, HistoryWriter, RunRecorder, new_run_id, now_ms
 
 __all__ = [
@@ -185,8 +185,3 @@ class _WriteTransaction:
                 self.tx.rollback()
         finally:
             self.conn.close()
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(getattr(exc, "orig", None) or exc)
-    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__

@@ -121,7 +121,7 @@ class JudgeClient:
     Args:
         base_url: OpenAI-style base URL, e.g. ``http://127.0.0.1:8000/v1``.
         model: Judge model name.
-        api_key: API key, or None to send :data:`NO_KEY`. Never stored on this object.
+        api_key: API key, or None to send :data:`NO_KEY`. Held only by the SDK client and the key scrubber, never printed.
         concurrency: Maximum requests in flight.
         max_retries: Retries of a 429, 5xx, timeout or connection failure per request.
         parse_retries: Extra requests after a reply that cannot be parsed.
@@ -190,6 +190,7 @@ class JudgeClient:
             timeout=timeout,
             default_headers=dict(headers or {}),
         )
+        self._scrubber = Scrubber([api_key])  # masks the key in errors and rationales; its repr never shows it
 
     def __repr__(self) -> str:
         return f"JudgeClient(base_url={self.base_url!r}, model={self.model!r})"
@@ -323,8 +324,7 @@ class JudgeClient:
         raise _Unavailable(f"judge at {self.base_url}: {last}, after {1 + self.max_retries} attempt(s)")
 
     def _scrub(self, text: str) -> str:
-        key = self._client.api_key
-        return Scrubber([key if key != NO_KEY else None]).text(text)
+        return self._scrubber.text(text)
 
 
 def _message(exc: Any) -> str:
