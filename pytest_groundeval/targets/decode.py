@@ -168,6 +168,8 @@ def _decode(text: str, pos: int, shape: _Shape, path: tuple) -> tuple[Any, int]:
         return _DECODER.raw_decode(text, pos)
     if (shape.kind, char) not in (("object", "{"), ("list", "[")):
         raise _refused(text, pos, shape, path)
+    if char == "{" and not shape.fields:
+        return _DECODER.raw_decode(text, pos)  # a free-form record: nothing inside it to check, the C decoder takes it whole
     skip = _WHITESPACE.match
     if char == "{":
         out: dict[str, Any] = {}
