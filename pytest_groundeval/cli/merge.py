@@ -85,11 +85,11 @@ def merge_main(argv: list[str]) -> int:
         print(f"{prog}: {collision}", file=sys.stderr)
         return 2
     try:
-        reports = [read_report(path).to_wire() for path in args.reports]
+        reports = [read_report(path) for path in args.reports]  # checked once; merge_reports takes them as read
         floors = load_floors(args.floors) if args.floors else None
         baseline = read_report(args.baseline) if args.baseline else None
         problem = (
-            baseline_version_problem(baseline.dataset_version, reports[0]["datasetVersion"], args.baseline)
+            baseline_version_problem(baseline.dataset_version, reports[0].dataset_version, args.baseline)
             if baseline is not None
             else None
         )
