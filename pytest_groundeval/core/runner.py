@@ -282,8 +282,8 @@ class ItemRunner:
         update: dict[str, Any] = {}
         for name in ("error", "detail", "trace_id"):
             value = getattr(outcome, name)
-            if isinstance(value, str) and self.scrub.text(value) is not value:
-                update[name] = self.scrub.text(value)
+            if isinstance(value, str) and (masked := self.scrub.text(value)) is not value:
+                update[name] = masked
         extra = self.scrub.value(outcome.extra)
         if extra is not outcome.extra:
             update["extra"] = extra

@@ -42,6 +42,14 @@ class Scrubber:
         self.secrets: tuple[str, ...] = tuple(
             sorted({s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True)
         )
+        # Every run of MIN_SECRET_CHARS characters of every key, built once: ``text`` looks for each.
+        self._windows: tuple[str, ...] = tuple(
+            dict.fromkeys(
+                secret[i : i + MIN_SECRET_CHARS]
+                for secret in self.secrets
+                for i in range(len(secret) - MIN_SECRET_CHARS + 1)
+            )
+        )
 
     def __bool__(self) -> bool:
         return bool(self.secrets)
@@ -60,13 +68,11 @@ class Scrubber:
         if not self.secrets:
             return text
         spans: list[tuple[int, int]] = []
-        for secret in self.secrets:
-            for i in range(len(secret) - MIN_SECRET_CHARS + 1):
-                window = secret[i : i + MIN_SECRET_CHARS]
-                start = text.find(window)
-                while start != -1:
-                    spans.append((start, start + MIN_SECRET_CHARS))
-                    start = text.find(window, start + 1)
+        for window in self._windows:
+            start = text.find(window)
+            while start != -1:
+                spans.append((start, start + MIN_SECRET_CHARS))
+                start = text.find(window, start + 1)
         if not spans:
             return text
         spans.sort()
