@@ -144,7 +144,7 @@ def _resolve_spellings(args: Any) -> None:
         UsageError: neither or both of ``--report`` and ``--run``, or ``--history``
             without ``--run``.
     """
-    from ..history.urls import SHORTHANDS
+    from ._outputs import is_database_url
 
     if args.history_url is not None:
         _deprecated("--history-url URL", "--history URL")
@@ -156,7 +156,7 @@ def _resolve_spellings(args: Any) -> None:
         else:
             args.history = args.history_url
     elif args.history is not None and args.run is None and args.report is None:
-        if "://" in args.history or args.history.strip().lower() in SHORTHANDS:
+        if is_database_url(args.history):
             raise UsageError("--history URL names the database of --run RUN; give --run RUN (e.g. --run latest)")
         _deprecated("--history RUN", "--run RUN (--history names the history database)")
         args.run, args.history = args.history, None
