@@ -52,10 +52,10 @@ from build_expertqa_citations import write_dataset  # noqa: E402
 
 DEFAULT_OUT = REPO / "datasets" / "attribution"
 VERSION = "v1-attribution"
+"""The dataset's version string (distinct from every other dataset's)."""
 FLOORS = {"citationMetadataAccuracy": 0.88}
 """The manifest's gate floors (docs/gate.md): the default run measures citationMetadataAccuracy
 0.9000 (the 12 swap items' second paragraphs are the mismatches), floor 0.02 below (README.md)."""
-"""The dataset's version string (distinct from every other dataset's)."""
 DOCUMENT = "attribution/entities.json"
 ENTITIES_FILE = "entities.json"
 DEFAULT_PAIRS = 60

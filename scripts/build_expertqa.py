@@ -36,10 +36,10 @@ from pytest_groundeval.core.evidence import TIERS, EvidenceBlock, Tier, Verdict,
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "datasets" / "expertqa"
 VERSION = "expertqa-1"
+"""The dataset version (docs/dataset.md): a label of its own, so a baseline of another dataset never applies."""
 FLOORS = {"evidenceRiskScore": 0.28}
 """The manifest's gate floors (docs/gate.md): the default run measures evidenceRiskScore 0.3019
 over the reviewed answers, floor 0.02 below, rounded down (README.md)."""
-"""The dataset version (docs/dataset.md): a label of its own, so a baseline of another dataset never applies."""
 
 QUESTIONS_FILE = "questions.txt"
 """The corpus document: the expert questions, one per line, in row order (line ``row + 1``

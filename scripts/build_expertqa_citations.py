@@ -36,10 +36,10 @@ import xxhash
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "datasets" / "expertqa-citations"
 VERSION = "v1-expertqa-citations"
+"""The dataset's version string (distinct from every other dataset's)."""
 FLOORS = {"citationMetadataAccuracy": 0.98}
 """The manifest's gate floors (docs/gate.md): the default run measures citationMetadataAccuracy
 1.0000, floor 0.02 below (README.md)."""
-"""The dataset's version string (distinct from every other dataset's)."""
 
 DOCUMENT = "expertqa-citations/passages.json"
 """Corpus name of the passages document."""
