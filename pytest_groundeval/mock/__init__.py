@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pytest_groundeval.mock.behaviour import count_tokens, decompose, embed_text, generate_answer, score_logit
 from pytest_groundeval.mock.faults import FaultPlan, FaultSpecError, parse_fault_spec
-from pytest_groundeval.mock.server import DEFAULT_LOG_LIMIT, MockProvider, RequestRecord, ThreadedMockProvider
+from pytest_groundeval.mock.server import DEFAULT_LOG_LIMIT, MockProvider, RequestRecord
+from pytest_groundeval.mock.threaded import ThreadedMockProvider
 
 __all__ = [
     "DEFAULT_LOG_LIMIT",

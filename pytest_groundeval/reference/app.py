@@ -47,14 +47,9 @@ from . import bitemporal, store
 from .models import CompareRequest, DocumentRequest, GenerateRequest, QueryRequest, RecordRequest
 from .provider import ProviderClient, ProviderError, ProviderSettings, Usage
 from .retrieval import DEFAULT_TOP_K, canonical_document, generation_messages, new_chunks, rank_chunks
-from .verify import (
-    DECOMPOSITION_RESPONSE_FORMAT,
-    ClaimCheck,
-    decomposition_messages,
-    parse_decomposition,
-    pool_worker_init,
-    verify_claims,
-)
+from .decompose import DECOMPOSITION_RESPONSE_FORMAT, decomposition_messages, parse_decomposition
+from .pool import pool_worker_init
+from .verify import ClaimCheck, verify_claims
 
 log = logging.getLogger("pytest_groundeval.reference")
 
@@ -429,8 +424,8 @@ def new_verifier(config: ReferenceConfig) -> concurrent.futures.Executor | None:
     imported the verifier, so a worker starts in milliseconds and inherits
     none of the server's threads, sockets or SQLite handles (``spawn`` where
     there is no forkserver). Workers run at a lower priority
-    (``verify.lower_priority``) so that the loop gets the core first, and end
-    when the server process ends, however it ends (``verify.exit_with``).
+    (``pool.lower_priority``) so that the loop gets the core first, and end
+    when the server process ends, however it ends (``pool.exit_with``).
 
     Raises:
         ValueError: an unknown ``verify_executor``.
