@@ -266,11 +266,6 @@ def test_groundeval_merge_refusal_exits_2_and_writes_nothing(v1_report, make_sha
     assert not out.exists()
 
 
-def test_groundeval_version(capsys):
-    assert groundeval(["--version"]) == 0
-    assert capsys.readouterr().out.startswith("groundeval ")
-
-
 def test_outputs_import_no_pytest():
     import subprocess
     import sys
