@@ -17,13 +17,13 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "gate": ("pytest_groundeval.cli.gate", "gate_main", "Re-apply gate floors to a saved report"),
     "report": ("pytest_groundeval.cli.report", "report_main", "Print a saved report's metrics and items"),
     "merge": ("pytest_groundeval.cli.merge", "merge_main", "Merge the reports of a sharded run and gate them"),
-    "mock": ("pytest_groundeval.mock", "main", "Serve the deterministic OpenAI-compatible mock provider"),
-    "reference": ("pytest_groundeval.reference.cli", "main", "Serve the reference target, or create an API key"),
+    "mock": ("pytest_groundeval.cli.mock", "main", "Serve the deterministic OpenAI-compatible mock provider"),
+    "reference": ("pytest_groundeval.cli.reference", "main", "Serve the reference target, or create an API key"),
     "generate-questions": (
-        "pytest_groundeval.judge.generate", "generate_main", "Generate citation items from a corpus with an LLM"
+        "pytest_groundeval.cli.generate_questions", "generate_main", "Generate citation items from a corpus with an LLM"
     ),
-    "history": ("pytest_groundeval.history.cli", "history_main", "List, show and compare recorded runs"),
-    "rejudge": ("pytest_groundeval.history.cli", "rejudge_main", "Judge a recorded run's answers again"),
+    "history": ("pytest_groundeval.cli.history", "history_main", "List, show and compare recorded runs"),
+    "rejudge": ("pytest_groundeval.cli.rejudge", "rejudge_main", "Judge a recorded run's answers again"),
 }
 
 USAGE = "usage: groundeval [--version] {" + ",".join(COMMANDS) + "} [options]\n\n" + "\n".join(

@@ -32,3 +32,24 @@ class Parser(argparse.ArgumentParser):
         if message:
             print(message, file=sys.stderr, end="")
         raise ParserExit(status)
+
+
+def add_history_argument(parser: argparse.ArgumentParser) -> None:
+    """``--history URL``: the history database of ``groundeval history`` and ``groundeval rejudge`` (docs/history.md)."""
+    parser.add_argument(
+        "--history",
+        metavar="URL",
+        help="History database: sqlite:///path, postgresql://…, or 'sqlite' for .groundeval/history.db "
+        "(default: $GROUNDEVAL_HISTORY, else .groundeval/history.db)",
+    )
+
+
+def print_usage_error(parser: argparse.ArgumentParser, error: UsageError) -> int:
+    """Print ``error`` on stderr as argparse does when it exits: the usage line, then ``PROG: error: MESSAGE``.
+
+    For the commands whose usage errors look like argparse's own (``mock``, ``reference``,
+    ``generate-questions``, ``hash-corpus``). Returns 2, the exit code of a usage error.
+    """
+    parser.print_usage(sys.stderr)
+    print(f"{parser.prog}: error: {error}", file=sys.stderr)
+    return 2

@@ -84,7 +84,7 @@ def _trends(report: Mapping[str, Any], args: argparse.Namespace, prog: str) -> l
         return read_history(trends_file)
     if history_url is None or not getattr(args, "html", None):
         return None  # only the HTML page draws trends
-    from ..history.cli import earlier_runs
+    from ..history.stored_report import earlier_runs
     from ..history.errors import HistoryError
     from ..history.store import HistoryStore
 

@@ -6,7 +6,6 @@ exactly when the manifest's hashes are wrong.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 
 from ..core.dataset.corpus import hash_file
 from ..core.dataset.manifest import inside_corpus
+from ._args import Parser, ParserExit, UsageError, print_usage_error
 
 
 def _corpus_files(root: Path) -> list[str]:
@@ -60,15 +60,17 @@ def hash_corpus_main(argv: list[str]) -> int:
     Returns:
         0 on success; 2 on a usage error or unreadable input (one-line message on stderr).
     """
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="groundeval hash-corpus",
         description="Print xxh3_64 hashes of a dataset's corpus files, ready to paste into corpusHashes",
     )
     parser.add_argument("--dataset", required=True, metavar="DIR", help="Dataset directory (or its manifest.json)")
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
+    except ParserExit as exc:  # --help
+        return exc.status
+    except UsageError as exc:
+        return print_usage_error(parser, exc)
     root = Path(args.dataset)
     if root.name == "manifest.json" and root.is_file():
         root = root.parent

@@ -173,7 +173,7 @@ def _stored_report(args: Any) -> Report:
         HistoryError: no such run, or the database cannot be opened.
         ReportError: the run's stored metrics are not what its items give (``check_metrics``).
     """
-    from ..history.reports import report_from_history
+    from ..history.stored_report import report_from_history
     from ..history.store import HistoryStore
     from ..history.urls import url_from_sources
 

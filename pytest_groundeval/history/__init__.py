@@ -3,8 +3,9 @@
 No pytest import anywhere in this package. The pytest controller writes through
 ``HistoryWriter``/``RunRecorder`` (``writer.py``: the database driver only, no
 SQLAlchemy import, so a run with history pays little for it); the ``groundeval
-history`` and ``groundeval rejudge`` commands read through ``HistoryStore``,
-``queries`` and ``rejudge`` (SQLAlchemy Core). Names are imported on first use.
+history`` and ``groundeval rejudge`` commands (``cli/history.py``, ``cli/rejudge.py``)
+read through ``HistoryStore``, ``queries`` and ``rejudge`` (SQLAlchemy Core).
+Names are imported on first use.
 """
 
 from __future__ import annotations

@@ -2,20 +2,16 @@
 
 Start it from async code with :class:`MockProvider`, from sync code (fixtures)
 with :class:`ThreadedMockProvider`, or from a shell with
-``groundeval mock --port N`` / ``python -m pytest_groundeval.mock``.
+``groundeval mock --port N`` / ``python -m pytest_groundeval.mock`` (``cli/mock.py``).
 Behaviour, fault grammar and wire shapes are documented in ``docs/mock.md``.
 """
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import signal
-import sys
-
 from pytest_groundeval.mock.behaviour import count_tokens, decompose, embed_text, generate_answer, score_logit
 from pytest_groundeval.mock.faults import FaultPlan, FaultSpecError, parse_fault_spec
-from pytest_groundeval.mock.server import DEFAULT_LOG_LIMIT, MockProvider, RequestRecord, ThreadedMockProvider
+from pytest_groundeval.mock.server import DEFAULT_LOG_LIMIT, MockProvider, RequestRecord
+from pytest_groundeval.mock.threaded import ThreadedMockProvider
 
 __all__ = [
     "DEFAULT_LOG_LIMIT",
@@ -28,64 +24,6 @@ __all__ = [
     "decompose",
     "embed_text",
     "generate_answer",
-    "main",
     "parse_fault_spec",
     "score_logit",
 ]
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="groundeval mock",
-        description="Serve the deterministic OpenAI-compatible mock provider until Ctrl-C or SIGTERM.",
-    )
-    parser.add_argument("--port", type=int, default=0, help="Port to bind (default 0: a free port)")
-    parser.add_argument("--host", default="127.0.0.1", help="Interface to bind (default 127.0.0.1)")
-    parser.add_argument(
-        "--log-limit",
-        type=_log_limit,
-        default=DEFAULT_LOG_LIMIT,
-        metavar="N",
-        help=f"Requests the in-memory log keeps, the most recent (default {DEFAULT_LOG_LIMIT}; 0 keeps none)",
-    )
-    return parser
-
-
-def _log_limit(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of requests, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
-
-
-async def _serve(host: str, port: int, log_limit: int = DEFAULT_LOG_LIMIT) -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(signum, stop.set)
-        except (NotImplementedError, RuntimeError):  # pragma: no cover - Windows / non-main thread
-            pass
-    async with MockProvider(host, port, log_limit=log_limit) as mock:
-        print(f"groundeval mock provider serving at {mock.base_url}", flush=True)
-        await stop.wait()
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run ``groundeval mock [--port N] [--host H] [--log-limit N]``: serve until interrupted.
-
-    Prints ``groundeval mock provider serving at http://HOST:PORT/v1`` once
-    listening. Returns 0 after SIGINT/SIGTERM, 2 when the address cannot be bound.
-    """
-    args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
-    try:
-        asyncio.run(_serve(args.host, args.port, args.log_limit))
-    except OSError as exc:
-        print(f"groundeval mock: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:  # pragma: no cover - signal arrived before the handler was installed
-        pass
-    return 0

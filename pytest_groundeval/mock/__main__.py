@@ -2,6 +2,6 @@
 
 import sys
 
-from pytest_groundeval.mock import main
+from pytest_groundeval.cli.mock import main
 
 sys.exit(main())

@@ -110,7 +110,7 @@ class DatasetRun:
     kept: list[dict] = field(default_factory=list)
     """Item outcomes (wire dicts) kept for the HTML page or the Markdown table, when they are written."""
     shard: dict | None = None
-    """The report's ``shard`` block (``outputs.merge.shard_info``)."""
+    """The report's ``shard`` block (``core.sharding.shard_info``)."""
     spooled_baseline: tuple[frozenset, dict | None] | None = None
     """``(qa ids, baseline record)`` last written to the report spool's context."""
     floors: dict | None = None
@@ -773,7 +773,7 @@ class GateSession:
         ids = run.dataset_ids()
         if ids is None:
             return None
-        from ..outputs.merge import shard_info
+        from ..core.sharding import shard_info
 
         index, count = self.settings.shard or (1, 1)
         return shard_info(ids, index, count)

@@ -172,7 +172,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     shard = config.stash[settings_key].shard
     if shard is None:
         return
-    from ..outputs.merge import shard_of
+    from ..core.sharding import shard_of
 
     index, count = shard
     kept, dropped = [], []

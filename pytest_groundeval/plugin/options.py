@@ -140,7 +140,7 @@ class Settings:
     step_summary: bool = True
     """Append the Markdown gate table to ``$GITHUB_STEP_SUMMARY`` when that is set."""
     shard: tuple[int, int] | None = None
-    """``(K, N)`` of ``--eval-shard K/N``: run only the items ``outputs.merge.shard_of`` puts in shard K."""
+    """``(K, N)`` of ``--eval-shard K/N``: run only the items ``core.sharding.shard_of`` puts in shard K."""
     baseline: Path | None = None
     """Baseline report for the recall floor."""
     floors: Path | None = None
@@ -380,7 +380,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
                 )
     shard = None
     if values["shard"]:
-        from ..outputs.merge import parse_shard
+        from ..core.sharding import parse_shard
 
         try:
             shard = parse_shard(values["shard"])

@@ -7,13 +7,12 @@ against the evidence it cites; bitemporal records support as-of queries.
 The REST contract it implements is ``docs/target-contract.md``.
 
 Run it with ``groundeval reference --port N --data-dir D`` or
-``python -m pytest_groundeval.reference``; see :mod:`.cli` for every option.
+``python -m pytest_groundeval.reference``; ``pytest_groundeval/cli/reference.py`` lists every option.
 """
 
 from __future__ import annotations
 
-from .app import ReferenceConfig, create_app
-from .cli import PORT_FILE_NAME, main
+from .app import PORT_FILE_NAME, ReferenceConfig, create_app, serve
 from .provider import ProviderClient, ProviderError, ProviderSettings, SSEDecoder, read_chat_stream
 from .verify import ClaimCheck, verify_claim
 
@@ -26,7 +25,7 @@ __all__ = [
     "ReferenceConfig",
     "SSEDecoder",
     "create_app",
-    "main",
     "read_chat_stream",
+    "serve",
     "verify_claim",
 ]

@@ -2,6 +2,6 @@
 
 import sys
 
-from .cli import main
+from pytest_groundeval.cli.reference import main
 
 sys.exit(main())

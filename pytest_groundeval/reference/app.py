@@ -15,6 +15,9 @@ Errors are JSON ``{"error": {"code", "message", "field"}}``: 400
 ``invalid_json``, 401 ``unauthorized``, 404 ``not_found``, 405
 ``method_not_allowed``, 422 ``validation_error``, 502 ``provider_error``, 500
 ``internal_error``.
+
+``serve`` runs the application until SIGTERM/SIGINT and writes the bound port to
+``<data-dir>/reference.port`` (``groundeval reference``, ``cli/reference.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import functools
 import logging
 import multiprocessing
 import os
+import signal
 import time
 import uuid
 from concurrent.futures.process import BrokenProcessPool
@@ -43,14 +47,9 @@ from . import bitemporal, store
 from .models import CompareRequest, DocumentRequest, GenerateRequest, QueryRequest, RecordRequest
 from .provider import ProviderClient, ProviderError, ProviderSettings, Usage
 from .retrieval import DEFAULT_TOP_K, canonical_document, generation_messages, new_chunks, rank_chunks
-from .verify import (
-    DECOMPOSITION_RESPONSE_FORMAT,
-    ClaimCheck,
-    decomposition_messages,
-    parse_decomposition,
-    pool_worker_init,
-    verify_claims,
-)
+from .decompose import DECOMPOSITION_RESPONSE_FORMAT, decomposition_messages, parse_decomposition
+from .pool import pool_worker_init
+from .verify import ClaimCheck, verify_claims
 
 log = logging.getLogger("pytest_groundeval.reference")
 
@@ -425,8 +424,8 @@ def new_verifier(config: ReferenceConfig) -> concurrent.futures.Executor | None:
     imported the verifier, so a worker starts in milliseconds and inherits
     none of the server's threads, sockets or SQLite handles (``spawn`` where
     there is no forkserver). Workers run at a lower priority
-    (``verify.lower_priority``) so that the loop gets the core first, and end
-    when the server process ends, however it ends (``verify.exit_with``).
+    (``pool.lower_priority``) so that the loop gets the core first, and end
+    when the server process ends, however it ends (``pool.exit_with``).
 
     Raises:
         ValueError: an unknown ``verify_executor``.
@@ -545,3 +544,36 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         if state.verifier is not None:
             shutdown = functools.partial(state.verifier.shutdown, wait=True, cancel_futures=True)
             await loop.run_in_executor(None, shutdown)
+
+
+PORT_FILE_NAME = "reference.port"
+"""File in the data dir that receives the bound port once the server listens."""
+
+
+async def serve(config: ReferenceConfig) -> None:
+    """Run the server until SIGTERM/SIGINT; write the bound port to the data dir."""
+    runner = web.AppRunner(create_app(config), access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, config.host, config.port)
+        await site.start()
+        port = runner.addresses[0][1]
+        _write_port_file(config.data_dir, port)
+        print(f"groundeval reference: listening on http://{config.host}:{port}", flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(signum, stop.set)
+            except (NotImplementedError, RuntimeError):  # pragma: no cover - Windows
+                pass
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+
+
+def _write_port_file(data_dir: Path, port: int) -> None:
+    # Written atomically so a poller never reads a half-written number.
+    temporary = data_dir / (PORT_FILE_NAME + ".tmp")
+    temporary.write_text(f"{port}\n", encoding="utf-8")
+    os.replace(temporary, data_dir / PORT_FILE_NAME)

@@ -1,4 +1,4 @@
-"""Claim decomposition and verification against the cited evidence (``docs/scoring.md``, ``docs/target-contract.md``).
+"""Claim verification against the cited evidence (``docs/scoring.md``, ``docs/target-contract.md``).
 
 Verdict rule for one claim (the claim text with its ``[S#]`` markers removed):
 
@@ -55,23 +55,18 @@ Verdict rule for one claim (the claim text with its ``[S#]`` markers removed):
 
 :func:`verify_claims` judges all claims of one answer against one index of
 the evidence (each span tokenised and indexed once); it is a pure function of
-picklable arguments, so the server runs it in a process pool.
+picklable arguments, so the server runs it in a process pool (whose workers
+``pool.pool_worker_init`` sets up). Claims come from ``decompose.parse_decomposition``.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import select
-import threading
-import time
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from ..core import contract
 from ..core.contract import strip_markers
 from ..core.scoring import (
     COVERAGE_THRESHOLD,
@@ -81,7 +76,6 @@ from ..core.scoring import (
     negation_key,
     tokenize,
 )
-from .provider import ProviderError
 
 STEM_PREFIX = 5
 """A shared prefix this long makes two words the same word for verification."""
@@ -144,8 +138,6 @@ LINKING_VERBS: frozenset[str] = frozenset(
 AGENT_WORDS: frozenset[str] = frozenset({"by", "por", "av"})
 """The word that introduces the agent of a passive ("is run by the office"; Spanish, Swedish)."""
 
-MARKER_RE = re.compile(contract.MARKER_IN_TEXT_PATTERN)
-"""A citation marker as it appears in an answer (the project's one pattern, ``contract.MARKER_IN_TEXT_PATTERN``)."""
 
 
 def same_word(claim_word: str, span_word: str) -> bool:
@@ -734,72 +726,6 @@ def verify_claims(claims: Sequence[tuple[str, Sequence[str]]], evidence: Mapping
     return checks
 
 
-WORKER_NICENESS = 10
-"""How much a verification pool worker lowers its scheduling priority (``os.nice``)."""
-
-
-def lower_priority() -> None:
-    """Initializer of the server's verification pool workers: ``os.nice(WORKER_NICENESS)`` where there is one.
-
-    Verification is batch work; the event loop answering small requests is
-    not. On a machine with few cores a busy worker otherwise takes the core the
-    loop is waiting for (``benchmarks/bench_verify_latency.py``).
-    """
-    if hasattr(os, "nice"):
-        try:
-            os.nice(WORKER_NICENESS)
-        except OSError:  # pragma: no cover - not permitted: run at normal priority
-            pass
-
-
-SERVER_POLL_S = 1.0
-"""How often a pool worker looks for its server where it cannot wait on a process handle (no ``os.pidfd_open``)."""
-
-
-def pool_worker_init(server_pid: int) -> None:
-    """Initializer of the server's verification pool workers: :func:`lower_priority`, then :func:`exit_with`.
-
-    Args:
-        server_pid: The process id of the server that made the pool.
-    """
-    lower_priority()
-    exit_with(server_pid)
-
-
-def exit_with(server_pid: int) -> None:
-    """End this process as soon as the process ``server_pid`` has ended, from a daemon thread.
-
-    A pool worker blocks on its task queue, whose write end it holds itself,
-    so a server killed outright (SIGKILL, an OOM kill) would leave the workers
-    and, through them, the forkserver running for good. An orderly stop
-    (SIGTERM, SIGINT, cleanup) shuts the pool down first and never gets here.
-    Waits on a process file descriptor (``os.pidfd_open``, Linux); elsewhere
-    polls ``os.kill(server_pid, 0)`` every :data:`SERVER_POLL_S` seconds.
-    A server already gone when this runs ends the worker at once.
-    """
-    try:
-        handle = os.pidfd_open(server_pid) if hasattr(os, "pidfd_open") else None
-    except ProcessLookupError:
-        os._exit(0)
-    except OSError:  # pragma: no cover - a kernel without pidfd: poll instead
-        handle = None
-
-    def watch() -> None:
-        if handle is not None:
-            select.select([handle], [], [])  # readable once the process has ended
-            os._exit(0)
-        while True:  # pragma: no cover - platforms without pidfd_open
-            time.sleep(SERVER_POLL_S)
-            try:
-                os.kill(server_pid, 0)
-            except ProcessLookupError:
-                os._exit(0)
-            except PermissionError:
-                pass  # alive, owned by someone else
-
-    threading.Thread(target=watch, name="verify-exit-with-server", daemon=True).start()
-
-
 def _check(claim: str, cited: Sequence[str], index: EvidenceIndex) -> ClaimCheck:
     names = ", ".join(cited)
     truths = index.token_sets + ([set().union(*index.token_sets)] if len(index.token_sets) > 1 else [])
@@ -818,117 +744,3 @@ def _check(claim: str, cited: Sequence[str], index: EvidenceIndex) -> ClaimCheck
     if novel:
         return ClaimCheck("unsupported", f"words not in {names}: {novel}")
     return ClaimCheck("unsupported", f"{names} do not cover the claim")
-
-
-# ------------------------------------------------------------------ decomposition
-
-
-DECOMPOSITION_INSTRUCTIONS = (
-    contract.DECOMPOSITION_PROMPT
-    + " Each claim is one sentence of the draft copied exactly, including its trailing citation markers;"
-    " markers lists the marker names without brackets, e.g. [\"S1\"]."
-)
-"""System message of the decomposition call; starts with the contract's prompt (docs/mock.md)."""
-
-DECOMPOSITION_RESPONSE_FORMAT: dict[str, Any] = {
-    "type": "json_schema",
-    "json_schema": {
-        "name": contract.DECOMPOSITION_SCHEMA_NAME,
-        "strict": True,
-        "schema": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["claims"],
-            "properties": {
-                "claims": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "required": ["text", "start", "end", "markers"],
-                        "properties": {
-                            "text": {"type": "string"},
-                            "start": {"type": "integer"},
-                            "end": {"type": "integer"},
-                            "markers": {"type": "array", "items": {"type": "string"}},
-                        },
-                    },
-                }
-            },
-        },
-    },
-}
-"""Structured-output request for providers that support it (the mock also keys on its name)."""
-
-
-def decomposition_messages(draft: str) -> list[dict[str, str]]:
-    """Chat messages for the decomposition call: the instructions, then the draft as the user message."""
-    return [{"role": "system", "content": DECOMPOSITION_INSTRUCTIONS}, {"role": "user", "content": draft}]
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One claim located in the answer."""
-
-    text: str
-    start: int
-    """UTF-8 byte offset into the answer."""
-    end: int
-    """Exclusive UTF-8 byte end offset."""
-    markers: list[str]
-
-
-def parse_decomposition(content: str, draft: str) -> list[Claim]:
-    """Read the decomposer's JSON and pin every claim to exact byte offsets in ``draft``.
-
-    A claim whose offsets do not slice its text out of the draft is searched for
-    (first occurrence at or after the previous claim); its markers are the
-    decomposer's plus any ``[S#]`` inside its text. A ```` ```json ```` fence
-    around the JSON is tolerated.
-
-    Raises:
-        ProviderError: not JSON, wrong shape, or a claim that does not occur in the draft
-            (a decomposer that paraphrases cannot be verified span by span).
-    """
-    body = _unfence(content)
-    try:
-        parsed = json.loads(body)
-    except ValueError:
-        raise ProviderError(f"provider returned a claim decomposition that is not JSON: {content[:120]!r}") from None
-    items = parsed.get("claims") if isinstance(parsed, dict) else None
-    if not isinstance(items, list):
-        raise ProviderError("provider returned a claim decomposition without a 'claims' list")
-    data = draft.encode("utf-8")
-    claims: list[Claim] = []
-    cursor = 0
-    for index, item in enumerate(items):
-        if not isinstance(item, dict) or not isinstance(item.get("text"), str):
-            raise ProviderError(f"claim decomposition item {index} has no 'text' string")
-        text = item["text"]
-        start, end = _locate(data, text, item.get("start"), item.get("end"), cursor)
-        if start is None:
-            raise ProviderError(f"claim decomposition item {index} ({text[:60]!r}) does not occur in the draft")
-        given = item.get("markers") if isinstance(item.get("markers"), list) else []
-        markers = [str(m).strip("[]") for m in given] + MARKER_RE.findall(text)
-        claims.append(Claim(text, start, end, list(dict.fromkeys(markers))))
-        cursor = end
-    return claims
-
-
-def _locate(data: bytes, text: str, start: Any, end: Any, cursor: int) -> tuple[int, int] | tuple[None, None]:
-    needle = text.encode("utf-8")
-    if isinstance(start, int) and isinstance(end, int) and 0 <= start <= end and data[start:end] == needle:
-        return start, end
-    found = data.find(needle, cursor)
-    if found < 0:
-        found = data.find(needle)
-    return (found, found + len(needle)) if found >= 0 and needle else (None, None)
-
-
-def _unfence(content: str) -> str:
-    stripped = content.strip()
-    if stripped.startswith("```"):
-        stripped = stripped.split("\n", 1)[1] if "\n" in stripped else ""
-        if stripped.rstrip().endswith("```"):
-            stripped = stripped.rstrip()[:-3]
-    return stripped

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
 import subprocess
+import tomllib
+from importlib import metadata
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +30,8 @@ from pytest_groundeval.core.report import (
 
 MODELS = {"generate": "mock-generate", "embed": "mock-embed"}
 ENV = {"pluginVersion": "0.1.0", "python": "3.11.7", "platform": "Linux", "gitCommit": None}
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+PYPROJECT_VERSION = tomllib.loads(PYPROJECT.read_text("utf-8"))["project"]["version"]
 
 
 def sample_outcomes() -> list[ItemOutcome]:
@@ -248,7 +254,9 @@ def test_writer_default_environment(tmp_path):
     del kwargs["environment"]
     with ReportWriter(path) as writer:
         writer.finish(**kwargs)
-    assert read_report(path).environment.python.count(".") == 2
+    environment = read_report(path).environment
+    assert environment.python == platform.python_version() and environment.python.count(".") == 2
+    assert environment.plugin_version == metadata.version("pytest-groundeval") == PYPROJECT_VERSION
 
 
 # --- environment ----------------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ import pytest
 
 from pytest_groundeval.cli import main
 from pytest_groundeval.history import HistoryStore
-from pytest_groundeval.history.cli import history_main, rejudge_main
+from pytest_groundeval.cli.history import history_main
+from pytest_groundeval.cli.rejudge import rejudge_main
 
 from . import _data
 
@@ -134,7 +135,7 @@ def _measured_run(store: HistoryStore, records, *, started_ms: int) -> str:
     """A finished run whose stored metrics are its items' and whose gate applied its floors."""
     from pytest_groundeval.core.gate import evaluate_gate, parse_floors
     from pytest_groundeval.core.metrics import compute_metrics
-    from pytest_groundeval.history.reports import stored_outcomes
+    from pytest_groundeval.history.stored_report import stored_outcomes
 
     floors = parse_floors({"claimSupportPrecision": 0.9}, "test floors")
     config = _data.config(floors=floors)
@@ -199,7 +200,7 @@ def test_a_stored_run_whose_metrics_are_not_its_items_is_refused(store: HistoryS
 def test_report_draws_html_trends_from_the_history_database(store: HistoryStore, history_url: str, tmp_path,
                                                                 capsys) -> None:  # fmt: skip
     from pytest_groundeval.core.report import write_report
-    from pytest_groundeval.history.reports import report_from_history
+    from pytest_groundeval.history.stored_report import report_from_history
 
     first = _measured_run(store, [_data.qa("q1")], started_ms=1_700_000_000_000)
     second = _measured_run(store, [_data.qa("q1"), _data.qa("q2")], started_ms=1_700_000_100_000)
@@ -220,7 +221,7 @@ def test_report_draws_html_trends_from_the_history_database(store: HistoryStore,
 def test_report_history_file_is_a_deprecated_spelling_of_trends(store: HistoryStore, history_url: str, tmp_path,
                                                                 capsys) -> None:  # fmt: skip
     from pytest_groundeval.core.report import write_report
-    from pytest_groundeval.history.reports import report_from_history
+    from pytest_groundeval.history.stored_report import report_from_history
 
     run_id = _measured_run(store, [_data.qa("q1")], started_ms=1_700_000_000_000)
     report = write_report(tmp_path / "r.json", report_from_history(store, run_id))

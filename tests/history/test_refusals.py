@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import text
 
 from pytest_groundeval.history import HistoryError, HistoryStore
-from pytest_groundeval.history.cli import history_main
+from pytest_groundeval.cli.history import history_main
 
 SMOKE = Path(__file__).resolve().parents[2] / "datasets" / "smoke"
 

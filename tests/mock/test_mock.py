@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import subprocess
-import sys
 
 import httpx
 import pytest
@@ -240,42 +238,13 @@ def test_log_keeps_the_last_n_and_counts_every_request_and_token():
 
 
 def test_log_limit_is_checked_and_defaults_to_a_bound():
-    from pytest_groundeval.mock import DEFAULT_LOG_LIMIT, _parser
+    from pytest_groundeval.mock import DEFAULT_LOG_LIMIT
 
-    assert MockProvider().log_limit == DEFAULT_LOG_LIMIT == _parser().parse_args([]).log_limit
+    assert MockProvider().log_limit == DEFAULT_LOG_LIMIT  # groundeval mock's default: tests/cli/test_mock.py
     assert MockProvider(log_limit=None).log_limit is None  # unbounded only when asked for
-    assert _parser().parse_args(["--log-limit", "5"]).log_limit == 5
     for bad in (-1, 2.5, True):
         with pytest.raises(ValueError, match="log_limit must be a non-negative int or None"):
             MockProvider(log_limit=bad)
-
-
-@pytest.mark.parametrize("arg", ["-1", "many"])
-def test_cli_log_limit_rejects_a_bad_value(arg, capsys):
-    from pytest_groundeval.mock import main
-
-    with pytest.raises(SystemExit) as exc:
-        main(["--log-limit", arg])
-    assert exc.value.code == 2 and "--log-limit" in capsys.readouterr().err
-
-
-def test_cli_serves_until_terminated():
-    process = subprocess.Popen(
-        [sys.executable, "-m", "pytest_groundeval.mock", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        line = process.stdout.readline()
-        base_url = line.rsplit(" ", 1)[-1].strip()
-        assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
-        assert httpx.get(base_url + "/models").status_code == 200
-    finally:
-        process.terminate()
-        assert process.wait(timeout=10) == 0
-        process.stdout.close()
-        process.stderr.close()
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ import pytest
 # imported inside one (to create the schema) and again after it would mix two copies of its modules.
 import pytest_groundeval.history.judge  # noqa: F401
 import pytest_groundeval.history.migrations  # noqa: F401
-import pytest_groundeval.history.reports  # noqa: F401
+import pytest_groundeval.history.stored_report  # noqa: F401
 from pytest_groundeval.cli import main as groundeval
 from pytest_groundeval.core.contract import dataset_run_id
 

@@ -749,7 +749,7 @@ def test_a_run_not_gated_never_reads_as_pass_in_junit_or_history(pytester, capsy
     # Before: the JUnit gate case passed and `history list` said PASS for a run whose floor would FAIL.
     import xml.etree.ElementTree as ET
 
-    from pytest_groundeval.history.cli import history_main
+    from pytest_groundeval.cli.history import history_main
 
     dataset = _dataset(pytester, "citation-smoke", floors={"citationMetadataAccuracy": 0.99})
     junit, db = pytester.path / "j.xml", f"sqlite:///{pytester.path / 'h.db'}"

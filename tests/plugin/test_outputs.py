@@ -14,7 +14,7 @@ import pytest
 
 from pytest_groundeval.cli import main as groundeval
 from pytest_groundeval.core.report import read_report
-from pytest_groundeval.outputs.merge import shard_of
+from pytest_groundeval.core.sharding import shard_of
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -24,7 +24,8 @@ from pytest_groundeval.reference.provider import (
     read_chat_stream,
 )
 from pytest_groundeval.reference.retrieval import bm25_scores, canonical_document, paragraph_spans, render_chunk
-from pytest_groundeval.reference.verify import novel_content_words, parse_decomposition, same_word, verify_claim
+from pytest_groundeval.reference.decompose import parse_decomposition
+from pytest_groundeval.reference.verify import novel_content_words, same_word, verify_claim
 
 T = TypeVar("T")
 

@@ -23,12 +23,12 @@ from pathlib import Path
 import pytest
 
 from pytest_groundeval.reference.app import ReferenceConfig, ServerState, new_verifier, verify_answer, verify_workers
-from pytest_groundeval.reference.cli import _UsageError as UsageError
-from pytest_groundeval.reference.cli import config_from_args
+from pytest_groundeval.cli._args import UsageError
+from pytest_groundeval.cli.reference import config_from_args
+from pytest_groundeval.reference.pool import pool_worker_init
 from pytest_groundeval.reference.verify import (
     EvidenceIndex,
     align_claim,
-    pool_worker_init,
     same_word,
     verify_claim,
     verify_claims,

@@ -276,7 +276,7 @@ def test_reference_command_runs_the_reference_module() -> None:
 
 def test_reference_server_spawns_against_the_mock(tmp_path: Path) -> None:
     """The default path end to end: reference_command() through SpawnedTarget, routed to the mock."""
-    from pytest_groundeval.mock.server import ThreadedMockProvider
+    from pytest_groundeval.mock.threaded import ThreadedMockProvider
 
     text = "Project Alpha ships in May 2025.\nThe budget rose to 3 million.\n"
     with ThreadedMockProvider() as mock:

@@ -1,4 +1,5 @@
-"""A stored run as a report (docs/history.md), so ``groundeval gate --history RUN`` gates it as ``--report`` does."""
+"""A stored run as a report (docs/history.md), so ``groundeval gate --history RUN`` gates it as ``--report`` does,
+and the earlier runs a run's HTML report shows trends over (docs/ci.md, "HTML report")."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from sqlalchemy import select
 
 from . import schema
 from .errors import HistoryError
+from .queries import list_runs
 from .records import outcome_from_rows
 from .store import HistoryStore, current_set_id
 
@@ -74,3 +76,62 @@ def report_from_history(store: HistoryStore, ref: str) -> Any:
         return Report.model_validate(wire)
     except ValidationError as exc:
         raise HistoryError(f"run {run_id} in the history is not a valid report: {exc.errors()[0]['msg']}") from None
+
+
+TREND_RUNS = 20
+"""Earlier runs of the same dataset and lineage a run's HTML report shows trends over."""
+
+
+def earlier_runs(
+    store: HistoryStore,
+    dataset_version: str,
+    models: Mapping[str, Any] | None,
+    until_ms: int,
+    *,
+    exclude: str | None = None,
+) -> list[dict[str, Any]]:
+    """The trend of the HTML report: earlier finished runs of one dataset version and lineage.
+
+    Up to ``TREND_RUNS`` runs started at or before ``until_ms`` (epoch ms), ``exclude``
+    (a run id) left out, oldest first, each ``{"id", "startedAt", "metrics"}`` as
+    ``outputs.html.render_html`` takes its ``history`` (docs/ci.md, "HTML report").
+
+    Raises:
+        HistoryError: a stored run is not a valid report.
+    """
+    earlier = []
+    for row in list_runs(store, dataset=dataset_version, limit=None):
+        if row.id == exclude or row.finished_ms is None:
+            continue
+        past = report_from_history(store, row.id).to_wire()
+        if past.get("models") == models and past.get("startedAtMs", 0) <= until_ms:
+            earlier.append({"id": row.id, "startedAt": row.started_ms, "metrics": past["metrics"]})
+        if len(earlier) >= TREND_RUNS:
+            break
+    return list(reversed(earlier))
+
+
+def write_run_html(store: HistoryStore, ref: str, out: str) -> str:
+    """Write the HTML report of stored run ``ref`` to ``out``, with trends over earlier runs.
+
+    The trends and the two-run comparison use up to ``TREND_RUNS`` runs before it of the
+    same dataset version and model lineage, oldest first (docs/ci.md, "HTML report"); the
+    comparison sets the run against the one before it, and says so when there is none.
+
+    Raises:
+        HistoryError: ``ref`` names no run, or the file cannot be written.
+    """
+    from ..outputs.write import OutputError, write_outputs
+
+    report = report_from_history(store, ref)
+    run_id = store.resolve_run(ref)
+    wire = report.to_wire()
+    started = wire.get("startedAtMs", 0)
+    # The page adds the run itself as "this run": the history it is given holds only the runs before it,
+    # so its two-run comparison sets the run against the one before it, never against itself.
+    trend = earlier_runs(store, report.dataset_version, wire.get("models"), started, exclude=run_id)
+    try:
+        (path,) = write_outputs(wire, html=out, history=trend)
+    except OutputError as exc:
+        raise HistoryError(str(exc)) from None
+    return str(path)

@@ -1,4 +1,4 @@
-"""``groundeval reference``: serve the reference target, or create an API key.
+"""``groundeval reference``: serve the reference target (``reference/app.py``), or create an API key.
 
 Usage::
 
@@ -35,35 +35,20 @@ import argparse
 import asyncio
 import logging
 import os
-import signal
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from aiohttp import web
-
-from . import store
-from .app import VERIFY_EXECUTORS, ReferenceConfig, create_app
-
-PORT_FILE_NAME = "reference.port"
-"""File in the data dir that receives the bound port once the server listens."""
+from ..reference import store
+from ..reference.app import VERIFY_EXECUTORS, ReferenceConfig, serve
+from ._args import Parser, ParserExit, UsageError
 
 DEFAULT_PORT = 8787
 DEFAULT_DATA_DIR = ".groundeval/reference"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        raise _UsageError(f"{self.prog}: error: {message}")
-
-
-class _UsageError(Exception):
-    pass
-
-
-def _serve_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
-    parser = _Parser(
+def _serve_parser(env: Mapping[str, str]) -> Parser:
+    parser = Parser(
         prog="groundeval reference",
         description="Serve the reference grounded-answer target (docs/target-contract.md)",
         epilog="Also: 'groundeval reference create-key --data-dir D' creates a tenant and prints its API key.",
@@ -103,33 +88,49 @@ def _serve_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     return parser
 
 
-def _create_key_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
-    parser = _Parser(prog="groundeval reference create-key", description="Create a tenant and print its new API key")
+def _create_key_parser(env: Mapping[str, str]) -> Parser:
+    parser = Parser(prog="groundeval reference create-key", description="Create a tenant and print its new API key")
     parser.add_argument("--data-dir", default=env.get("GROUNDEVAL_DATA_DIR", DEFAULT_DATA_DIR), help="The server's data dir")
     return parser
+
+
+def _parse(parser: Parser, argv: list[str]) -> argparse.Namespace:
+    """``parser``'s arguments; a usage error prints the usage line and carries ``PROG: error: MESSAGE``.
+
+    Raises:
+        UsageError: a bad flag or value (the usage line is already on stderr).
+        ParserExit: ``--help`` was printed.
+    """
+    try:
+        return parser.parse_args(argv)
+    except UsageError as exc:
+        parser.print_usage(sys.stderr)
+        raise UsageError(f"{parser.prog}: error: {exc}") from None
 
 
 def config_from_args(argv: list[str], env: Mapping[str, str]) -> ReferenceConfig:
     """Resolve flags and environment into a :class:`ReferenceConfig`.
 
     Raises:
-        _UsageError: a bad flag, or no provider URL anywhere.
+        UsageError: a bad flag, or no provider URL anywhere; the message is the whole
+            line to print (``groundeval reference: …``).
+        ParserExit: ``--help`` was printed.
     """
-    args = _serve_parser(env).parse_args(argv)
+    args = _parse(_serve_parser(env), argv)
     if not args.llm_url:
-        raise _UsageError(
+        raise UsageError(
             "groundeval reference: no provider URL: pass --llm-url, or set GROUNDEVAL_LLM_URL or OPENAI_BASE_URL "
             "(an OpenAI-style base URL ending in /v1)"
         )
     if args.verify_executor not in VERIFY_EXECUTORS:  # argparse checks choices on the flag, not on an env default
-        raise _UsageError(
+        raise UsageError(
             f"groundeval reference: GROUNDEVAL_VERIFY_EXECUTOR must be one of {', '.join(VERIFY_EXECUTORS)}, "
             f"got {args.verify_executor!r}"
         )
     if args.verify_workers is not None and args.verify_workers < 1:
-        raise _UsageError(f"groundeval reference: --verify-workers must be at least 1, got {args.verify_workers}")
+        raise UsageError(f"groundeval reference: --verify-workers must be at least 1, got {args.verify_workers}")
     if args.provider_timeout <= 0:
-        raise _UsageError(f"groundeval reference: --provider-timeout must be positive, got {args.provider_timeout}")
+        raise UsageError(f"groundeval reference: --provider-timeout must be positive, got {args.provider_timeout}")
     return ReferenceConfig(
         data_dir=Path(args.data_dir),
         llm_url=args.llm_url,
@@ -148,38 +149,14 @@ def config_from_args(argv: list[str], env: Mapping[str, str]) -> ReferenceConfig
     )
 
 
-async def serve(config: ReferenceConfig) -> None:
-    """Run the server until SIGTERM/SIGINT; write the bound port to the data dir."""
-    runner = web.AppRunner(create_app(config), access_log=None)
-    await runner.setup()
-    try:
-        site = web.TCPSite(runner, config.host, config.port)
-        await site.start()
-        port = runner.addresses[0][1]
-        _write_port_file(config.data_dir, port)
-        print(f"groundeval reference: listening on http://{config.host}:{port}", flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            try:
-                loop.add_signal_handler(signum, stop.set)
-            except (NotImplementedError, RuntimeError):  # pragma: no cover - Windows
-                pass
-        await stop.wait()
-    finally:
-        await runner.cleanup()
-
-
-def _write_port_file(data_dir: Path, port: int) -> None:
-    # Written atomically so a poller never reads a half-written number.
-    temporary = data_dir / (PORT_FILE_NAME + ".tmp")
-    temporary.write_text(f"{port}\n", encoding="utf-8")
-    os.replace(temporary, data_dir / PORT_FILE_NAME)
-
-
 def create_key(argv: list[str], env: Mapping[str, str]) -> int:
-    """``create-key``: make a tenant, print its key on stdout (only its sha256 is stored)."""
-    args = _create_key_parser(env).parse_args(argv)
+    """``create-key``: make a tenant, print its key on stdout (only its sha256 is stored).
+
+    Raises:
+        UsageError: a bad flag (the usage line is already on stderr).
+        ParserExit: ``--help`` was printed.
+    """
+    args = _parse(_create_key_parser(env), argv)
     conn = store.open_database(Path(args.data_dir))
     try:
         tenant_id, key = store.create_tenant_key(conn)
@@ -200,11 +177,11 @@ def main(argv: list[str] | None = None) -> int:
         if args[:1] == ["serve"]:
             args = args[1:]
         config = config_from_args(args, env)
-    except _UsageError as exc:
+    except UsageError as exc:
         print(exc, file=sys.stderr)
         return 2
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0)
+    except ParserExit as exc:  # --help
+        return exc.status
     logging.basicConfig(level=config.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
         asyncio.run(serve(config))

@@ -1,84 +1,48 @@
-"""``groundeval history list|show|compare`` and ``groundeval rejudge`` (docs/history.md).
+"""``groundeval history list|show|compare`` (docs/history.md).
 
 Each command takes ``--history URL`` (else ``GROUNDEVAL_HISTORY``, else the
 default ``.groundeval/history.db`` in the working directory). Exit codes: 0 ok,
-1 ``compare`` found a regression (or ``rejudge`` left some paragraph without a
-parseable verdict: its new judgment set is kept but not made current), 2 usage
-error or unusable database.
+1 ``compare`` found a regression, 2 usage error or unusable database.
+``groundeval rejudge`` is ``cli/rejudge.py``.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from .engine import HistoryError, url_from_sources
-from .queries import GROUPS, Comparison, RunDetail, RunRow, compare_runs, group_items, list_runs, show_run
-from .rejudge import Judge, rejudge_run, tty_progress
-from .store import HistoryStore
-
-JudgeFactory = Callable[[argparse.Namespace], Judge]
-"""Builds the judge for ``rejudge`` from its parsed arguments (``judge_url``, ``judge_model``)."""
-
+from ..core.gate import METRIC_DIRECTIONS, FloorsError, format_value, load_floors
+from ..history.engine import HistoryError, url_from_sources
+from ..history.queries import GROUPS, Comparison, RunDetail, RunRow, compare_runs, group_items, list_runs, show_run
+from ..history.store import HistoryStore
+from ..history.stored_report import write_run_html
+from ._args import Parser, ParserExit, UsageError, add_history_argument
 
 _MAX_LISTED = 20
 
 
-class _UsageError(Exception):
-    pass
-
-
-class _Exit(Exception):
-    def __init__(self, status: int) -> None:
-        super().__init__(status)
-        self.status = status
-
-
-class _Parser(argparse.ArgumentParser):
-    """Returns to the caller on errors and ``--help`` instead of exiting (usage errors exit 2 in ``main``)."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise _UsageError(message)
-
-    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
-        if message:
-            print(message, file=sys.stderr, end="")
-        raise _Exit(status)
-
-
-def _history_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--history",
-        metavar="URL",
-        help="History database: sqlite:///path, postgresql://…, or 'sqlite' for .groundeval/history.db "
-        "(default: $GROUNDEVAL_HISTORY, else .groundeval/history.db)",
-    )
-
-
-def _history_parser() -> _Parser:
-    parser = _Parser(prog="groundeval history", description="List, show and compare recorded runs")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+def _history_parser() -> Parser:
+    parser = Parser(prog="groundeval history", description="List, show and compare recorded runs")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     p = sub.add_parser("list", help="Recorded runs, newest first")
     p.add_argument("--label", help="Only runs with this --eval-label")
     p.add_argument("--dataset", help="Only runs of this dataset version or path")
     p.add_argument("--limit", type=int, default=20, help="At most this many runs (default 20)")
-    _history_option(p)
+    add_history_argument(p)
     p = sub.add_parser("show", help="One run's metrics, gate, verdicts, latency and errors")
     p.add_argument("run", help="Run id, unique id prefix, 'latest' or 'latest~N'")
     p.add_argument("--by", choices=GROUPS, help="Bad-answer rate and percentiles per tool, kind or tag")
     p.add_argument(
         "--html", metavar="OUT", help="Also write the run's HTML report, with trends over earlier runs (docs/ci.md)"
     )
-    _history_option(p)
+    add_history_argument(p)
     p = sub.add_parser("compare", help="Two runs side by side; exit 1 when B regresses past the floors")
     p.add_argument("run_a", help="Reference run (e.g. main's latest)")
     p.add_argument("run_b", help="Candidate run")
     p.add_argument("--floors", help="Floors JSON to judge B by (default: the floors B recorded)")
-    _history_option(p)
+    add_history_argument(p)
     return parser
 
 
@@ -100,8 +64,7 @@ def _num(value: float | None, digits: int = 4) -> str:
 
 
 def _metric(name: str, value: Any) -> str:
-    from ..core.gate import format_value  # the report's and the gate's number format
-
+    # The report's and the gate's number format (core.gate.format_value).
     if isinstance(value, bool) or not isinstance(value, (int, float, type(None))):
         return str(value)
     if isinstance(value, int) or (not _has_bound(name) and value is not None and float(value).is_integer()):
@@ -110,14 +73,10 @@ def _metric(name: str, value: Any) -> str:
 
 
 def _has_bound(name: str) -> bool:
-    from ..core.gate import METRIC_DIRECTIONS
-
     return name in METRIC_DIRECTIONS
 
 
 def _is_rate(name: str) -> bool:
-    from ..core.gate import METRIC_DIRECTIONS
-
     direction = METRIC_DIRECTIONS.get(name)
     return direction is None or direction.rate
 
@@ -252,74 +211,10 @@ def _open(flag: str | None) -> HistoryStore:
 def _floors(path: str | None) -> dict[str, float] | None:
     if path is None:
         return None
-    from ..core.gate import FloorsError, load_floors
-
     try:
         return load_floors(path)
     except FloorsError as exc:
         raise HistoryError(str(exc)) from exc
-
-
-TREND_RUNS = 20
-"""Earlier runs of the same dataset and lineage a run's HTML report shows trends over."""
-
-
-def earlier_runs(
-    store: HistoryStore,
-    dataset_version: str,
-    models: Mapping[str, Any] | None,
-    until_ms: int,
-    *,
-    exclude: str | None = None,
-) -> list[dict[str, Any]]:
-    """The trend of the HTML report: earlier finished runs of one dataset version and lineage.
-
-    Up to ``TREND_RUNS`` runs started at or before ``until_ms`` (epoch ms), ``exclude``
-    (a run id) left out, oldest first, each ``{"id", "startedAt", "metrics"}`` as
-    ``outputs.html.render_html`` takes its ``history`` (docs/ci.md, "HTML report").
-
-    Raises:
-        HistoryError: a stored run is not a valid report.
-    """
-    from .reports import report_from_history
-
-    earlier = []
-    for row in list_runs(store, dataset=dataset_version, limit=None):
-        if row.id == exclude or row.finished_ms is None:
-            continue
-        past = report_from_history(store, row.id).to_wire()
-        if past.get("models") == models and past.get("startedAtMs", 0) <= until_ms:
-            earlier.append({"id": row.id, "startedAt": row.started_ms, "metrics": past["metrics"]})
-        if len(earlier) >= TREND_RUNS:
-            break
-    return list(reversed(earlier))
-
-
-def write_run_html(store: HistoryStore, ref: str, out: str) -> str:
-    """Write the HTML report of stored run ``ref`` to ``out``, with trends over earlier runs.
-
-    The trends and the two-run comparison use up to ``TREND_RUNS`` runs before it of the
-    same dataset version and model lineage, oldest first (docs/ci.md, "HTML report"); the
-    comparison sets the run against the one before it, and says so when there is none.
-
-    Raises:
-        HistoryError: ``ref`` names no run, or the file cannot be written.
-    """
-    from ..outputs.write import OutputError, write_outputs
-    from .reports import report_from_history
-
-    report = report_from_history(store, ref)
-    run_id = store.resolve_run(ref)
-    wire = report.to_wire()
-    started = wire.get("startedAtMs", 0)
-    # The page adds the run itself as "this run": the history it is given holds only the runs before it,
-    # so its two-run comparison sets the run against the one before it, never against itself.
-    trend = earlier_runs(store, report.dataset_version, wire.get("models"), started, exclude=run_id)
-    try:
-        (path,) = write_outputs(wire, html=out, history=trend)
-    except OutputError as exc:
-        raise HistoryError(str(exc)) from None
-    return str(path)
 
 
 def history_main(argv: list[str]) -> int:
@@ -332,9 +227,9 @@ def history_main(argv: list[str]) -> int:
     """
     try:
         args = _history_parser().parse_args(argv)
-    except _Exit as exc:
+    except ParserExit as exc:
         return exc.status
-    except _UsageError as exc:
+    except UsageError as exc:
         print(f"groundeval history: {exc}", file=sys.stderr)
         return 2
     try:
@@ -362,79 +257,3 @@ def history_main(argv: list[str]) -> int:
     for line in lines:
         print(line)
     return status
-
-
-def _rejudge_parser() -> _Parser:
-    parser = _Parser(prog="groundeval rejudge", description="Judge a recorded run's answers again, without the target")
-    parser.add_argument("run", help="Run id, unique id prefix, 'latest' or 'latest~N'")
-    parser.add_argument("--all", action="store_true", help="Judge every paragraph again, not only unjudged ones")
-    parser.add_argument("--judge-url", help="OpenAI-compatible chat endpoint of the judge")
-    parser.add_argument("--judge-model", help="Judge model name")
-    _history_option(parser)
-    return parser
-
-
-def _llm_judge(args: argparse.Namespace) -> Judge:
-    from .judge import judge_from_args
-
-    return judge_from_args(args)
-
-
-def rejudge_main(argv: list[str], judge_factory: JudgeFactory | None = None) -> int:
-    """``groundeval rejudge RUN [--all] [--judge-url U --judge-model M] [--history URL]``.
-
-    Args:
-        argv: Arguments after ``rejudge``.
-        judge_factory: Builds the judge from the parsed arguments; raises ``HistoryError``
-            when it cannot. The default is the LLM judge (``history.judge.judge_from_args``):
-            ``--judge-url`` and ``--judge-model`` are then required.
-
-    Returns:
-        0 when the new judgment set is complete and became current (or nothing needed
-        judging); 1 when some paragraph got no parseable verdict (the set is kept as an
-        incomplete attempt, nothing current replaced; stderr says how many and why);
-        2 for a usage error, an unknown or unfinished run, or an unusable database.
-    """
-    try:
-        args = _rejudge_parser().parse_args(argv)
-    except _Exit as exc:
-        return exc.status
-    except _UsageError as exc:
-        print(f"groundeval rejudge: {exc}", file=sys.stderr)
-        return 2
-    try:
-        judge = (judge_factory or _llm_judge)(args)
-        try:
-            with _open(args.history) as store:
-                progress = tty_progress(sys.stderr) if sys.stderr.isatty() else None
-                result = rejudge_run(store, args.run, judge, all_paragraphs=args.all, progress=progress)
-        finally:
-            close = getattr(judge, "close", None)
-            if callable(close):
-                close()
-    except HistoryError as exc:
-        print(f"groundeval rejudge: {exc}", file=sys.stderr)
-        return 2
-    failed = result.errors + result.unparseable
-    print(f"run {result.run_id}: {result.judged} of {result.candidates} paragraph(s) given a parseable verdict, "
-          f"{failed} failed ({result.errors} judge error(s), {result.unparseable} unparseable)")  # fmt: skip
-    for message in result.error_messages:
-        print(f"  judge failed: {message}")
-    if result.set_id is None:
-        print("nothing to judge: every paragraph has a parseable verdict (--all judges them again)")
-    elif result.complete:
-        print(f"judgment set {result.set_id} (judge {result.judge_model or '-'}) is complete and now current; "
-              f"set {result.replaced_set} is kept")  # fmt: skip
-    else:
-        print(
-            f"groundeval rejudge: judgment set {result.set_id} is incomplete and kept as an attempt: {result.reason}; "
-            f"the current set ({result.replaced_set}), the run's metrics and its gate are unchanged (docs/history.md)",
-            file=sys.stderr,
-        )
-    if result.gate is not None:
-        unchanged = "" if result.complete and result.set_id is not None else " (unchanged)"
-        print(f"gate: {'PASS' if result.gate.get('passed') else 'FAIL'}{unchanged}")
-    if result.metrics is not None:
-        shown = {k: result.metrics.get(k) for k in ("citationSupportedRate", "wrongSpeakerRate", "coverageScoreMean")}
-        print("metrics: " + json.dumps(shown))
-    return 0 if result.complete else 1

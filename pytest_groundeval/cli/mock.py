@@ -1,0 +1,81 @@
+"""``groundeval mock``: serve the deterministic OpenAI-compatible mock provider from a shell (docs/mock.md).
+
+``python -m pytest_groundeval.mock`` runs the same command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+
+from ..mock.server import DEFAULT_LOG_LIMIT, MockProvider
+from ._args import Parser, ParserExit, UsageError, print_usage_error
+
+
+def _parser() -> Parser:
+    parser = Parser(
+        prog="groundeval mock",
+        description="Serve the deterministic OpenAI-compatible mock provider until Ctrl-C or SIGTERM.",
+    )
+    parser.add_argument("--port", type=int, default=0, help="Port to bind (default 0: a free port)")
+    parser.add_argument("--host", default="127.0.0.1", help="Interface to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--log-limit",
+        type=_log_limit,
+        default=DEFAULT_LOG_LIMIT,
+        metavar="N",
+        help=f"Requests the in-memory log keeps, the most recent (default {DEFAULT_LOG_LIMIT}; 0 keeps none)",
+    )
+    return parser
+
+
+def _log_limit(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of requests, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+async def _serve(host: str, port: int, log_limit: int = DEFAULT_LOG_LIMIT) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(signum, stop.set)
+        except (NotImplementedError, RuntimeError):  # pragma: no cover - Windows / non-main thread
+            pass
+    async with MockProvider(host, port, log_limit=log_limit) as mock:
+        print(f"groundeval mock provider serving at {mock.base_url}", flush=True)
+        await stop.wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``groundeval mock [--port N] [--host H] [--log-limit N]``: serve until interrupted.
+
+    Prints ``groundeval mock provider serving at http://HOST:PORT/v1`` once
+    listening. Returns 0 after SIGINT/SIGTERM, 2 when the address cannot be bound.
+
+    Raises:
+        SystemExit: ``--help`` (status 0) or a usage error (status 2, the usage and the
+            error on stderr), as a plain argparse parser exits.
+    """
+    parser = _parser()
+    try:
+        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    except ParserExit as exc:
+        raise SystemExit(exc.status) from None
+    except UsageError as exc:
+        raise SystemExit(print_usage_error(parser, exc)) from None
+    try:
+        asyncio.run(_serve(args.host, args.port, args.log_limit))
+    except OSError as exc:
+        print(f"groundeval mock: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # pragma: no cover - signal arrived before the handler was installed
+        pass
+    return 0

@@ -1,0 +1,93 @@
+"""``groundeval rejudge``: judge a recorded run's answers again, without the target (docs/history.md, "Rejudging").
+
+Takes ``--history URL`` (else ``GROUNDEVAL_HISTORY``, else the default
+``.groundeval/history.db`` in the working directory). Exit codes: 0 ok, 1 some
+paragraph was left without a parseable verdict (its new judgment set is kept but
+not made current), 2 usage error or unusable database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+
+from ..history.engine import HistoryError, url_from_sources
+from ..history.judge import judge_from_args
+from ..history.rejudge import Judge, rejudge_run, tty_progress
+from ..history.store import HistoryStore
+from ._args import Parser, ParserExit, UsageError, add_history_argument
+
+JudgeFactory = Callable[[argparse.Namespace], Judge]
+"""Builds the judge for ``rejudge`` from its parsed arguments (``judge_url``, ``judge_model``)."""
+
+
+def _rejudge_parser() -> Parser:
+    parser = Parser(prog="groundeval rejudge", description="Judge a recorded run's answers again, without the target")
+    parser.add_argument("run", help="Run id, unique id prefix, 'latest' or 'latest~N'")
+    parser.add_argument("--all", action="store_true", help="Judge every paragraph again, not only unjudged ones")
+    parser.add_argument("--judge-url", help="OpenAI-compatible chat endpoint of the judge")
+    parser.add_argument("--judge-model", help="Judge model name")
+    add_history_argument(parser)
+    return parser
+
+
+def rejudge_main(argv: list[str], judge_factory: JudgeFactory | None = None) -> int:
+    """``groundeval rejudge RUN [--all] [--judge-url U --judge-model M] [--history URL]``.
+
+    Args:
+        argv: Arguments after ``rejudge``.
+        judge_factory: Builds the judge from the parsed arguments; raises ``HistoryError``
+            when it cannot. The default is the LLM judge (``history.judge.judge_from_args``):
+            ``--judge-url`` and ``--judge-model`` are then required.
+
+    Returns:
+        0 when the new judgment set is complete and became current (or nothing needed
+        judging); 1 when some paragraph got no parseable verdict (the set is kept as an
+        incomplete attempt, nothing current replaced; stderr says how many and why);
+        2 for a usage error, an unknown or unfinished run, or an unusable database.
+    """
+    try:
+        args = _rejudge_parser().parse_args(argv)
+    except ParserExit as exc:
+        return exc.status
+    except UsageError as exc:
+        print(f"groundeval rejudge: {exc}", file=sys.stderr)
+        return 2
+    try:
+        judge = (judge_factory or judge_from_args)(args)
+        try:
+            with HistoryStore.open(url_from_sources(args.history)) as store:
+                progress = tty_progress(sys.stderr) if sys.stderr.isatty() else None
+                result = rejudge_run(store, args.run, judge, all_paragraphs=args.all, progress=progress)
+        finally:
+            close = getattr(judge, "close", None)
+            if callable(close):
+                close()
+    except HistoryError as exc:
+        print(f"groundeval rejudge: {exc}", file=sys.stderr)
+        return 2
+    failed = result.errors + result.unparseable
+    print(f"run {result.run_id}: {result.judged} of {result.candidates} paragraph(s) given a parseable verdict, "
+          f"{failed} failed ({result.errors} judge error(s), {result.unparseable} unparseable)")  # fmt: skip
+    for message in result.error_messages:
+        print(f"  judge failed: {message}")
+    if result.set_id is None:
+        print("nothing to judge: every paragraph has a parseable verdict (--all judges them again)")
+    elif result.complete:
+        print(f"judgment set {result.set_id} (judge {result.judge_model or '-'}) is complete and now current; "
+              f"set {result.replaced_set} is kept")  # fmt: skip
+    else:
+        print(
+            f"groundeval rejudge: judgment set {result.set_id} is incomplete and kept as an attempt: {result.reason}; "
+            f"the current set ({result.replaced_set}), the run's metrics and its gate are unchanged (docs/history.md)",
+            file=sys.stderr,
+        )
+    if result.gate is not None:
+        unchanged = "" if result.complete and result.set_id is not None else " (unchanged)"
+        print(f"gate: {'PASS' if result.gate.get('passed') else 'FAIL'}{unchanged}")
+    if result.metrics is not None:
+        shown = {k: result.metrics.get(k) for k in ("citationSupportedRate", "wrongSpeakerRate", "coverageScoreMean")}
+        print("metrics: " + json.dumps(shown))
+    return 0 if result.complete else 1
