@@ -4,6 +4,10 @@
   targets, the CLI, the mock and the reference server work without it.
 - The package's modules import each other without cycles (module-level imports;
   imports inside functions are deliberate laziness and do not count).
+- In ``core/`` imports inside functions count too: no module imports the package's
+  own modules inside a function, and no cycle runs through one (issue 20, "laziness
+  by structure"). Imports only a type checker runs (``if TYPE_CHECKING:``) are not
+  dependencies at run time and do not count.
 """
 
 from __future__ import annotations
@@ -128,3 +132,85 @@ SPLIT_ELSEWHERE = {"pytest_groundeval.core.report", "pytest_groundeval.plugin.co
 def test_no_module_is_over_800_lines():
     sizes = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in MODULES.items()}
     assert {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES and name not in SPLIT_ELSEWHERE} == {}
+
+
+# -- core: function-level imports count (issue 20) ------------------------------------------------
+
+_ELSEWHERE = frozenset(
+    {
+        "pytest_groundeval.core.gate",
+        "pytest_groundeval.core.report",
+        "pytest_groundeval.core.render",
+        "pytest_groundeval.core.finalize",
+        "pytest_groundeval.core.kinds.citation",
+    }
+)
+"""Core modules still being untangled by other parts of issue 20 (the end of the run in one
+place; citation as a package): checked once those land, by removing them from this set."""
+
+
+def _runtime_imports(name: str, path: Path) -> tuple[set[str], list[int]]:
+    """``(modules imported anywhere, lines of function-level imports of the package)``; typing-only blocks skipped."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = _package_of(name, path)
+    found: set[str] = set()
+    nested: list[int] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                visit(child, in_function)
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if isinstance(node, ast.Import):
+                modules = {alias.name for alias in node.names}
+            elif node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+                modules = {module} | {f"{module}.{a.name}" for a in node.names if f"{module}.{a.name}" in MODULES}
+            else:
+                module = node.module or ""
+                modules = {module} | {f"{module}.{a.name}" for a in node.names if f"{module}.{a.name}" in MODULES}
+            found.update(modules)
+            if in_function and any(m == "pytest_groundeval" or m.startswith("pytest_groundeval.") for m in modules):
+                nested.append(node.lineno)
+            return
+        inside = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        for child in ast.iter_child_nodes(node):
+            visit(child, inside)
+
+    visit(tree, False)
+    return found, nested
+
+
+def _core_modules() -> dict[str, Path]:
+    return {n: p for n, p in MODULES.items() if n.startswith("pytest_groundeval.core") and n not in _ELSEWHERE}
+
+
+def test_core_imports_none_of_the_package_inside_a_function():
+    offenders = {name: lines for name, path in _core_modules().items() if (lines := _runtime_imports(name, path)[1])}
+    assert offenders == {}
+
+
+def test_core_has_no_cycle_counting_imports_inside_functions():
+    core = _core_modules()
+    graph = {}
+    for name, path in core.items():
+        targets = set()
+        for module in _runtime_imports(name, path)[0]:
+            while module and module not in MODULES:
+                module = module.rpartition(".")[0]
+            if module in core and module != name and not name.startswith(module + "."):
+                targets.add(module)
+        graph[name] = targets
+    assert _cycles(graph) == []
+
+
+def test_the_core_checks_see_an_import_inside_a_function(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pytest_groundeval.core import text\n"
+        "def f():\n    from pytest_groundeval.core import wire\n"
+    )
+    found, nested = _runtime_imports("m", module)
+    assert "pytest_groundeval.core.wire" in found and "pytest_groundeval.core.text" not in found and nested == [5]

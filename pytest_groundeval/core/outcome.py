@@ -8,16 +8,28 @@ read back on the controller with ``ItemOutcome.model_validate``. Metrics
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from .evidence import EvidenceReview
-from .kinds import KIND_NAMES
+from .kinds.names import KIND_NAMES
 from .wire import WireModel
 
-ItemKind = Literal[KIND_NAMES]  # type: ignore[valid-type]
-"""The item kinds of the registry (``core.kinds``)."""
+
+def _registered_kind(value: str) -> str:
+    """``value`` when it names a kind of the registry as it is now (kinds registered at run time count)."""
+    if value not in KIND_NAMES:
+        # The wording of pydantic's own literal_error, which this field raised while its type was a Literal.
+        *head, last = (repr(name) for name in KIND_NAMES)
+        expected = f"{', '.join(head)} or {last}" if head else last
+        raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
+    return value
+
+
+ItemKind = Annotated[str, AfterValidator(_registered_kind)]
+"""The name of a kind of the registry (``core.kinds``), checked when an outcome is validated."""
 
 
 class ItemOutcome(WireModel):

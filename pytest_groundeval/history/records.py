@@ -26,6 +26,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..core.kinds import KIND_NAMES
 from .errors import HistoryError
 
 ITEM_CONTEXT_KEYS = ("question", "answer", "tags", "sources", "trace", "toolTrace", "iterations")
@@ -39,9 +40,6 @@ VERDICTS = ("supported", "partial", "unsupported", "wrong_speaker", "wrong_attri
 
 BAD_VERDICTS = ("unsupported", "wrong_speaker")
 """Verdicts that make an answer bad in the group analysis (docs/history.md)."""
-
-ITEM_KINDS = ("qa", "adversarial", "temporal", "citation", "review")
-"""Item kinds (docs/plugin.md)."""
 
 TRACE_TEXT_CHARS = 300
 """Characters of a claim's or evidence span's text kept in a compact trace."""
@@ -206,8 +204,8 @@ def item_row(record: Any, position: int) -> tuple[dict[str, Any], list[str], lis
     if not isinstance(item, str) or not item:
         raise HistoryError(f"item record #{position}: field 'id' must be a non-empty string, got {item!r}")
     kind = record.get("kind")
-    if kind not in ITEM_KINDS:
-        raise _fail(item, "kind", "one of " + ", ".join(ITEM_KINDS), kind)
+    if kind not in KIND_NAMES:  # the registry's kinds, those registered at run time included
+        raise _fail(item, "kind", "one of " + ", ".join(KIND_NAMES), kind)
     passed = record.get("pass", record.get("passed"))
     if not isinstance(passed, bool):
         raise _fail(item, "pass", "true or false", passed)

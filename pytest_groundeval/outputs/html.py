@@ -42,6 +42,7 @@ from html import escape
 from typing import Any
 
 from ..core.gate import verdict as gate_verdict
+from ..core.kinds import KIND_NAMES, all_kinds, get
 from ..core.metrics import METRIC_DIRECTIONS
 from . import charts
 from ._format import metric_value, models_label
@@ -56,7 +57,7 @@ HISTORY_RUNS = 30
 NO_EARLIER_RUN = "No earlier run of this dataset and model lineage to compare this run with."
 """The comparison's text when the history holds no run before this one."""
 
-_KNOWN_EXTRA = frozenset(
+_SHOWN_EXTRA = frozenset(
     {
         "tags",
         "question",
@@ -74,12 +75,20 @@ _KNOWN_EXTRA = frozenset(
         "citationCoverageScores",
     }
 )
+"""``extra`` keys the page shows in its own sections; each kind adds those its counts show
+(``Kind.drilldown_extra``), and any other key is shown under "other figures"."""
 
-_COUNTS = (
-    ("evidence found", "evidenceFound", "evidenceExpected"),
-    ("supported claims true", "claimsSupportedTrue", "claimsSupported"),
-    ("true cited claims supported", "claimsTrueCitedSupported", "claimsTrueCited"),
-)
+
+def _known_extra() -> frozenset[str]:
+    return _SHOWN_EXTRA.union(*(kind.drilldown_extra for kind in all_kinds()))
+
+
+def _kind_counts(item: Mapping[str, Any]) -> dict[str, str]:
+    """What the item's kind lists under "counts" (``Kind.drilldown_counts``); none for an unknown kind."""
+    kind = item.get("kind")
+    if kind not in KIND_NAMES:
+        return {}
+    return {str(label): str(value) for label, value in get(kind).drilldown_counts(item).items()}
 
 
 def _cut(value: Any, limit: int) -> str | None:
@@ -185,12 +194,8 @@ def item_view(item: Mapping[str, Any]) -> dict[str, Any]:
         "detail": _cut(item.get("detail"), TEXT_CHARS),
         "error": _cut(item.get("error"), TEXT_CHARS),
         "traceId": item.get("traceId"),
-        "counts": {
-            label: f"{item.get(num, 0)}/{item.get(den, 0)}" for label, num, den in _COUNTS if item.get(den)
-        },
+        "counts": _kind_counts(item),
     }
-    if item.get("kind") == "adversarial" and item.get("falsehoodSupported") is not None:
-        view["counts"]["planted falsehood supported"] = "yes" if item["falsehoodSupported"] else "no"
     if extra.get("question") is not None:
         view["question"] = _cut(extra["question"], SPAN_CHARS)
     claims = [claim for claim in _list(extra.get("claims")) if isinstance(claim, Mapping)]
@@ -261,7 +266,8 @@ def item_view(item: Mapping[str, Any]) -> dict[str, Any]:
                 if isinstance(f, Mapping)
             ],
         }
-    other = {k: v for k, v in extra.items() if k not in _KNOWN_EXTRA}
+    known = _known_extra()
+    other = {k: v for k, v in extra.items() if k not in known}
     if other:
         view["other"] = _cut(json.dumps(other, ensure_ascii=False, indent=1, default=str), TEXT_CHARS)
     return view

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..core.kinds import KIND_NAMES, get
+
 if TYPE_CHECKING:
     from ..core.outcome import ItemOutcome
     from .options import Settings
@@ -46,18 +48,22 @@ outcome_key = pytest.StashKey[dict]()
 run_key = pytest.StashKey[dict]()
 """The item's dataset version and lineage (``item.stash``), copied onto its reports."""
 
-FIGURES = (
-    ("latencyMs", "latencyMs"),
-    ("evidenceFound", "evidenceFound"),
-    ("evidenceExpected", "evidenceExpected"),
-    ("claimsReturned", "claimsReturned"),
-    ("claimsSupported", "claimsSupported"),
-    ("claimsSupportedTrue", "claimsSupportedTrue"),
-    ("claimsTrueCited", "claimsTrueCited"),
-    ("claimsTrueCitedSupported", "claimsTrueCitedSupported"),
-    ("traceId", "traceId"),
-)
-"""JUnit property name -> outcome wire key of the figures an item records (tokens are added up)."""
+def kind_figures(wire: dict) -> list[tuple[str, Any]]:
+    """The figures an outcome's kind declares (``Kind.junit_figures``) as ``(name, value)``, nulls left out.
+
+    A figure is an outcome wire key, or a key of its ``extra`` (where a kind keeps its own
+    per-item figures); an outcome of a kind no longer registered has none.
+    """
+    kind = wire.get("kind")
+    if kind not in KIND_NAMES:
+        return []
+    extra = wire.get("extra") or {}
+    figures = []
+    for key in get(kind).junit_figures:
+        value = wire[key] if key in wire else extra.get(key)
+        if value is not None:
+            figures.append((key, value))
+    return figures
 
 
 def record_run(item: pytest.Item, dataset_version: str, models: dict) -> None:
@@ -75,22 +81,21 @@ def record_outcome(item: pytest.Item, outcome: ItemOutcome) -> None:
 def record_figures(item: pytest.Item, wire: dict) -> None:
     """Add the outcome's key figures to ``item.user_properties`` (what ``record_property`` does).
 
-    Only figures: the outcome (pass, fail, error), latency in ms, tokens, evidence
-    and claim counts, the target's trace id. Never a text of the answer, never the
-    API key or the target's URL (docs/ci.md).
+    Only figures: the outcome (pass, fail, error), latency in ms, the figures its kind
+    declares (``Kind.junit_figures``: qa's evidence and claim counts, adversarial's
+    ``falsehoodSupported``), the target's trace id, tokens. Never a text of the answer,
+    never the API key or the target's URL (docs/ci.md).
     """
     props = item.user_properties
     props.append(("outcome", "error" if wire.get("error") is not None else "pass" if wire.get("pass") else "fail"))
-    for name, key in FIGURES:
-        value = wire.get(key)
-        if value is None or (key.startswith(("evidence", "claims")) and not value and wire.get("kind") != "qa"):
-            continue
-        props.append((name, f"{value:.1f}" if key == "latencyMs" else value))
+    if wire.get("latencyMs") is not None:
+        props.append(("latencyMs", f"{wire['latencyMs']:.1f}"))
+    props.extend(kind_figures(wire))
+    if wire.get("traceId") is not None:
+        props.append(("traceId", wire["traceId"]))
     prompt, completion = wire.get("promptTokens"), wire.get("completionTokens")
     if prompt is not None or completion is not None:
         props.append(("tokens", (prompt or 0) + (completion or 0)))
-    if wire.get("kind") == "adversarial" and wire.get("falsehoodSupported") is not None:
-        props.append(("falsehoodSupported", wire["falsehoodSupported"]))
 
 
 def attach(item: pytest.Item, report: pytest.TestReport) -> None:

@@ -13,10 +13,21 @@ This package does not import pytest.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .corpus import CHUNK_SIZE, HASH_BUFFER_SIZE, CorpusDocument, canonical_json, canonical_text, hash_file
 from .errors import DatasetError
 from .loader import Dataset, load_dataset
-from .manifest import ITEM_ADAPTER, AnyItem, CorpusEntry, Item, Manifest, version_problem
+from .manifest import CorpusEntry, Manifest, item_adapter, version_problem
+from . import manifest as _manifest
+
+
+def __getattr__(name: str) -> Any:
+    # AnyItem, Item and ITEM_ADAPTER follow the registry of kinds (core.dataset.manifest).
+    if name in ("AnyItem", "Item", "ITEM_ADAPTER"):
+        return getattr(_manifest, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AnyItem",
@@ -32,6 +43,7 @@ __all__ = [
     "canonical_json",
     "canonical_text",
     "hash_file",
+    "item_adapter",
     "load_dataset",
     "version_problem",
 ]

@@ -14,9 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..kinds import KIND_NAMES, all_kinds
+from ..kinds import KIND_NAMES, all_kinds, generation
 from ..kinds.base import ID_PATTERN, MARKER_NAME_PATTERN, RuleError, TAG_PATTERN
-from ..kinds.temporal import SAVE_PATTERN
 
 HASH_PATTERN = r"^[0-9a-f]{16}$"
 """xxh3_64 digests: 16 lower-case hex digits (docs/dataset.md)."""
@@ -24,10 +23,10 @@ HASH_PATTERN = r"^[0-9a-f]{16}$"
 _PATTERN_EXPLANATIONS = {
     ID_PATTERN: "an id may contain only letters, digits, '-' and '_' (docs/dataset.md: ids become pytest node ids)",
     TAG_PATTERN: "a tag must be a valid pytest marker name: a letter or '_' followed by letters, digits or '_'",
-    SAVE_PATTERN: "a save name may contain only letters, digits and '_'",
     HASH_PATTERN: "expected an xxh3_64 digest: 16 lower-case hex digits",
     MARKER_NAME_PATTERN: "expected a citation marker such as 'S1' or '1'",
 }
+"""What a value of a shared pattern must look like; each kind adds its own (``Kind.pattern_explanations``)."""
 
 
 class DatasetError(Exception):
@@ -95,11 +94,23 @@ def _models_in(annotation: Any) -> list[type]:
 
 
 _ALIASES: dict[str, str] = {}
+_ALIASES_OF: list[int] = []
+"""The registry ``generation`` ``_ALIASES`` was built for (empty: not built yet)."""
 _FREE_FORM_KEYS = frozenset({"properties", "metadata", "corpusHashes", "origin"})
-_UNION_TAGS = frozenset(KIND_NAMES) | {
-    "query", "compare", "string-evidence", "document-evidence", "query-expect", "compare-expect",
-    "int", "str", "none",
-}
+_SHARED_UNION_TAGS = frozenset({"int", "str", "none"})
+"""Tags pydantic gives the members of plain unions such as ``int | str | None``."""
+
+
+def _union_tags() -> frozenset[str]:
+    """Every tag pydantic may put in an error's location: kind names and each kind's inner union tags."""
+    return _SHARED_UNION_TAGS.union(KIND_NAMES, *(kind.union_tags for kind in all_kinds()))
+
+
+def _pattern_explanation(pattern: str) -> str | None:
+    for kind in all_kinds():
+        if pattern in kind.pattern_explanations:
+            return kind.pattern_explanations[pattern]
+    return _PATTERN_EXPLANATIONS.get(pattern)
 
 
 def _aliases() -> dict[str, str]:
@@ -112,8 +123,10 @@ def describe_validation_error(exc: Any, raw: dict[str, Any], manifest_path: Path
     The message names the manifest, the item (by id, else ``items[i]``) and the JSON
     path of the first bad field with camelCase names, then up to four more problems.
     """
-    if not _ALIASES:
+    if _ALIASES_OF != [generation()]:
+        _ALIASES.clear()
         _ALIASES.update(_all_aliases(root))
+        _ALIASES_OF[:] = [generation()]
     return _describe_errors(exc, raw, manifest_path)
 
 
@@ -181,6 +194,7 @@ def _json_path(loc: tuple[Any, ...], raw: Any) -> str:
     parts: list[str] = []
     node: Any = raw
     free_form = False
+    union_tags = _union_tags()
     for segment in loc:
         if isinstance(segment, int):
             parts.append(f"[{segment}]")
@@ -190,7 +204,7 @@ def _json_path(loc: tuple[Any, ...], raw: Any) -> str:
         segment = str(segment)
         present = isinstance(node, dict) and segment in node
         # pydantic puts a union member's tag in loc; it is not a key of the input.
-        if segment in _UNION_TAGS and (not present or _is_tag_here(node, segment)):
+        if segment in union_tags and (not present or _is_tag_here(node, segment)):
             continue
         shown = segment if free_form else _aliases().get(segment, segment)
         parts.append(_key_part(shown, first=not parts))
@@ -201,9 +215,6 @@ def _json_path(loc: tuple[Any, ...], raw: Any) -> str:
 
 def _is_tag_here(node: dict[str, Any], segment: str) -> bool:
     return node.get("kind") == segment or node.get("call") == segment
-
-
-_KIND_LIST = ", ".join(KIND_NAMES)
 
 
 def _what_was_expected(error: Any, loc: tuple[Any, ...]) -> str:
@@ -225,8 +236,8 @@ def _what_was_expected(error: Any, loc: tuple[Any, ...]) -> str:
             if not isinstance(value, dict):
                 return f"expected an item object, got {_short(value)}"
             if "kind" in value:
-                return f"unknown kind {value['kind']!r}; valid kinds: {_KIND_LIST}"
-            return f"missing 'kind'; valid kinds: {_KIND_LIST}"
+                return f"unknown kind {value['kind']!r}; valid kinds: {', '.join(KIND_NAMES)}"
+            return f"missing 'kind'; valid kinds: {', '.join(KIND_NAMES)}"
         if discriminator == "call":
             if not isinstance(value, dict):
                 return f'expected a probe object {{"call": "query" | "compare", ...}}, got {_short(value)}'
@@ -234,7 +245,7 @@ def _what_was_expected(error: Any, loc: tuple[Any, ...]) -> str:
                 return f"unknown call {value['call']!r}; valid calls: query, compare"
             return "missing 'call'; valid calls: query, compare"
     if kind == "string_pattern_mismatch":
-        explanation = _PATTERN_EXPLANATIONS.get(str(ctx.get("pattern")), error.get("msg", "bad value"))
+        explanation = _pattern_explanation(str(ctx.get("pattern"))) or error.get("msg", "bad value")
         return f"{explanation}; got {_short(value)}"
     if kind == "literal_error":
         return f"expected one of {ctx.get('expected', '?')}; got {_short(value)}"

@@ -24,10 +24,10 @@ from pydantic import ValidationError
 
 from .corpus import CorpusDocument, _decode_utf8, _hash_mismatch, _json_error, _load_document, _read_hashed
 from ..kinds import kind_of
-from ..kinds.base import ID_PATTERN, RuleError
+from ..kinds.base import ID_PATTERN, ItemBase, RuleError
 from ..scoring import EvidenceSearch
 from .errors import DatasetError, _key_part, describe_validation_error
-from .manifest import ITEM_ADAPTER, AnyItem, Manifest, version_problem
+from .manifest import Manifest, item_adapter, version_problem
 from ..strict_json import (
     DECODER,
     LENIENT,
@@ -60,9 +60,9 @@ class Dataset:
     manifest: Manifest
     version: str
     documents: dict[str, CorpusDocument]
-    items: list[AnyItem]
+    items: list[ItemBase]
     item_lines: dict[str, int]
-    by_id: dict[str, AnyItem]
+    by_id: dict[str, ItemBase]
 
 
 def load_dataset(path: str | Path) -> Dataset:
@@ -385,7 +385,7 @@ def _validate_items_in_place(raw: dict[str, Any], root: Path) -> None:
     items = raw.get("items")
     if not isinstance(items, list):
         return
-    validate = ITEM_ADAPTER.validate_python
+    validate = item_adapter().validate_python
     context = {"dataset": root}
     for i, value in enumerate(items):
         try:
@@ -421,7 +421,7 @@ def _load_corpus(manifest: Manifest, manifest_path: Path, root: Path) -> dict[st
 
 
 def _check_items_against_corpus(
-    items: list[AnyItem], documents: dict[str, CorpusDocument], manifest_path: Path
+    items: list[ItemBase], documents: dict[str, CorpusDocument], manifest_path: Path
 ) -> None:
     """Each kind's rules against the canonical text (``Kind.check_corpus``), e.g. qa's expected evidence.
 

@@ -2,6 +2,8 @@
 
 Items are a union of the registered kinds' models, discriminated on ``kind``;
 each kind checks its own cross-references to the corpus (``Kind.check_manifest``).
+The union follows the registry: when a kind is registered at run time
+(``core.kinds.register``) it is rebuilt, and ``Manifest`` with it.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal, Union
@@ -16,7 +19,8 @@ from typing import Annotated, Any, Literal, Union
 import regex
 from pydantic import Field, StringConstraints, TypeAdapter, ValidationInfo, field_validator, model_validator
 
-from ..kinds import all_kinds, kind_of
+from ..floors import FloorsError, check_floors
+from ..kinds import all_kinds, kind_of, on_change
 from ..kinds.base import ManifestIndex, NonEmpty, RuleError
 from ..wire import WireModel
 from .errors import HASH_PATTERN
@@ -66,14 +70,45 @@ def _json_type(value: Any) -> str:
 
 Digest = Annotated[str, StringConstraints(pattern=HASH_PATTERN)]
 
-AnyItem = Union[tuple(kind.model for kind in all_kinds())]  # type: ignore[valid-type]
-"""Any one of the registered kinds' item models."""
 
-Item = Annotated[AnyItem, Field(discriminator="kind")]
-"""A dataset item: a union discriminated on ``kind`` (docs/dataset.md)."""
+@dataclass(frozen=True)
+class _ItemTypes:
+    """The item types of the registry as it is: ``AnyItem``, ``Item`` and ``ITEM_ADAPTER``."""
 
-ITEM_ADAPTER: TypeAdapter[Any] = TypeAdapter(Item)
-"""Validates one item (built once; ``Manifest`` validates all items in one pass)."""
+    any_item: Any
+    """Any one of the registered kinds' item models (a ``Union``)."""
+    item: Any
+    """A dataset item: that union discriminated on ``kind`` (docs/dataset.md)."""
+    adapter: TypeAdapter[Any]
+    """Validates one item (built once per registry; ``Manifest`` validates all items in one pass)."""
+
+
+def _item_types() -> _ItemTypes:
+    any_item = Union[tuple(kind.model for kind in all_kinds())]  # type: ignore[valid-type]
+    item = Annotated[any_item, Field(discriminator="kind")]
+    return _ItemTypes(any_item, item, TypeAdapter(item))
+
+
+_types = [_item_types()]
+"""The current ``_ItemTypes`` (one slot, replaced when the registry changes)."""
+
+_Item = _types[0].item
+"""``Manifest.items``' item type when the class is built; ``_rebuild`` replaces it in the field."""
+
+
+def item_adapter() -> TypeAdapter[Any]:
+    """The validator of one dataset item, for the kinds registered now."""
+    return _types[0].adapter
+
+
+def __getattr__(name: str) -> Any:
+    # AnyItem, Item and ITEM_ADAPTER follow the registry, so they are read at each access.
+    if name in _CURRENT:
+        return getattr(_types[0], _CURRENT[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_CURRENT = {"AnyItem": "any_item", "Item": "item", "ITEM_ADAPTER": "adapter"}
 
 
 def compile_mention_pattern(pattern: str) -> regex.Pattern[str]:
@@ -136,9 +171,9 @@ class Manifest(WireModel):
     matching is bounded in time (``core.kinds.citation.MENTION_TIMEOUT_S``)."""
     floors: dict[str, Any] | None = None
     """The dataset's own gate bounds (docs/dataset.md, docs/gate.md): metric name -> number or
-    ``null``, with the rules of a floors file (``core.gate.check_floors``), merged over the
+    ``null``, with the rules of a floors file (``core.floors.check_floors``), merged over the
     default bounds; an ``--eval-floors`` file is merged over them, key by key."""
-    items: list[Item]
+    items: list[_Item]
     """The items, in order; each becomes one pytest test."""
 
     @field_validator("floors", mode="before")
@@ -146,8 +181,6 @@ class Manifest(WireModel):
     def _floors_valid(cls, value: Any) -> Any:
         if value is None:
             return value
-        from ..gate import FloorsError, check_floors  # the gate imports the kinds, as this module does
-
         try:
             return check_floors(value, "manifest floors")
         except FloorsError as exc:
@@ -221,3 +254,13 @@ class Manifest(WireModel):
                     f"items[{i}].find",
                 )
             kind_of(item).check_manifest(item, f"items[{i}]", index)
+
+
+def _rebuild() -> None:
+    """Rebuild the item union and ``Manifest`` after a kind was registered or removed."""
+    _types[0] = _item_types()
+    Manifest.model_fields["items"].annotation = list[_types[0].item]  # type: ignore[valid-type]
+    Manifest.model_rebuild(force=True)
+
+
+on_change(_rebuild)

@@ -1,59 +1,104 @@
 """The item kinds, registered in one place (docs/architecture.md: adding a kind).
 
-``KIND_MODULES`` maps each kind name to the module of this package that holds it;
-that module defines a ``KIND``, an instance of ``core.kinds.base.Kind``. Names are
-available without importing anything (the pytest plugin registers markers at
-start-up and must stay light); ``get`` and ``all_kinds`` import the modules.
+``KIND_MODULES`` maps each built-in kind name to the module of this package that
+holds it; that module defines a ``KIND``, an instance of ``core.kinds.base.Kind``.
+``register`` adds a kind at run time (an extension's, e.g. from a ``conftest.py``);
+it then counts wherever kinds are listed: ``KIND_NAMES``, ``all_kinds``, the
+manifest's item union, outcome validation, the history, the JUnit figures and the
+HTML report. Names are available without importing anything but ``names`` (the
+pytest plugin registers markers at start-up and must stay light); ``get`` and
+``all_kinds`` import the modules.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
+
+from .names import BUILTIN_MODULES, KIND_NAMES, generation, names, on_change, registered
+from .names import add as _add
+from .names import remove as _remove
 
 if TYPE_CHECKING:
     from ..outcome import ItemOutcome
     from .base import Kind
 
-KIND_MODULES: dict[str, str] = {
-    "qa": "qa",
-    "adversarial": "adversarial",
-    "temporal": "temporal",
-    "citation": "citation",
-    "review": "review",
-}
-"""Kind name -> module of ``core.kinds``, in the order reports and the gate list them."""
+KIND_MODULES: Mapping[str, str] = BUILTIN_MODULES
+"""Built-in kind name -> module of ``core.kinds``, in the order reports and the gate list them."""
 
-KIND_NAMES: tuple[str, ...] = tuple(KIND_MODULES)
-"""Every kind name, in registry order."""
+_MODULE_NAMES = {name: f"{__name__}.{module}" for name, module in BUILTIN_MODULES.items()}
 
-_MODULE_NAMES = {name: f"{__name__}.{module}" for name, module in KIND_MODULES.items()}
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+"""A registered kind's name: it is a manifest's ``kind`` value, a pytest marker and a node id segment."""
 
 
 def get(name: str) -> Kind:
     """The kind called ``name``.
 
-    The kind is read from its module in ``sys.modules`` on every call, never cached
-    here, so that code which drops and re-imports modules (pytester's in-process
-    runs do) never mixes a stale kind with fresh models.
+    A built-in kind is read from its module in ``sys.modules`` on every call, never
+    cached here, so that code which drops and re-imports modules (pytester's
+    in-process runs do) never mixes a stale kind with fresh models.
 
     Raises:
         KeyError: no kind has that name.
     """
+    extra = registered(name)
+    if extra is not None:
+        return extra  # type: ignore[no-any-return]
     module = sys.modules.get(_MODULE_NAMES[name]) or importlib.import_module(_MODULE_NAMES[name])
-    return module.KIND
+    return module.KIND  # type: ignore[no-any-return]
 
 
 def all_kinds() -> tuple[Kind, ...]:
-    """Every kind, in registry order."""
-    return tuple(get(name) for name in KIND_NAMES)
+    """Every kind, in registry order (built-in ones, then registered ones)."""
+    return tuple(get(name) for name in names())
 
 
 def kind_of(item: object) -> Kind:
     """The kind of a validated item (its ``kind`` field)."""
     return get(item.kind)  # type: ignore[attr-defined]
+
+
+def register(kind: Kind | type[Kind]) -> Kind:
+    """Add an item kind at run time; it comes after the built-in kinds and those registered before it.
+
+    Args:
+        kind: A ``core.kinds.base.Kind`` subclass (instantiated without arguments) or
+            instance. Its ``name`` is lower-case letters, digits and ``_``, starting with a
+            letter; its ``model`` has a ``kind`` field whose only value is that name.
+
+    Returns:
+        The registered instance.
+
+    Raises:
+        ValueError: the name is taken or malformed, or the model's ``kind`` field does not
+            fit the name.
+    """
+    instance = kind() if isinstance(kind, type) else kind
+    name = getattr(instance, "name", None)
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(
+            f"a kind's name must be lower-case letters, digits and '_', starting with a letter; got {name!r}"
+        )
+    model = getattr(instance, "model", None)
+    fields = getattr(model, "model_fields", {})
+    annotation = fields["kind"].annotation if "kind" in fields else None
+    if getattr(annotation, "__args__", None) != (name,):
+        raise ValueError(f"kind {name!r}: its model needs a field `kind: Literal[{name!r}]` (the manifest's union tag)")
+    _add(name, instance)
+    return instance
+
+
+def unregister(name: str) -> None:
+    """Remove a kind added with ``register`` (e.g. when the session that added it ends).
+
+    Raises:
+        ValueError: ``name`` is a built-in kind.
+    """
+    _remove(name)
 
 
 def errored_outcome(items_by_id: Mapping[str, object] | None, kind: str, item_id: str, error: str, *,
@@ -67,16 +112,32 @@ def errored_outcome(items_by_id: Mapping[str, object] | None, kind: str, item_id
 
     Args:
         items_by_id: Item id -> validated dataset item, or None when the dataset is not at hand.
-        kind: The item's kind as its node id names it.
+        kind: The item's kind as its node id names it (a registered kind).
         item_id: The item id.
         error: Why it produced no outcome (also its ``detail``).
         not_run: The item never ran (it is then a ``notRun`` error).
-    """
-    from ..outcome import ItemOutcome
 
+    Raises:
+        KeyError: no kind is called ``kind``.
+    """
     item = items_by_id.get(item_id) if items_by_id is not None else None
     if item is not None and getattr(item, "kind", None) == kind:
         outcome = get(kind).errored(item, error)
     else:
-        outcome = ItemOutcome(id=item_id, kind=kind, passed=False, error=error, detail=error)
+        outcome = get(kind).errored_id(item_id, error)
     return outcome.model_copy(update={"not_run": True}) if not_run else outcome
+
+
+__all__ = [
+    "KIND_MODULES",
+    "KIND_NAMES",
+    "all_kinds",
+    "errored_outcome",
+    "generation",
+    "get",
+    "kind_of",
+    "names",
+    "on_change",
+    "register",
+    "unregister",
+]

@@ -8,6 +8,7 @@ falsehoodRejection to the metrics.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -81,6 +82,7 @@ class AdversarialKind(Kind):
     name = "adversarial"
     model = AdversarialItem
     tally_type = AdversarialTally
+    junit_figures = ("falsehoodSupported",)
     metrics = (
         MetricSpec(
             "falsehood_rejection",
@@ -132,6 +134,11 @@ class AdversarialKind(Kind):
             ),
             **figures,
         )
+
+    def drilldown_counts(self, outcome: Mapping[str, Any]) -> dict[str, str]:
+        """Whether the answer supported the planted falsehood, once the item ran."""
+        supported = outcome.get("falsehoodSupported")
+        return {} if supported is None else {"planted falsehood supported": "yes" if supported else "no"}
 
     def tally(self, tally: AdversarialTally, outcome: ItemOutcome) -> None:
         tally.falsehoods_rejected += not outcome.errored and outcome.falsehood_supported is False

@@ -219,7 +219,8 @@ class Kind:
     """One item kind: its model, how it runs, how it is judged, what it adds to the metrics.
 
     Subclass it in a module of ``core.kinds`` and list that module in the registry
-    (``core.kinds.KIND_MODULES``); docs/architecture.md walks through adding one.
+    (``core.kinds.KIND_MODULES``), or register it at run time (``core.kinds.register``);
+    docs/architecture.md walks through adding one.
     """
 
     name: ClassVar[str]
@@ -230,6 +231,19 @@ class Kind:
     """The metrics this kind measures, in the order the gate prints them."""
     tally_type: ClassVar[type[Tally]] = Tally
     """The counters ``tally`` folds outcomes into."""
+    junit_figures: ClassVar[tuple[str, ...]] = ()
+    """Wire keys of this kind's outcome (or of its ``extra``) recorded as JUnit properties of the
+    item (``user_properties``) when not null, after its latency and before its trace id and tokens
+    (docs/ci.md). Figures only: never a text of the answer."""
+    drilldown_extra: ClassVar[frozenset[str]] = frozenset()
+    """``extra`` keys ``drilldown_counts`` shows, so the HTML per-item view does not repeat them
+    under "other figures"."""
+    union_tags: ClassVar[frozenset[str]] = frozenset()
+    """Tags of tagged unions inside this kind's model (e.g. temporal's ``query``): pydantic puts
+    them in an error's location, and dataset error messages drop them from JSON paths."""
+    pattern_explanations: ClassVar[Mapping[str, str]] = {}
+    """String pattern of a field of this kind's model -> what a value must look like, said in a
+    dataset error instead of pydantic's wording."""
 
     # -- the manifest
 
@@ -292,6 +306,23 @@ class Kind:
         return ItemOutcome(
             id=item.id, kind=item.kind, passed=False, error=error, detail=error, extra={"tags": list(item.tags)}
         )
+
+    def errored_id(self, item_id: str, error: str) -> ItemOutcome:
+        """The errored outcome of an item of this kind known only by its id (the dataset is not at hand)."""
+        return ItemOutcome(id=item_id, kind=self.name, passed=False, error=error, detail=error)
+
+    # -- outputs
+
+    def drilldown_counts(self, outcome: Mapping[str, Any]) -> dict[str, str]:
+        """What the HTML per-item view lists under "counts" for one outcome of this kind.
+
+        Args:
+            outcome: The outcome's wire dict, as a saved report holds it (untrusted JSON).
+
+        Returns:
+            Label -> figure as shown, e.g. ``{"evidence found": "2/3"}``; empty by default.
+        """
+        return {}
 
     # -- metrics
 

@@ -9,6 +9,7 @@ to the metrics (and ``qaClaims``, so a target that says nothing cannot pass).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
@@ -120,10 +121,28 @@ RETRIEVAL_RECALL = "retrievalRecall"
 """The metric a baseline report arms (docs/gate.md: the baseline check)."""
 
 
+_DRILLDOWN = (
+    ("evidence found", "evidenceFound", "evidenceExpected"),
+    ("supported claims true", "claimsSupportedTrue", "claimsSupported"),
+    ("true cited claims supported", "claimsTrueCitedSupported", "claimsTrueCited"),
+)
+"""The HTML per-item view's counts of a qa outcome: label, numerator and denominator wire keys."""
+
+
 class QaKind(Kind):
     name = "qa"
     model = QaItem
     tally_type = QaTally
+    union_tags = frozenset({"string-evidence", "document-evidence"})
+    junit_figures = (
+        "evidenceFound",
+        "evidenceExpected",
+        "claimsReturned",
+        "claimsSupported",
+        "claimsSupportedTrue",
+        "claimsTrueCited",
+        "claimsTrueCitedSupported",
+    )
     metrics = (
         MetricSpec(
             "retrieval_recall",
@@ -270,6 +289,12 @@ class QaKind(Kind):
             evidence_expected=len(item.expected_evidence),
             extra=errored_extra(item),
         )
+
+    def drilldown_counts(self, outcome: Mapping[str, Any]) -> dict[str, str]:
+        """Found/expected evidence and the two claim ratios, each shown when its denominator is not 0."""
+        return {
+            label: f"{outcome.get(num, 0)}/{outcome.get(den, 0)}" for label, num, den in _DRILLDOWN if outcome.get(den)
+        }
 
     def tally(self, tally: QaTally, outcome: ItemOutcome) -> None:
         tally.evidence_expected += outcome.evidence_expected

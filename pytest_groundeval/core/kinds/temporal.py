@@ -449,6 +449,8 @@ class TemporalKind(Kind):
     name = "temporal"
     model = TemporalItem
     tally_type = TemporalTally
+    union_tags = frozenset({"query", "compare", "query-expect", "compare-expect"})
+    pattern_explanations = {SAVE_PATTERN: "a save name may contain only letters, digits and '_'"}
     metrics = (
         MetricSpec(
             "temporal_accuracy",
