@@ -29,8 +29,8 @@ from ..core.secrets import Scrubber
 from ..core.text import shorten
 from .bodies import ACCEPT_ENCODING, BodyError, BodyReader, decode_text, describe_size
 from .deadline import DeadlineTransport, deadline
-from .protocol import DEFAULT_MAX_RESPONSE_BYTES, TargetError, TargetUnavailable, call_headers, describe_exit
 from .decode import NotAnObject, decode_response
+from .protocol import DEFAULT_MAX_RESPONSE_BYTES, TargetError, TargetUnavailable, call_headers, describe_exit
 from .responses import MAX_JSON_DEPTH
 
 __all__ = ["BODY_EXCERPT_CHARS", "HttpTarget", "URL_CONNECT_TIMEOUT_S", "connect_url"]

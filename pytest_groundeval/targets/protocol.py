@@ -242,7 +242,7 @@ def lineage(target: Any, generate: str | None = None, embed: str | None = None) 
     except TargetError as exc:
         if exc.status == 401:
             raise
-    except Exception:  # /v1/info is optional; its absence (or failure) means "fall back"
+    except Exception:  # noqa: BLE001 - /v1/info is optional; its absence (or failure) means "fall back"
         info = None
     models = (info or {}).get("models") or {}
     return {

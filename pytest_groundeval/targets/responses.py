@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 import reprlib
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
@@ -173,7 +173,7 @@ def _brief(value: Any) -> str:
         return f"an integer of {value.bit_length()} bits"
     try:
         return _REPR.repr(value)
-    except Exception:  # a repr that fails, or an integer too long to print, deep inside
+    except Exception:  # noqa: BLE001 - a repr that fails, or an integer too long to print, deep inside
         return f"a {type(value).__name__}"
 
 
@@ -288,8 +288,20 @@ def plain_json_text(text: str) -> bool:
     return text.count("{") + text.count("[") <= MAX_JSON_DEPTH and _SURROGATE_ESCAPE.search(text) is None
 
 
-def _validator(model: type[_Shape], then: Callable[[dict], None] | None = None) -> Callable[..., dict]:
-    def check(body: Any, *, plain: bool = False) -> dict:
+class ResponseCheck(Protocol):
+    """The check of one target method's response (a value of ``CALLS``)."""
+
+    def __call__(self, body: Any, *, plain: bool = False) -> dict[str, Any]:
+        """Return ``body`` (a JSON object) unchanged or raise ValueError naming its first bad field.
+
+        ``plain``: ``body`` was parsed from text that ``plain_json_text`` accepts, so the
+        depth/self-containment/surrogate walk is skipped.
+        """
+        ...
+
+
+def _validator(model: type[_Shape], then: Callable[[dict[str, Any]], None] | None = None) -> ResponseCheck:
+    def check(body: Any, *, plain: bool = False) -> dict[str, Any]:
         """Check ``body``; ``plain``: it was parsed from text that ``plain_json_text`` accepts."""
         if not isinstance(body, dict):
             raise ValueError(f"expected a JSON object, got {type(body).__name__}")
@@ -343,7 +355,7 @@ MODELS: dict[str, type[BaseModel]] = {
 }
 """Target method name -> the model of its response."""
 
-CALLS: dict[str, Callable[[Any], dict]] = {
+CALLS: dict[str, ResponseCheck] = {
     "info": _validator(InfoResponse),
     "ingest": _validator(DocumentWritten),
     "generate": check_generate_response,

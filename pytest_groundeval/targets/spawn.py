@@ -194,7 +194,8 @@ def _free_loopback_port() -> int:
     # the child then fails to start and the SpawnError shows its log.
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]  # an AF_INET address is (host, port)
+        return port
 
 
 def _tail(text: str, n: int) -> str:
@@ -237,7 +238,8 @@ def _stop_watchdog(watchdog: subprocess.Popen | None) -> None:
     if watchdog is None:
         return
     try:
-        watchdog.stdin.close()
+        if watchdog.stdin is not None:  # always set: _start_watchdog opens it as a pipe
+            watchdog.stdin.close()
         watchdog.wait(timeout=5)
     except (OSError, subprocess.TimeoutExpired):
         watchdog.kill()
