@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -242,7 +243,7 @@ Table(
 # --- migrations ------------------------------------------------------------------------------
 
 
-def _add_column(conn: Connection, table: str, name: str, type_: TypeEngine) -> None:
+def _add_column(conn: Connection, table: str, name: str, type_: TypeEngine[Any]) -> None:
     # ADD COLUMN of a nullable column without a default: the same statement on SQLite and
     # PostgreSQL, and cheap on both (no table rewrite).
     compiled = type_.dialect_impl(conn.dialect).compile(dialect=conn.dialect)

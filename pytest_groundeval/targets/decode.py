@@ -153,7 +153,7 @@ class _Long:
         return f"{self.kind} of more than {BRIEF_CHARS} characters"
 
 
-def _refused(text: str, pos: int, shape: _Shape, path: tuple) -> ShapeError:
+def _refused(text: str, pos: int, shape: _Shape, path: tuple[str | int, ...]) -> ShapeError:
     """The error of the value at ``pos``, a container ``shape`` does not allow, read no further than needed."""
     try:
         value = _DECODER.raw_decode(text[pos : pos + BRIEF_CHARS])[0]
@@ -168,7 +168,7 @@ def _refused(text: str, pos: int, shape: _Shape, path: tuple) -> ShapeError:
     return ShapeError(f"field '{field_path(path)}' must be {expected}, got {value!r}")
 
 
-def _decode(text: str, pos: int, shape: _Shape, path: tuple) -> tuple[Any, int]:
+def _decode(text: str, pos: int, shape: _Shape, path: tuple[str | int, ...]) -> tuple[Any, int]:
     """Decode the value at ``text[pos]`` (no leading white space) as ``shape`` expects; return it and its end."""
     char = text[pos : pos + 1]
     if shape.kind == "any" or char not in ("[", "{"):
@@ -245,7 +245,7 @@ def few_values(text: str) -> bool:
     return count <= FEW_VALUES and count + text.count("{") <= FEW_VALUES
 
 
-def decode_response(call: str, text: str) -> dict:
+def decode_response(call: str, text: str) -> dict[str, Any]:
     """Decode and check the response text of target method ``call`` (``generate``, ``query``, …).
 
     Returns:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 import reprlib
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
@@ -177,7 +177,11 @@ def _brief(value: Any) -> str:
         return f"a {type(value).__name__}"
 
 
-def _tree_path(node: tuple | None) -> str:
+_PathNode: TypeAlias = "tuple[_PathNode | None, Any]"
+"""A path into a response as a linked list: ``(parent node, key or index)``; the root is ``(None, None)``."""
+
+
+def _tree_path(node: _PathNode | None) -> str:
     keys: list[Any] = []
     while node is not None and node[1] is not None:
         node, key = node
@@ -197,7 +201,7 @@ def check_tree(body: Any) -> None:
     # Each stack entry: (value, depth, node) where node = (parent node, key) names the path;
     # (exit_, id, None) closes a container once its children are done.
     exit_ = object()
-    stack: list[tuple[Any, int, tuple | None]] = [(body, 1, (None, None))]
+    stack: list[tuple[Any, int, _PathNode | None]] = [(body, 1, (None, None))]
     open_ids: set[int] = set()
     done_ids: set[int] = set()
     while stack:
@@ -318,7 +322,7 @@ def _validator(model: type[_Shape], then: Callable[[dict[str, Any]], None] | Non
     return check
 
 
-def _check_generate_coherence(body: dict) -> None:
+def _check_generate_coherence(body: dict[str, Any]) -> None:
     answer = body["answer"].encode("utf-8")
     markers = {ev["marker"] for ev in body["evidence"]}
     for i, claim in enumerate(body["claims"]):
@@ -366,7 +370,7 @@ CALLS: dict[str, ResponseCheck] = {
 """Target method name -> the check of its response."""
 
 
-def check_response(call: str, body: Any) -> dict:
+def check_response(call: str, body: Any) -> dict[str, Any]:
     """Check the response of target method ``call`` (``generate``, ``records``, …).
 
     Returns:
