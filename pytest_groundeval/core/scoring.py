@@ -114,6 +114,7 @@ Spanish "ni" (neither/nor) is listed although it is also the Swedish pronoun
 """
 
 STOP_WORDS: frozenset[str] = frozenset(
+    # One set per language, joined: a word two languages share ("en", "de", "i", ...) stays in both lists.
     {
         # English function words.
         "a", "an", "the", "of", "to", "in", "on", "at", "by", "for", "with", "from", "into", "onto",
@@ -122,11 +123,13 @@ STOP_WORDS: frozenset[str] = frozenset(
         "have", "had", "do", "does", "did", "will", "would", "shall", "should", "can", "could",
         "may", "might", "must", "there", "their", "they", "them", "he", "she", "his", "her", "we",
         "our", "you", "your", "i", "which", "who", "whom", "whose", "what", "also", "such",
+    } | {
         # Spanish function words.
         "el", "la", "los", "las", "lo", "un", "una", "unos", "unas", "de", "del", "al", "en", "y", "e",
         "o", "u", "que", "es", "son", "fue", "fueron", "era", "eran", "ser", "está", "están", "por",
         "para", "con", "sin", "se", "su", "sus", "le", "les", "como", "este", "esta", "estos",
         "estas", "ese", "esa", "muy", "más", "pero", "sobre", "entre", "hay", "ha", "han",
+    } | {
         # Swedish function words.
         "en", "ett", "den", "det", "de", "och", "i", "på", "av", "till", "för", "med", "som", "är",
         "var", "varit", "har", "hade", "om", "att", "från", "vid", "men", "eller", "sig", "sin",

@@ -23,9 +23,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 MAX_SAFE_INTEGER = 2**53 - 1
 """The largest integer magnitude a manifest may hold (RFC 7493: exact in every JSON implementation)."""
@@ -36,6 +36,9 @@ SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+# The bound C matcher, called as skip(text, pos).end() in the hot loops. `*` matches the
+# empty string, so the match never fails: typed without the None that Pattern.match allows.
+_SKIP_WS = cast(Callable[[str, int], re.Match[str]], _WHITESPACE.match)
 _CONSTANTS = ("NaN", "Infinity", "-Infinity")
 
 
@@ -188,7 +191,7 @@ def first_problem(
 
 
 def _walk(text: str, pos: int, path: tuple[str | int, ...], duplicates: bool) -> tuple[Problem | None, int]:
-    skip = _WHITESPACE.match
+    skip = _SKIP_WS
     char = text[pos]
     if char == "{":
         seen: set[str] = set()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
@@ -19,6 +21,6 @@ class WireModel(BaseModel):
         extra="forbid",
     )
 
-    def to_wire(self) -> dict:
+    def to_wire(self) -> dict[str, Any]:
         """Dump as JSON-ready built-ins with camelCase keys (safe for xdist and JSON)."""
         return self.model_dump(mode="json", by_alias=True)

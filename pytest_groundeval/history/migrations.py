@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -242,7 +243,7 @@ Table(
 # --- migrations ------------------------------------------------------------------------------
 
 
-def _add_column(conn: Connection, table: str, name: str, type_: TypeEngine) -> None:
+def _add_column(conn: Connection, table: str, name: str, type_: TypeEngine[Any]) -> None:
     # ADD COLUMN of a nullable column without a default: the same statement on SQLite and
     # PostgreSQL, and cheap on both (no table rewrite).
     compiled = type_.dialect_impl(conn.dialect).compile(dialect=conn.dialect)
@@ -335,13 +336,9 @@ def _migrate_2_to_3(conn: Connection) -> None:
     sets, _ = _v3_tables(v3, "judgments")
     sets.create(conn)
     failed = case((old.c.verdict.is_(None) | (old.c.verdict == "unparseable"), 1), else_=0)
-    figures = {
-        row.run_id: row
-        for row in conn.execute(
-            select(old.c.run_id, func.count().label("n"), func.sum(failed).label("failed"),
-                   func.max(old.c.judged_ms).label("judged_ms")).group_by(old.c.run_id)  # fmt: skip
-        )
-    }
+    per_run = select(old.c.run_id, func.count().label("n"), func.sum(failed).label("failed"),
+                     func.max(old.c.judged_ms).label("judged_ms")).group_by(old.c.run_id)  # fmt: skip
+    figures = {row.run_id: row for row in conn.execute(per_run)}
     models: dict[str, set[str]] = {}
     for run_id, model in conn.execute(select(old.c.run_id, old.c.judge_model).where(old.c.judge_model.is_not(None))
                                       .distinct()):  # fmt: skip
@@ -507,10 +504,10 @@ def ensure_schema(engine: Engine) -> int:
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _LOCK_KEY})
         # Read again under the lock: another process may have created or migrated it meanwhile.
         before = stored_version(conn)
-        current = before
-        if current is None:
+        if before is None:
             create_version(conn, schema.metadata, schema.SCHEMA_VERSION)
             return 0
+        current = before
         if current > schema.SCHEMA_VERSION:
             raise HistoryError(
                 f"history database {describe_url(str(engine.url))} has schema version {current}, newer than "

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from sqlalchemy import func, select
 
-from ..core.metrics import percentile
+from ..core.metrics import METRIC_DIRECTIONS, percentile
 from . import schema
 from .engine import HistoryError
 from .records import BAD_VERDICTS, VERDICTS
@@ -232,8 +232,11 @@ def _run_rows(store: HistoryStore, where: Any = None, limit: int | None = None) 
         query = query.limit(limit)
     with store.engine.connect() as conn:
         return [
-            RunRow(*row[:-1], gated=not (isinstance(row[-1], dict) and row[-1].get("gated") is False))
-            for row in conn.execute(query)
+            RunRow(
+                run_id, label, path, version, started, finished, interrupted, passed, n,
+                gated=not (isinstance(gate, dict) and gate.get("gated") is False),
+            )
+            for run_id, label, path, version, started, finished, interrupted, passed, n, gate in conn.execute(query)
         ]
 
 
@@ -411,8 +414,6 @@ def _numeric(metrics: Mapping[str, Any] | None) -> dict[str, float | None]:
 
 
 def _metric_order() -> list[str]:
-    from ..core.gate import METRIC_DIRECTIONS
-
     return [*METRIC_DIRECTIONS, "items"]
 
 
@@ -438,7 +439,7 @@ def regressions(
     Args:
         floors: Complete bounds (``gate.parse_floors`` output), metric → bound.
     """
-    from ..core.gate import METRIC_DIRECTIONS, RECALL_MARGIN_KEY, DEFAULT_RECALL_MARGIN, same_lineage
+    from ..core.gate import DEFAULT_RECALL_MARGIN, RECALL_MARGIN_KEY, same_lineage
 
     if b.finished_ms is None:
         return [f"run B {b.id[:12]} has no finish time: it was killed or is still running"]
@@ -450,9 +451,9 @@ def regressions(
         bound = floors.get(name)
         if name == "errors" and bound is None:
             bound = 0
-        if bound is None or bv.get(name) is None:
+        b_value, a_value = bv.get(name), av.get(name)
+        if bound is None or b_value is None:
             continue
-        b_value, a_value = bv[name], av.get(name)
         fails = b_value < bound if direction.op == ">=" else b_value > bound
         if not fails:
             continue

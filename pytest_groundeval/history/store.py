@@ -137,7 +137,8 @@ class HistoryStore:
                 if row is None:
                     total = conn.execute(select(func.count()).select_from(runs)).scalar() or 0
                     raise HistoryError(f"run {ref!r}: the history holds {total} run(s)")
-                return row[0]
+                run_id: str = row[0]
+                return run_id
             if not ref or not _HEX_RE.match(ref.lower()):
                 raise HistoryError(f"run {ref!r}: expected a run id, a unique id prefix, 'latest' or 'latest~N'")
             ref = ref.lower()
@@ -150,7 +151,8 @@ class HistoryStore:
             shown = ", ".join(r[0][:12] for r in rows[:5])
             raise HistoryError(f"run {ref!r} is ambiguous: it starts {'more than 5' if len(rows) > 5 else len(rows)} "
                                f"run ids ({shown}); give more digits")
-        return rows[0][0]
+        only: str = rows[0][0]
+        return only
 
 
 def current_set_id(run_id: str) -> Any:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from .errors import HistoryError
+from .errors import HistoryError as HistoryError  # re-exported: URL-only callers catch it from here
 
 DEFAULT_PATH = Path(".groundeval") / "history.db"
 """Where the shorthand ``sqlite`` (or an empty value) stores the history, relative to the working directory."""

@@ -120,6 +120,12 @@ def _dumps(value: Any, what: str = "value") -> str | None:
         raise HistoryError(f"{what} must be JSON built-ins (no NaN): {exc}") from exc
 
 
+def _dataset_of(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The run config's ``dataset`` object (``path``, ``version``, ...), or an empty one without it."""
+    dataset = config.get("dataset")
+    return dataset if isinstance(dataset, Mapping) else {}
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -192,10 +198,10 @@ class HistoryWriter:
         if row is not None and row[0] == SCHEMA_VERSION and self._tables_look_current():
             return
         # Creating or migrating needs the table definitions: only then is SQLAlchemy loaded.
+        from sqlalchemy.exc import SQLAlchemyError
+
         from .engine import create_history_engine
         from .migrations import ensure_schema
-
-        from sqlalchemy.exc import SQLAlchemyError
 
         engine = create_history_engine(self.url)
         try:
@@ -212,7 +218,7 @@ class HistoryWriter:
             if self._fetchone("SELECT COUNT(*) FROM schema_info", ())[0] != 1:
                 return False
             for table in SCHEMA_TABLES:
-                self._fetchone(f"SELECT 1 FROM {table} WHERE 1 = 0", ())  # noqa: S608 - fixed names
+                self._fetchone(f"SELECT 1 FROM {table} WHERE 1 = 0", ())  # fixed table names, no input in the SQL
         except Exception:  # noqa: BLE001 - a missing table: the migrations name it
             if self._postgres:
                 self._conn.rollback()
@@ -315,7 +321,7 @@ class HistoryWriter:
         run_id = run_id or new_run_id()
         if len(run_id) != RUN_ID_LENGTH or not _HEX_RE.match(run_id):
             raise HistoryError(f"run id {run_id!r} must be {RUN_ID_LENGTH} lowercase hex digits")
-        dataset = config.get("dataset") if isinstance(config.get("dataset"), Mapping) else {}
+        dataset = _dataset_of(config)
         row = {
             "id": run_id,
             "label": label,
@@ -389,7 +395,9 @@ class HistoryWriter:
                         (run_id, *ids),
                     )
                 keys = dict(cursor.fetchall())
-                tags, tools, judgments = [], [], []
+                tags: list[dict[str, Any]] = []
+                tools: list[dict[str, Any]] = []
+                judgments: list[dict[str, Any]] = []
                 for row, item_tags, item_tools, item_judgments in parsed:
                     key = keys[row["item_id"]]
                     tags.extend({"item": key, "tag": tag, "run_id": run_id} for tag in item_tags)
@@ -483,7 +491,7 @@ class HistoryWriter:
                 raise HistoryError(f"run {run_id} is not in the history")
             config = row[0] if isinstance(row[0], dict) else json.loads(row[0])
             config.update(update)
-            dataset = config.get("dataset") if isinstance(config.get("dataset"), Mapping) else {}
+            dataset = _dataset_of(config)
             cursor.execute(
                 f"UPDATE runs SET config = {m}{cast}, dataset_path = {m}, dataset_version = {m} WHERE id = {m}",
                 (

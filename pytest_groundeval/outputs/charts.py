@@ -126,14 +126,14 @@ def histogram(values: Sequence[float], *, unit: str = "ms", bins: int = 30, widt
     body.append(_text(left - 6, top_pad + 8, str(peak), cls="tick", anchor="end"))
     body.append(_text(left - 6, axis_y, "0", cls="tick", anchor="end"))
     for q, cls in ((50, "p50"), (95, "p95")):
-        value = percentile(ordered, q)
-        assert value is not None
-        x = left + plot_w * min(max((value - low) / (high - low), 0.0), 1.0)
+        mark = percentile(ordered, q)
+        assert mark is not None
+        x = left + plot_w * min(max((mark - low) / (high - low), 0.0), 1.0)
         body.append(
             f'<line x1="{_num(x)}" y1="{top_pad}" x2="{_num(x)}" y2="{axis_y}" class="mark {cls}">'
-            f"<title>p{q} {value:.1f} {unit}</title></line>"
+            f"<title>p{q} {mark:.1f} {unit}</title></line>"
         )
-        body.append(_text(x + 3, top_pad + 10 + (12 if q == 95 else 0), f"p{q} {value:.1f}", cls=f"tick {cls}"))
+        body.append(_text(x + 3, top_pad + 10 + (12 if q == 95 else 0), f"p{q} {mark:.1f}", cls=f"tick {cls}"))
     label = f"Latency distribution: {len(values)} calls, p50 {percentile(ordered, 50):.1f} {unit}"
     return _svg(width, height, body, label)
 

@@ -31,8 +31,8 @@ import os
 import signal
 import time
 import uuid
-from concurrent.futures.process import BrokenProcessPool
 from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -437,6 +437,7 @@ def new_verifier(config: ReferenceConfig) -> concurrent.futures.Executor | None:
         return concurrent.futures.ThreadPoolExecutor(verify_workers(config), thread_name_prefix="verify")
     if kind != "process":
         raise ValueError(f"verify_executor must be one of {', '.join(VERIFY_EXECUTORS)}, got {kind!r}")
+    context: multiprocessing.context.BaseContext
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload([verify_claims.__module__])
@@ -482,7 +483,7 @@ def _warm(verifier: concurrent.futures.Executor, workers: int) -> None:
     try:
         for _ in range(workers):
             verifier.submit(verify_claims, [], {}).add_done_callback(logged)
-    except Exception as exc:  # a pool already shut down or broken: the first answer finds out and says so
+    except Exception as exc:  # noqa: BLE001 - a pool already shut down or broken: the first answer finds out and says so
         log.warning("verification pool warm-up failed: %s", exc)
 
 

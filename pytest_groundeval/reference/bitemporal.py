@@ -116,7 +116,7 @@ def is_visible(version: Version, as_of_tx: int, as_of_valid_ms: int) -> bool:
 
 
 def _current_version(conn: sqlite3.Connection, tenant_id: str, record_id: str) -> sqlite3.Row:
-    row = conn.execute(
+    row: sqlite3.Row | None = conn.execute(
         "SELECT * FROM record_versions WHERE tenant_id = ? AND record_id = ? AND tx_end IS NULL",
         (tenant_id, record_id),
     ).fetchone()

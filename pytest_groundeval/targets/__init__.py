@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from .._lazy import lazy_exports
 
-
 _EXPORTS = {
     "Target": "protocol",
     "TargetError": "protocol",

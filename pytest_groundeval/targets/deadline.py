@@ -21,7 +21,7 @@ import contextlib
 import time
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, cast
 
 import httpcore
 import httpx
@@ -93,7 +93,7 @@ class _Backend(httpcore.NetworkBackend):
 
 
 # httpcore error -> the httpx error httpx.Client users expect; most specific first.
-_ERRORS: tuple[tuple[type[Exception], type[Exception]], ...] = (
+_ERRORS: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
     (httpcore.ConnectTimeout, httpx.ConnectTimeout),
     (httpcore.ReadTimeout, httpx.ReadTimeout),
     (httpcore.WriteTimeout, httpx.WriteTimeout),
@@ -177,7 +177,8 @@ class DeadlineTransport(httpx.BaseTransport):
         return httpx.Response(
             status_code=response.status,
             headers=response.headers,
-            stream=_Body(response.stream, request),
+            # The sync pool's responses always carry a sync stream (httpcore types it as either).
+            stream=_Body(cast(Iterable[bytes], response.stream), request),
             extensions=response.extensions,
         )
 

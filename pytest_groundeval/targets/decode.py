@@ -31,9 +31,10 @@ import json
 import re
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Annotated, Any, Callable, Union
+from typing import Annotated, Any, Union, cast
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -49,6 +50,9 @@ BRIEF_CHARS = 256
 """Characters of a refused value read to quote it in the message."""
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+# The bound C matcher, called as skip(text, pos).end() in the hot loops. `*` matches the
+# empty string, so the match never fails: typed without the None that Pattern.match allows.
+_SKIP_WS = cast(Callable[[str, int], re.Match[str]], _WHITESPACE.match)
 _DECODER = json.JSONDecoder()
 
 
@@ -126,7 +130,10 @@ def _checker(annotation: Any) -> Callable[[Any], Any]:
 def _fields(model: type[BaseModel]) -> dict[str, _Shape]:
     out = {}
     for name, info in model.model_fields.items():
-        annotation = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+        # Annotated[(t, *metadata)], built in two steps: the one-line spelling reads to type
+        # checkers as 3.11's star-in-subscript syntax, though it is a plain tuple at run time.
+        params = (info.annotation, *info.metadata)
+        annotation = Annotated[params] if info.metadata else info.annotation
         out[info.alias or name] = _shape(annotation, _checker(annotation))
     return out
 
@@ -146,7 +153,7 @@ class _Long:
         return f"{self.kind} of more than {BRIEF_CHARS} characters"
 
 
-def _refused(text: str, pos: int, shape: _Shape, path: tuple) -> ShapeError:
+def _refused(text: str, pos: int, shape: _Shape, path: tuple[str | int, ...]) -> ShapeError:
     """The error of the value at ``pos``, a container ``shape`` does not allow, read no further than needed."""
     try:
         value = _DECODER.raw_decode(text[pos : pos + BRIEF_CHARS])[0]
@@ -161,7 +168,7 @@ def _refused(text: str, pos: int, shape: _Shape, path: tuple) -> ShapeError:
     return ShapeError(f"field '{field_path(path)}' must be {expected}, got {value!r}")
 
 
-def _decode(text: str, pos: int, shape: _Shape, path: tuple) -> tuple[Any, int]:
+def _decode(text: str, pos: int, shape: _Shape, path: tuple[str | int, ...]) -> tuple[Any, int]:
     """Decode the value at ``text[pos]`` (no leading white space) as ``shape`` expects; return it and its end."""
     char = text[pos : pos + 1]
     if shape.kind == "any" or char not in ("[", "{"):
@@ -170,7 +177,7 @@ def _decode(text: str, pos: int, shape: _Shape, path: tuple) -> tuple[Any, int]:
         raise _refused(text, pos, shape, path)
     if char == "{" and not shape.fields:
         return _DECODER.raw_decode(text, pos)  # a free-form record: nothing inside it to check, the C decoder takes it whole
-    skip = _WHITESPACE.match
+    skip = _SKIP_WS
     if char == "{":
         out: dict[str, Any] = {}
         pos = skip(text, pos + 1).end()
@@ -214,7 +221,7 @@ def _decode(text: str, pos: int, shape: _Shape, path: tuple) -> tuple[Any, int]:
 
 def _check_list_syntax(text: str, pos: int) -> None:
     """Raise what ``json.loads`` would for the list at ``text[pos]``, holding one element at a time."""
-    skip = _WHITESPACE.match
+    skip = _SKIP_WS
     pos = skip(text, pos + 1).end()
     if not text.startswith("]", pos):
         while True:
@@ -238,7 +245,7 @@ def few_values(text: str) -> bool:
     return count <= FEW_VALUES and count + text.count("{") <= FEW_VALUES
 
 
-def decode_response(call: str, text: str) -> dict:
+def decode_response(call: str, text: str) -> dict[str, Any]:
     """Decode and check the response text of target method ``call`` (``generate``, ``query``, …).
 
     Returns:
@@ -254,7 +261,7 @@ def decode_response(call: str, text: str) -> dict:
     if few_values(text):
         body = json.loads(text)
     else:
-        start = _WHITESPACE.match(text).end()
+        start = _SKIP_WS(text, 0).end()
         if text.startswith("[", start):
             _check_list_syntax(text, start)
             raise NotAnObject("a list")  # said without building it
@@ -262,7 +269,7 @@ def decode_response(call: str, text: str) -> dict:
             body = json.loads(text)  # a scalar (one value, bounded by the text), or a syntax error
         else:
             body, end = _decode(text, start, _root(call), ())
-            if _WHITESPACE.match(text, end).end() != len(text):
+            if _SKIP_WS(text, end).end() != len(text):
                 raise json.JSONDecodeError("Extra data", text, end)
     if not isinstance(body, dict):
         raise NotAnObject(f"a {type(body).__name__}")

@@ -29,8 +29,15 @@ from ..core.secrets import Scrubber
 from ..core.text import shorten
 from .bodies import ACCEPT_ENCODING, BodyError, BodyReader, decode_text, describe_size
 from .deadline import DeadlineTransport, deadline
-from .protocol import DEFAULT_MAX_RESPONSE_BYTES, TargetError, TargetUnavailable, call_headers, describe_exit
 from .decode import NotAnObject, decode_response
+from .protocol import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    JsonObject,
+    TargetError,
+    TargetUnavailable,
+    call_headers,
+    describe_exit,
+)
 from .responses import MAX_JSON_DEPTH
 
 __all__ = ["BODY_EXCERPT_CHARS", "HttpTarget", "URL_CONNECT_TIMEOUT_S", "connect_url"]
@@ -68,7 +75,7 @@ def _fail(call: str, url: str, status: int | None, what: str, data: bytes | str 
 
 def _decode_body(
     call: str, url: str, status: int, data: bytes, content_type: str | None, name: str, location: str | None = None
-) -> dict:
+) -> JsonObject:
     """Return the JSON object of a 2xx response to target method ``name``, checked; raise ``TargetError`` otherwise.
 
     ``data`` is the whole body, content coding undone (``bodies.BodyReader``); it is
@@ -215,7 +222,7 @@ class HttpTarget:
             raise
 
     def _send(
-        self, method: str, path: str, body: dict | None = None, *, timeout: float | None = None, read: bool = True
+        self, method: str, path: str, body: JsonObject | None = None, *, timeout: float | None = None, read: bool = True
     ) -> tuple[int, httpx.Headers, bytes]:
         """Send one request and read its body within the limits; return ``(status, headers, body)``.
 
@@ -277,7 +284,7 @@ class HttpTarget:
             raise exchange.body_error(exc) from None
         return response.status_code, response.headers, data
 
-    def _decode(self, call: str, sent: tuple[int, httpx.Headers, bytes], name: str) -> dict:
+    def _decode(self, call: str, sent: tuple[int, httpx.Headers, bytes], name: str) -> JsonObject:
         """Return the JSON object body of a 2xx response to method ``name``, checked; raise ``TargetError`` otherwise."""
         status, headers, data = sent
         path = call.split(" ", 1)[1]
@@ -285,16 +292,16 @@ class HttpTarget:
             call, f"{self.base_url}{path}", status, data, headers.get("content-type"), name, headers.get("location")
         )
 
-    def _call(self, name: str, body: dict | None) -> dict:
+    def _call(self, name: str, body: JsonObject | None) -> JsonObject:
         method, path = _ROUTES[name]
         with self._masked():
             return self._decode(f"{method} {path}", self._send(method, path, body), name)
 
-    async def _acall(self, name: str, body: dict | None) -> dict:
+    async def _acall(self, name: str, body: JsonObject | None) -> JsonObject:
         with self._masked():
             return await self._acall_unmasked(name, body)
 
-    async def _acall_unmasked(self, name: str, body: dict | None) -> dict:
+    async def _acall_unmasked(self, name: str, body: JsonObject | None) -> JsonObject:
         method, path = _ROUTES[name]
         call = f"{method} {path}"
         url = f"{self.base_url}{path}"
@@ -339,7 +346,7 @@ class HttpTarget:
 
     # -- Target protocol: each call once in _ROUTES, sync (httpx) and async (aiohttp)
 
-    def info(self) -> dict | None:
+    def info(self) -> JsonObject | None:
         """``GET /v1/info``: the model lineage, or None on HTTP 404 (see ``Target.info``).
 
         Raises:
@@ -351,7 +358,7 @@ class HttpTarget:
                 return None
             return self._decode("GET /v1/info", sent, "info")
 
-    def ingest(self, document: dict) -> dict:
+    def ingest(self, document: JsonObject) -> JsonObject:
         """``POST /v1/documents`` (see ``Target.ingest``).
 
         Raises:
@@ -359,7 +366,7 @@ class HttpTarget:
         """
         return self._call("ingest", document)
 
-    def generate(self, question: str, find: str | None) -> dict:
+    def generate(self, question: str, find: str | None) -> JsonObject:
         """``POST /v1/generate`` (see ``Target.generate``).
 
         Raises:
@@ -368,7 +375,7 @@ class HttpTarget:
         """
         return self.timed_generate(question, find)[0]
 
-    def timed_generate(self, question: str, find: str | None) -> tuple[dict, float]:
+    def timed_generate(self, question: str, find: str | None) -> tuple[JsonObject, float]:
         """``POST /v1/generate`` with its client-side wall time.
 
         Returns:
@@ -382,7 +389,7 @@ class HttpTarget:
         body = self._call("generate", {"question": question, "find": find})
         return body, (time.perf_counter() - started) * 1000.0
 
-    def records(self, step: dict) -> dict:
+    def records(self, step: JsonObject) -> JsonObject:
         """``POST /v1/records`` (see ``Target.records``).
 
         Raises:
@@ -390,7 +397,7 @@ class HttpTarget:
         """
         return self._call("records", step)
 
-    def query(self, body: dict) -> dict:
+    def query(self, body: JsonObject) -> JsonObject:
         """``POST /v1/query`` (see ``Target.query``).
 
         Raises:
@@ -398,7 +405,7 @@ class HttpTarget:
         """
         return self._call("query", body)
 
-    def compare(self, body: dict) -> dict:
+    def compare(self, body: JsonObject) -> JsonObject:
         """``POST /v1/compare`` (see ``Target.compare``).
 
         Raises:
@@ -410,23 +417,23 @@ class HttpTarget:
         """Close the connection pools (the async one must be closed with ``aclose`` on its loop)."""
         self._client.close()
 
-    async def aingest(self, document: dict) -> dict:
+    async def aingest(self, document: JsonObject) -> JsonObject:
         """Async ``ingest``."""
         return await self._acall("ingest", document)
 
-    async def agenerate(self, question: str, find: str | None) -> dict:
+    async def agenerate(self, question: str, find: str | None) -> JsonObject:
         """Async ``generate``."""
         return await self._acall("generate", {"question": question, "find": find})
 
-    async def arecords(self, step: dict) -> dict:
+    async def arecords(self, step: JsonObject) -> JsonObject:
         """Async ``records``."""
         return await self._acall("records", step)
 
-    async def aquery(self, body: dict) -> dict:
+    async def aquery(self, body: JsonObject) -> JsonObject:
         """Async ``query``."""
         return await self._acall("query", body)
 
-    async def acompare(self, body: dict) -> dict:
+    async def acompare(self, body: JsonObject) -> JsonObject:
         """Async ``compare``."""
         return await self._acall("compare", body)
 
@@ -464,7 +471,7 @@ class HttpTarget:
         self,
         timeout_s: float,
         poll_interval_s: float = 0.1,
-        process: subprocess.Popen | None = None,
+        process: subprocess.Popen[bytes] | None = None,
     ) -> None:
         """Poll ``GET /readyz`` until it answers 200 (docs/target-contract.md).
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import signal
 from contextvars import ContextVar
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from ..core.contract import ITEM_ID_HEADER, RUN_ID_HEADER
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
+    "JsonObject",
     "SpawnError",
     "Target",
     "TargetError",
@@ -31,6 +32,10 @@ __all__ = [
     "describe_exit",
     "lineage",
 ]
+
+JsonObject: TypeAlias = dict[str, Any]
+"""A JSON object as sent to or received from a target: string keys, values of any JSON type
+(their shapes are the response models' business, docs/target-contract.md)."""
 
 DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 """Largest response body an ``HttpTarget`` accepts by default (``--eval-max-response-bytes``).
@@ -138,7 +143,7 @@ class Target(Protocol):
     completed.
     """
 
-    def info(self) -> dict | None:
+    def info(self) -> JsonObject | None:
         """Return the model lineage, or None when the target does not say.
 
         Returns:
@@ -147,7 +152,7 @@ class Target(Protocol):
         """
         ...
 
-    def ingest(self, document: dict) -> dict:
+    def ingest(self, document: JsonObject) -> JsonObject:
         """Store one corpus document (``POST /v1/documents``); idempotent on name and hash.
 
         Args:
@@ -161,7 +166,7 @@ class Target(Protocol):
         """
         ...
 
-    def generate(self, question: str, find: str | None) -> dict:
+    def generate(self, question: str, find: str | None) -> JsonObject:
         """Answer a question from the stored corpus (``POST /v1/generate``).
 
         Args:
@@ -179,7 +184,7 @@ class Target(Protocol):
         """
         ...
 
-    def records(self, step: dict) -> dict:
+    def records(self, step: JsonObject) -> JsonObject:
         """Write one bitemporal record change (``POST /v1/records``, docs/dataset.md).
 
         Args:
@@ -192,7 +197,7 @@ class Target(Protocol):
         """
         ...
 
-    def query(self, body: dict) -> dict:
+    def query(self, body: JsonObject) -> JsonObject:
         """Read records as of a transaction and valid time (``POST /v1/query``).
 
         Args:
@@ -205,7 +210,7 @@ class Target(Protocol):
         """
         ...
 
-    def compare(self, body: dict) -> dict:
+    def compare(self, body: JsonObject) -> JsonObject:
         """Diff records between two transaction times (``POST /v1/compare``).
 
         Args:
@@ -242,7 +247,7 @@ def lineage(target: Any, generate: str | None = None, embed: str | None = None) 
     except TargetError as exc:
         if exc.status == 401:
             raise
-    except Exception:  # /v1/info is optional; its absence (or failure) means "fall back"
+    except Exception:  # noqa: BLE001 - /v1/info is optional; its absence (or failure) means "fall back"
         info = None
     models = (info or {}).get("models") or {}
     return {

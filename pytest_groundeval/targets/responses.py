@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 import reprlib
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
@@ -173,11 +173,15 @@ def _brief(value: Any) -> str:
         return f"an integer of {value.bit_length()} bits"
     try:
         return _REPR.repr(value)
-    except Exception:  # a repr that fails, or an integer too long to print, deep inside
+    except Exception:  # noqa: BLE001 - a repr that fails, or an integer too long to print, deep inside
         return f"a {type(value).__name__}"
 
 
-def _tree_path(node: tuple | None) -> str:
+_PathNode: TypeAlias = "tuple[_PathNode | None, Any]"
+"""A path into a response as a linked list: ``(parent node, key or index)``; the root is ``(None, None)``."""
+
+
+def _tree_path(node: _PathNode | None) -> str:
     keys: list[Any] = []
     while node is not None and node[1] is not None:
         node, key = node
@@ -197,7 +201,7 @@ def check_tree(body: Any) -> None:
     # Each stack entry: (value, depth, node) where node = (parent node, key) names the path;
     # (exit_, id, None) closes a container once its children are done.
     exit_ = object()
-    stack: list[tuple[Any, int, tuple | None]] = [(body, 1, (None, None))]
+    stack: list[tuple[Any, int, _PathNode | None]] = [(body, 1, (None, None))]
     open_ids: set[int] = set()
     done_ids: set[int] = set()
     while stack:
@@ -288,8 +292,20 @@ def plain_json_text(text: str) -> bool:
     return text.count("{") + text.count("[") <= MAX_JSON_DEPTH and _SURROGATE_ESCAPE.search(text) is None
 
 
-def _validator(model: type[_Shape], then: Callable[[dict], None] | None = None) -> Callable[..., dict]:
-    def check(body: Any, *, plain: bool = False) -> dict:
+class ResponseCheck(Protocol):
+    """The check of one target method's response (a value of ``CALLS``)."""
+
+    def __call__(self, body: Any, *, plain: bool = False) -> dict[str, Any]:
+        """Return ``body`` (a JSON object) unchanged or raise ValueError naming its first bad field.
+
+        ``plain``: ``body`` was parsed from text that ``plain_json_text`` accepts, so the
+        depth/self-containment/surrogate walk is skipped.
+        """
+        ...
+
+
+def _validator(model: type[_Shape], then: Callable[[dict[str, Any]], None] | None = None) -> ResponseCheck:
+    def check(body: Any, *, plain: bool = False) -> dict[str, Any]:
         """Check ``body``; ``plain``: it was parsed from text that ``plain_json_text`` accepts."""
         if not isinstance(body, dict):
             raise ValueError(f"expected a JSON object, got {type(body).__name__}")
@@ -306,7 +322,7 @@ def _validator(model: type[_Shape], then: Callable[[dict], None] | None = None) 
     return check
 
 
-def _check_generate_coherence(body: dict) -> None:
+def _check_generate_coherence(body: dict[str, Any]) -> None:
     answer = body["answer"].encode("utf-8")
     markers = {ev["marker"] for ev in body["evidence"]}
     for i, claim in enumerate(body["claims"]):
@@ -343,7 +359,7 @@ MODELS: dict[str, type[BaseModel]] = {
 }
 """Target method name -> the model of its response."""
 
-CALLS: dict[str, Callable[[Any], dict]] = {
+CALLS: dict[str, ResponseCheck] = {
     "info": _validator(InfoResponse),
     "ingest": _validator(DocumentWritten),
     "generate": check_generate_response,
@@ -354,7 +370,7 @@ CALLS: dict[str, Callable[[Any], dict]] = {
 """Target method name -> the check of its response."""
 
 
-def check_response(call: str, body: Any) -> dict:
+def check_response(call: str, body: Any) -> dict[str, Any]:
     """Check the response of target method ``call`` (``generate``, ``records``, …).
 
     Returns:

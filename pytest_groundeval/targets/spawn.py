@@ -194,7 +194,8 @@ def _free_loopback_port() -> int:
     # the child then fails to start and the SpawnError shows its log.
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]  # an AF_INET address is (host, port)
+        return port
 
 
 def _tail(text: str, n: int) -> str:
@@ -205,7 +206,7 @@ def _indent(text: str) -> str:
     return "\n".join(f"    {line}" for line in text.splitlines()) or "    (empty)"
 
 
-def _kill_group(process: subprocess.Popen, sig: int) -> None:
+def _kill_group(process: subprocess.Popen[bytes], sig: int) -> None:
     """Send ``sig`` to the child's whole process group (the child leads its own session)."""
     if os.name == "posix":
         try:
@@ -220,7 +221,7 @@ def _kill_group(process: subprocess.Popen, sig: int) -> None:
             process.kill()
 
 
-def _start_watchdog(pgid: int, grace_s: float) -> subprocess.Popen | None:
+def _start_watchdog(pgid: int, grace_s: float) -> subprocess.Popen[bytes] | None:
     if os.name != "posix":
         return None
     return subprocess.Popen(
@@ -232,12 +233,13 @@ def _start_watchdog(pgid: int, grace_s: float) -> subprocess.Popen | None:
     )
 
 
-def _stop_watchdog(watchdog: subprocess.Popen | None) -> None:
+def _stop_watchdog(watchdog: subprocess.Popen[bytes] | None) -> None:
     """Release the watchdog after a normal teardown (the group is already gone)."""
     if watchdog is None:
         return
     try:
-        watchdog.stdin.close()
+        if watchdog.stdin is not None:  # always set: _start_watchdog opens it as a pipe
+            watchdog.stdin.close()
         watchdog.wait(timeout=5)
     except (OSError, subprocess.TimeoutExpired):
         watchdog.kill()
@@ -296,10 +298,10 @@ class SpawnedTarget:
         self.data_dir: Path = Path()
         self.log_path: Path = Path()
         self.command: str = ""
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen[bytes] | None = None
         self._target: HttpTarget | None = None
         self._log: IO[bytes] | None = None
-        self._watchdog: subprocess.Popen | None = None
+        self._watchdog: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> SpawnedTarget:
         self.start()
@@ -507,7 +509,7 @@ class SpawnedTarget:
                 self._log = None
 
 
-def _terminate_group(process: subprocess.Popen, grace_s: float) -> None:
+def _terminate_group(process: subprocess.Popen[bytes], grace_s: float) -> None:
     """SIGTERM the child's group, wait up to ``grace_s`` for it to empty, SIGKILL the rest, reap."""
     if os.name != "posix":
         if process.poll() is None:
