@@ -375,7 +375,7 @@ def _rejudge_parser() -> _Parser:
 
 
 def _llm_judge(args: argparse.Namespace) -> Judge:
-    from .judge import judge_from_args
+    from .rejudge_judge import judge_from_args
 
     return judge_from_args(args)
 
@@ -386,7 +386,7 @@ def rejudge_main(argv: list[str], judge_factory: JudgeFactory | None = None) -> 
     Args:
         argv: Arguments after ``rejudge``.
         judge_factory: Builds the judge from the parsed arguments; raises ``HistoryError``
-            when it cannot. The default is the LLM judge (``history.judge.judge_from_args``):
+            when it cannot. The default is the LLM judge (``history.rejudge_judge.judge_from_args``):
             ``--judge-url`` and ``--judge-model`` are then required.
 
     Returns:
