@@ -95,8 +95,8 @@ def source_map(item: CitationItem, evidence: Sequence[Mapping[str, Any]] | None 
     if evidence is None:
         sources: dict[str, dict[str, str]] = {}
         recorded = item.response.sources if item.response is not None else []
-        for source in recorded:
-            sources.setdefault(source.marker, {}).update(source.metadata)
+        for recorded_source in recorded:
+            sources.setdefault(recorded_source.marker, {}).update(recorded_source.metadata)
         for marker, source in declared.items():
             sources.setdefault(marker, {}).update(source.metadata)
         return sources
@@ -106,16 +106,16 @@ def source_map(item: CitationItem, evidence: Sequence[Mapping[str, Any]] | None 
             by_document.setdefault(source.document, source.metadata)
     sources = {}
     for entry in evidence:
-        marker = entry.get("marker")
-        if not isinstance(marker, str):
+        cited = entry.get("marker")
+        if not isinstance(cited, str):
             continue
         document = entry.get("document")
         metadata = by_document.get(document) if isinstance(document, str) else None
         if metadata is None:
-            same_marker = declared.get(marker)
+            same_marker = declared.get(cited)
             if same_marker is not None and same_marker.document in (None, document):
                 metadata = same_marker.metadata
-        sources.setdefault(marker, {}).update(metadata or {})
+        sources.setdefault(cited, {}).update(metadata or {})
     return sources
 
 

@@ -196,7 +196,7 @@ JUDGE_BOUNDS = ("citationSupportedRate", "wrongSpeakerRate", "unparseableRate", 
 UNPARSEABLE_CEILING = 0.05
 """The ``unparseableRate`` ceiling a judge bound arms unless the floors give one (docs/gate.md)."""
 
-def _counter() -> Counter:
+def _counter() -> Counter[Any]:
     return Counter()
 
 
@@ -224,11 +224,11 @@ class CitationTally(Tally):
     scorer_errors: int = 0
     coverage_scores: int = 0
     coverage_score_sum: Fraction = Fraction(0)
-    verdicts: Counter = field(default_factory=_counter)
+    verdicts: Counter[str] = field(default_factory=_counter)
     """Label (``JUDGE_LABELS``) → paragraphs the judge was asked about."""
-    confusion: Counter = field(default_factory=_counter)
+    confusion: Counter[tuple[str, str]] = field(default_factory=_counter)
     """``(expectedVerdict, label)`` → labelled paragraphs the judge was asked about."""
-    catches: Counter = field(default_factory=_counter)
+    catches: Counter[str] = field(default_factory=_counter)
     """``CATCHES`` key → paragraphs."""
 
 
