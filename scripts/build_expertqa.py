@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 import xxhash
 
-from pytest_groundeval.core.evidence import TIERS, EvidenceBlock, Tier, Verdict, review_answer
+from pytest_groundeval.core.evidence import TIERS, EvidenceBlock, FindingVerdict, Tier, review_answer
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "datasets" / "expertqa"
@@ -95,7 +95,7 @@ LIKELY_WORDS = frozenset(
 _CITATION_MARKER = re.compile(r"\s*\[\d+\]")
 _EVIDENCE_HEAD = re.compile(r"\[(\d+)\]\s+(\S+)")
 _WORD = re.compile(r"[a-z]+")
-_VERDICT_ORDER: tuple[Verdict, ...] = ("pass", "soften", "flag_for_human_review", "remove")
+_VERDICT_ORDER: tuple[FindingVerdict, ...] = ("pass", "soften", "flag_for_human_review", "remove")
 _SUPPORT_ORDER = ("Complete", "Partial", "Incomplete", "Missing")
 
 
@@ -287,9 +287,9 @@ class Agreement:
         )
 
 
-def claim_labels(rows: Sequence[dict]) -> list[tuple[Verdict, str, bool]]:
+def claim_labels(rows: Sequence[dict]) -> list[tuple[FindingVerdict, str, bool]]:
     """``(our verdict, annotators' support, cites a source)`` per asserted claim, support ``N/A`` excluded."""
-    triples: list[tuple[Verdict, str, bool]] = []
+    triples: list[tuple[FindingVerdict, str, bool]] = []
     for _row, _system, record, answer in iter_answers(rows):
         block = EvidenceBlock.model_validate(evidence_block(answer, record["metadata"]["field"]))
         review = review_answer(block, answer["answer_string"])
@@ -312,7 +312,7 @@ def agreement_report(rows: Sequence[dict]) -> str:
         theirs_yes: set[str],
         ours: str,
         theirs: str,
-        claims: list[tuple[Verdict, str]] = pairs,
+        claims: list[tuple[FindingVerdict, str]] = pairs,
     ) -> Agreement:
         cells = {(o, t): 0 for o in (True, False) for t in (True, False)}
         for verdict, support in claims:

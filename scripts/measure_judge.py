@@ -30,11 +30,18 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from pytest_groundeval.core.dataset import load_dataset  # noqa: E402
-from pytest_groundeval.core.kinds.citation import CitationItem, judge_citation, source_map  # noqa: E402
-from pytest_groundeval.judge import metrics  # noqa: E402
+from pytest_groundeval.core.kinds.citation import (  # noqa: E402
+    METRICS,
+    CitationItem,
+    assess_paragraphs,
+    judge_citation,
+    paragraph_labels,
+    paragraph_metrics,
+    source_details,
+    source_map,
+)
 from pytest_groundeval.judge.cache import JudgeCache  # noqa: E402
 from pytest_groundeval.judge.client import JudgeClient  # noqa: E402
-from pytest_groundeval.judge.paragraphs import assess_paragraphs, paragraph_labels, source_details  # noqa: E402
 from pytest_groundeval.judge.scorer import CoverageScorer  # noqa: E402
 
 
@@ -64,6 +71,16 @@ async def measure(dataset_dir: str, judge_url: str, judge_model: str, api_key: s
     return records, len(items)
 
 
+def figures_of(records: list[dict], scored: bool) -> dict:
+    """The citation metrics of the records as a run's report names them (camelCase), computed by the citation
+    kind itself (``core.kinds.citation.paragraph_metrics``), plus the paragraphs asked and labelled."""
+    values = paragraph_metrics(records, judged=True, scored=scored)
+    figures = {spec.wire: values[spec.field] for spec in METRICS}
+    figures["citationParagraphsAsked"] = sum((figures["verdictDistribution"] or {}).values())
+    figures["judgeLabelled"] = sum(sum(row.values()) for row in (figures["judgeConfusion"] or {}).values())
+    return figures
+
+
 def table(figures: dict, items: int, seconds: float) -> str:
     """The figures as Markdown."""
     def pct(value: float | None) -> str:
@@ -81,13 +98,14 @@ def table(figures: dict, items: int, seconds: float) -> str:
         lines.append(f"| {key} | {pct(figures[key])} |")
     lines += [f"| judgeErrors | {figures['judgeErrors']} |", f"| scorerErrors | {figures['scorerErrors']} |", ""]
     lines += ["| verdict | paragraphs |", "|---|---|"]
-    lines += [f"| {k} | {v} |" for k, v in figures["verdictDistribution"].items()]
+    lines += [f"| {k} | {v} |" for k, v in (figures["verdictDistribution"] or {}).items()]
     lines += ["", "| catches | paragraphs |", "|---|---|"]
-    lines += [f"| {k} | {v} |" for k, v in figures["catchSplit"].items()]
-    columns = sorted({c for row in figures["judgeConfusion"].values() for c in row})
+    lines += [f"| {k} | {v} |" for k, v in (figures["citationCatches"] or {}).items()]
+    confusion = figures["judgeConfusion"] or {}
+    columns = sorted({c for row in confusion.values() for c in row})
     lines += ["", "| expected \\ judge | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
-    for expected in sorted(figures["judgeConfusion"]):
-        row = figures["judgeConfusion"][expected]
+    for expected in sorted(confusion):
+        row = confusion[expected]
         lines.append(f"| {expected} | " + " | ".join(str(row.get(c, 0)) for c in columns) + " |")
     return "\n".join(lines) + "\n"
 
@@ -111,17 +129,19 @@ def main(argv: list[str] | None = None) -> int:
 
         with ThreadedMockProvider() as mock:
             scorer = args.scorer_url or mock.root_url
+            scored = True
             records, items = asyncio.run(
                 measure(args.dataset, mock.base_url, "mock-judge", None, scorer, args.concurrency, args.cache_dir)
             )
     elif args.judge_url:
+        scored = args.scorer_url is not None
         records, items = asyncio.run(
             measure(args.dataset, args.judge_url, args.judge_model, api_key, args.scorer_url, args.concurrency,
                     args.cache_dir)
         )
     else:
         parser.error("give --mock or --judge-url")
-    figures = metrics.citation_metrics(records)
+    figures = figures_of(records, scored)
     seconds = time.perf_counter() - started
     print(json.dumps(figures, indent=1) if args.json else table(figures, items, seconds), end="")
     return 0

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 
 from ..history.engine import HistoryError, url_from_sources
-from ..history.judge import judge_from_args
+from ..history.rejudge_judge import judge_from_args
 from ..history.rejudge import Judge, rejudge_run, tty_progress
 from ..history.store import HistoryStore
 from ._args import Parser, ParserExit, UsageError, add_history_argument
@@ -39,7 +39,7 @@ def rejudge_main(argv: list[str], judge_factory: JudgeFactory | None = None) -> 
     Args:
         argv: Arguments after ``rejudge``.
         judge_factory: Builds the judge from the parsed arguments; raises ``HistoryError``
-            when it cannot. The default is the LLM judge (``history.judge.judge_from_args``):
+            when it cannot. The default is the LLM judge (``history.rejudge_judge.judge_from_args``):
             ``--judge-url`` and ``--judge-model`` are then required.
 
     Returns:

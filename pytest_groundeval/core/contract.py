@@ -35,8 +35,9 @@ FAULT_MODEL_SEPARATOR = "+fault="
 TEMPORAL_LABEL_SEPARATOR = "__ge_"
 """Per-run, per-item suffix separator the harness appends to temporal labels (docs/dataset.md)."""
 
-VERDICTS = ("supported", "unsupported", "contradicted", "unverifiable")
-"""Claim verdicts a target may return (docs/target-contract.md)."""
+CLAIM_VERDICTS = ("supported", "unsupported", "contradicted", "unverifiable")
+"""Claim verdicts a target may return for its claims (docs/target-contract.md); the citation judge's verdicts
+are another vocabulary (``core.judging.JUDGE_VERDICTS``)."""
 
 MARKER_IN_TEXT_PATTERN = r"\[(S?\d+)\]"
 """A citation marker as it appears in an answer: ``[S1]`` (evidence block) or ``[1]`` (numbered

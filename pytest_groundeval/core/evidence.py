@@ -29,7 +29,7 @@ Tier = Literal["guideline", "official", "peer_reviewed", "reputable", "community
 Assertiveness = Literal["definitive", "likely", "tentative"]
 """How strongly a claim is asserted (docs/evidence-risk.md)."""
 
-Verdict = Literal["pass", "soften", "flag_for_human_review", "remove"]
+FindingVerdict = Literal["pass", "soften", "flag_for_human_review", "remove"]
 """Finding verdicts, least to most severe (docs/evidence-risk.md)."""
 
 Check = Literal["evidence_strength", "unsourced_claim"]
@@ -45,12 +45,12 @@ TIERS: tuple[Tier, ...] = (
 )
 """Every tier, strongest first; a claim's strength is its best-ranked source."""
 
-VERDICT_RISK: Mapping[Verdict, float] = MappingProxyType(
+VERDICT_RISK: Mapping[FindingVerdict, float] = MappingProxyType(
     {"pass": 0.0, "soften": 1 / 3, "flag_for_human_review": 2 / 3, "remove": 1.0}
 )
 """Risk weight of each verdict (docs/evidence-risk.md); the review's ``riskScore`` is the worst one."""
 
-EVIDENCE_STRENGTH: Mapping[tuple[Assertiveness, Tier], Verdict] = MappingProxyType(
+EVIDENCE_STRENGTH: Mapping[tuple[Assertiveness, Tier], FindingVerdict] = MappingProxyType(
     {
         # A definitive statement is only as safe as an authority that states it.
         ("definitive", "guideline"): "pass",
@@ -81,7 +81,7 @@ The same table, with the reasoning, is in ``docs/evidence-risk.md``; the two mus
 be changed together.
 """
 
-UNSOURCED: Mapping[Assertiveness, Verdict] = MappingProxyType(
+UNSOURCED: Mapping[Assertiveness, FindingVerdict] = MappingProxyType(
     {"definitive": "remove", "likely": "flag_for_human_review", "tentative": "soften"}
 )
 """The ``unsourced_claim`` verdict for a claim that names no source."""
@@ -226,7 +226,7 @@ class Finding(WireModel):
     """Which check produced the finding."""
     claim_id: str
     """The claim reviewed."""
-    verdict: Verdict
+    verdict: FindingVerdict
     """What should happen to the claim."""
     reason: str
     """Plain-language reason, naming the tier and assertiveness involved."""
@@ -246,7 +246,7 @@ class EvidenceReview(WireModel):
     1.0 when no declared claim was asserted; 0.0 when not reviewed."""
     score: float
     """``1 - risk_score``; 1.0 when not reviewed, 0.0 when no declared claim was asserted."""
-    max_verdict: Verdict | None = None
+    max_verdict: FindingVerdict | None = None
     """The worst verdict among the findings, if any."""
     findings: list[Finding] = Field(default_factory=list)
     """One finding per asserted claim, in claim order."""

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from ..targets.protocol import Target, TargetError, TargetUnavailable, call_ids
 from ..targets.responses import check_response
 from .evidence import describe_review, review_answer
+from .judging import Judge, Scorer
 from .kinds import kind_of
 from .kinds.base import JudgeError
 from .outcome import ItemOutcome
@@ -137,10 +138,10 @@ class ItemRunner:
         """The xdist worker's crash journal (``plugin.crash.WorkerJournal``), when the plugin runs it."""
         self.dispatcher: Any = None
         """The ``dispatch.ItemDispatcher`` feeding this runner, when the plugin runs it."""
-        self.judge: Any = None
-        """The citation judge (``pytest_groundeval.judge.client.JudgeClient``), or None (docs/citation.md)."""
-        self.scorer: Any = None
-        """The coverage scorer (``pytest_groundeval.judge.scorer.CoverageScorer``), or None (docs/citation.md)."""
+        self.judge: Judge | None = None
+        """The citation judge (a ``core.judging.Judge``, e.g. the HTTP ``JudgeClient``), or None (docs/citation.md)."""
+        self.scorer: Scorer | None = None
+        """The coverage scorer (a ``core.judging.Scorer``, e.g. the HTTP ``CoverageScorer``), or None (docs/citation.md)."""
         self.stop_reason: str | None = None
         """Set once the target is gone or broken for good (its process died, it refused
         ``UNAVAILABLE_STREAK`` calls in a row, or ``ERROR_STREAK`` items in a row could

@@ -19,10 +19,10 @@ from typing import Any, Literal
 
 from sqlalchemy import func, select
 
+from ..core.judging import RECORDED_VERDICTS, UNJUDGED, JudgeVerdict
 from ..core.metrics import METRIC_DIRECTIONS, percentile
 from . import schema
 from .engine import HistoryError
-from .records import BAD_VERDICTS, VERDICTS
 from .store import HistoryStore, current_set_id
 
 GroupBy = Literal["tool", "kind", "tag"]
@@ -33,8 +33,8 @@ NO_TOOL = "(no tool)"
 """The group of items whose target reported no tool call."""
 UNTAGGED = "(untagged)"
 """The group of items without tags."""
-UNJUDGED = "unjudged"
-"""Verdict-distribution key for paragraphs with no judge verdict yet."""
+BAD_VERDICTS: tuple[JudgeVerdict, ...] = ("unsupported", "wrong_speaker")
+"""Judge verdicts that make an answer bad in the group analysis (docs/history.md)."""
 
 
 @dataclass
@@ -267,14 +267,14 @@ def _run_row(store: HistoryStore, run_id: str) -> RunRow:
 
 
 def verdict_counts(store: HistoryStore, run_id: str) -> dict[str, int]:
-    """Paragraphs per judge verdict in a run's current judgment set: every verdict of ``VERDICTS`` (0 when
+    """Paragraphs per judge verdict in a run's current judgment set: every verdict of ``RECORDED_VERDICTS`` (0 when
     absent) and ``unjudged``."""
     j = schema.judgments
     with store.engine.connect() as conn:
         rows = conn.execute(
             select(j.c.verdict, func.count()).where(j.c.set_id == current_set_id(run_id)).group_by(j.c.verdict)
         ).all()
-    counts = dict.fromkeys([*VERDICTS, UNJUDGED], 0)
+    counts = dict.fromkeys([*RECORDED_VERDICTS, UNJUDGED], 0)
     for verdict, n in rows:
         counts[verdict or UNJUDGED] = counts.get(verdict or UNJUDGED, 0) + n
     return counts

@@ -26,6 +26,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..core.judging import RECORDED_VERDICTS
 from ..core.kinds import KIND_NAMES
 from .errors import HistoryError
 
@@ -35,11 +36,6 @@ ITEM_CONTEXT_KEYS = ("question", "answer", "tags", "sources", "trace", "toolTrac
 PARAGRAPHS_KEY = "citationParagraphs"
 """``extra`` key holding the citation paragraph judgments."""
 
-VERDICTS = ("supported", "partial", "unsupported", "wrong_speaker", "wrong_attribution", "unparseable")
-"""Judge verdicts a judgment may hold (docs/citation.md); ``unparseable`` is never counted as supported."""
-
-BAD_VERDICTS = ("unsupported", "wrong_speaker")
-"""Verdicts that make an answer bad in the group analysis (docs/history.md)."""
 
 TRACE_TEXT_CHARS = 300
 """Characters of a claim's or evidence span's text kept in a compact trace."""
@@ -131,7 +127,7 @@ def judgment_rows(item: str, paragraphs: Any) -> list[dict[str, Any]]:
 
     Raises:
         HistoryError: Not a list of objects; an ``index`` that is not an integer >= 0
-            or repeats; a verdict outside ``VERDICTS``; a coverage score outside [0, 1].
+            or repeats; a verdict outside ``RECORDED_VERDICTS``; a coverage score outside [0, 1].
     """
     if paragraphs is None:
         return []
@@ -148,11 +144,11 @@ def judgment_rows(item: str, paragraphs: Any) -> list[dict[str, Any]]:
             raise _fail(item, f"{where}.index", "a distinct integer >= 0", index)
         seen.add(index)
         verdict = para.get("verdict")
-        if verdict is not None and verdict not in VERDICTS:
-            raise _fail(item, f"{where}.verdict", "one of " + ", ".join(VERDICTS) + " or null", verdict)
+        if verdict is not None and verdict not in RECORDED_VERDICTS:
+            raise _fail(item, f"{where}.verdict", "one of " + ", ".join(RECORDED_VERDICTS) + " or null", verdict)
         expected = para.get("expectedVerdict")
-        if expected is not None and expected not in VERDICTS:
-            raise _fail(item, f"{where}.expectedVerdict", "one of " + ", ".join(VERDICTS) + " or null", expected)
+        if expected is not None and expected not in RECORDED_VERDICTS:
+            raise _fail(item, f"{where}.expectedVerdict", "one of " + ", ".join(RECORDED_VERDICTS) + " or null", expected)
         score = para.get("coverageScore")
         if score is not None and (
             isinstance(score, bool) or not isinstance(score, (int, float)) or not 0.0 <= score <= 1.0

@@ -28,9 +28,10 @@ from typing import Any
 
 from sqlalchemy import case, func, insert, literal, select, update
 
+from ..core.judging import RECORDED_VERDICTS
 from . import schema
 from .engine import HistoryError
-from .records import PARAGRAPHS_KEY, VERDICTS, outcome_from_rows
+from .records import PARAGRAPHS_KEY, outcome_from_rows
 from .store import HistoryStore, now_ms
 
 WRITE_BATCH = 50
@@ -68,7 +69,7 @@ class JudgeVerdict:
     """A judge's answer for one paragraph."""
 
     verdict: str
-    """One of ``records.VERDICTS``."""
+    """One of ``core.judging.RECORDED_VERDICTS``."""
     rationale: str
     """Why; never empty."""
     judge_model: str
@@ -156,8 +157,8 @@ def _verdict(value: Any, where: str) -> JudgeVerdict:
         )
     if not isinstance(value, JudgeVerdict):
         raise HistoryError(f"{where}: the judge returned {type(value).__name__}, expected a JudgeVerdict")
-    if value.verdict not in VERDICTS:
-        raise HistoryError(f"{where}: the judge returned verdict {value.verdict!r}; expected one of {', '.join(VERDICTS)}")
+    if value.verdict not in RECORDED_VERDICTS:
+        raise HistoryError(f"{where}: the judge returned verdict {value.verdict!r}; expected one of {', '.join(RECORDED_VERDICTS)}")
     if not isinstance(value.rationale, str) or not value.rationale.strip():
         raise HistoryError(f"{where}: the judge returned no rationale")
     if not isinstance(value.judge_model, str) or not value.judge_model:

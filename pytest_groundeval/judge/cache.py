@@ -18,7 +18,8 @@ from typing import Any
 
 import xxhash
 
-from .prompt import PROMPT_VERSION, VERDICTS
+from ..core.judging import JUDGE_VERDICTS
+from .prompt import PROMPT_VERSION
 
 __all__ = ["DEFAULT_CACHE_DIR", "JudgeCache", "cache_key"]
 
@@ -62,7 +63,7 @@ class JudgeCache:
         if not isinstance(value, dict):
             return None
         verdict, rationale = value.get("verdict"), value.get("rationale")
-        if verdict in VERDICTS and isinstance(rationale, str) and rationale.strip():
+        if verdict in JUDGE_VERDICTS and isinstance(rationale, str) and rationale.strip():
             return verdict, rationale
         return None
 

@@ -13,7 +13,7 @@ official ``openai`` SDK (``AsyncOpenAI``). Per paragraph it
    then recorded as ``unparseable``;
 4. retries a 429 (waiting its ``Retry-After``, capped), a 5xx, a timeout or a
    connection failure at most ``max_retries`` times; after that the paragraph is
-   *unjudged*: :attr:`JudgeResult.verdict` is None and :attr:`JudgeResult.error`
+   *unjudged*: ``JudgeResult.verdict`` is None and ``JudgeResult.error``
    says why (counted as ``judgeErrors``, never dropped).
 
 At most ``concurrency`` requests are in flight at once (an ``asyncio.Semaphore``).
@@ -34,56 +34,21 @@ import asyncio
 import email.utils
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.judging import UNPARSEABLE, JudgeInput, JudgeResult
 from ..core.secrets import Scrubber
 from .cache import JudgeCache, cache_key
 from .parse import UnparseableReply, parse_verdict, reply_content
 from .prompt import JUDGE_SCHEMA, JUDGE_SCHEMA_NAME, PROMPT_VERSION, judge_messages
 
-__all__ = ["JudgeClient", "JudgeResult", "UNPARSEABLE", "retry_after_seconds"]
-
-UNPARSEABLE = "unparseable"
-"""The verdict recorded when no reply of the judge could be parsed; never counted as supported."""
+__all__ = ["JudgeClient", "JudgeResult", "retry_after_seconds"]
 
 GIVE_UP_AFTER = 3
 """Paragraphs in a row left unjudged after which a ``JudgeClient`` sends no more (as the target's streak)."""
 
 NO_KEY = "EMPTY"
 """API key sent when none is configured (vLLM and most local servers ignore it)."""
-
-
-@dataclass
-class JudgeResult:
-    """The judge's outcome for one paragraph."""
-
-    verdict: str | None
-    """One of ``VERDICTS``, ``"unparseable"``, or None when the judge could not be reached (see ``error``)."""
-    rationale: str
-    """The judge's rationale; for ``unparseable``, why the last reply was rejected; "" when unjudged."""
-    model: str
-    """The judge model asked."""
-    attempts: int = 0
-    """Chat requests sent for this paragraph (0 for a cache hit)."""
-    cached: bool = False
-    """True when the verdict came from the cache."""
-    error: str | None = None
-    """Why the paragraph is unjudged (a ``judgeErrors`` entry), or None."""
-    parse_failures: list[str] = field(default_factory=list)
-    """Why each rejected reply was rejected, in order."""
-
-    def to_record(self) -> dict[str, Any]:
-        """The judge fields of a paragraph record (JSON built-ins; see docs/citation.md)."""
-        return {
-            "verdict": self.verdict,
-            "rationale": self.rationale,
-            "judgeModel": self.model,
-            "judgeError": self.error,
-            "judgeAttempts": self.attempts,
-            "judgeCached": self.cached,
-            "parseFailures": list(self.parse_failures),
-        }
 
 
 class _Unavailable(Exception):
@@ -116,7 +81,8 @@ class JudgeClient:
     """An OpenAI-compatible chat endpoint used as a citation judge.
 
     Use as ``async with JudgeClient(url, model, api_key) as judge:`` and
-    ``await judge.judge(payload)`` with a payload from :func:`.prompt.judge_input`.
+    ``await judge.judge(payload)`` with a payload from ``core.judging.judge_input``. It is the
+    HTTP implementation of the ``core.judging.Judge`` protocol the citation kind asks.
 
     Args:
         base_url: OpenAI-style base URL, e.g. ``http://127.0.0.1:8000/v1``.
@@ -205,14 +171,14 @@ class JudgeClient:
         """Close the HTTP connections."""
         await self._client.close()
 
-    async def judge(self, payload: Mapping[str, Any]) -> JudgeResult:
+    async def judge(self, payload: JudgeInput | Mapping[str, Any]) -> JudgeResult:
         """Judge one paragraph.
 
         Args:
-            payload: The input object from :func:`.prompt.judge_input`.
+            payload: The input object from ``core.judging.judge_input``.
 
         Returns:
-            A :class:`JudgeResult`; never raises for a judge that is down, slow or
+            A ``core.judging.JudgeResult``; never raises for a judge that is down, slow or
             talking nonsense (those become ``error`` or ``unparseable``).
         """
         messages = judge_messages(payload)
@@ -265,7 +231,7 @@ class JudgeClient:
                 f"{self._unjudged_streak} paragraphs in a row left unjudged; the last: {error}"
             )
 
-    async def judge_many(self, payloads: Sequence[Mapping[str, Any]]) -> list[JudgeResult]:
+    async def judge_many(self, payloads: Sequence[JudgeInput | Mapping[str, Any]]) -> list[JudgeResult]:
         """Judge several paragraphs concurrently (bounded by ``concurrency``); results in input order."""
         return list(await asyncio.gather(*(self.judge(p) for p in payloads)))
 

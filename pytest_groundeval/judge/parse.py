@@ -1,7 +1,7 @@
 """Strict parsing of a judge reply (docs/citation.md, "Parsing").
 
 A reply is accepted only as one JSON object ``{"verdict", "rationale"}`` whose
-verdict is one of :data:`.prompt.VERDICTS` and whose rationale is a non-empty
+verdict is one of ``core.judging.JUDGE_VERDICTS`` and whose rationale is a non-empty
 string. One Markdown code fence around the object (```` ```json … ``` ````) is
 unwrapped; nothing else is guessed: prose, a JSON object inside prose, an unknown
 verdict or an empty rationale raise :class:`UnparseableReply`.
@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-from .prompt import VERDICTS
+from ..core.judging import JUDGE_VERDICTS
 
 __all__ = ["UnparseableReply", "reply_content", "parse_verdict", "unwrap_fence"]
 
@@ -71,7 +71,7 @@ def parse_verdict(text: str | None) -> tuple[str, str]:
         text: The message content of the judge's reply (None when the reply had none).
 
     Returns:
-        The verdict (one of ``VERDICTS``) and the rationale, stripped.
+        The verdict (one of ``JUDGE_VERDICTS``) and the rationale, stripped.
 
     Raises:
         UnparseableReply: Empty, not a JSON object (prose), no or unknown ``verdict``,
@@ -87,8 +87,8 @@ def parse_verdict(text: str | None) -> tuple[str, str]:
     if not isinstance(value, dict):
         raise UnparseableReply(f"the reply is JSON but not an object: {_quote(body)}")
     verdict = value.get("verdict")
-    if verdict not in VERDICTS:
-        raise UnparseableReply(f"unknown verdict {verdict!r}; expected one of {', '.join(VERDICTS)}")
+    if verdict not in JUDGE_VERDICTS:
+        raise UnparseableReply(f"unknown verdict {verdict!r}; expected one of {', '.join(JUDGE_VERDICTS)}")
     rationale = value.get("rationale")
     if not isinstance(rationale, str) or not rationale.strip():
         raise UnparseableReply(f"verdict {verdict!r} came with an empty rationale")

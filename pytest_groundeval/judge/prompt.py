@@ -4,21 +4,26 @@ Both the judge client and the mock provider import this module: the mock picks
 its judge behaviour when a system message starts with :data:`JUDGE_PROMPT`, and
 its question-generation behaviour when one starts with :data:`GENERATE_PROMPT`.
 The user message of a judge request is :data:`JUDGE_INPUT_HEADER`, a newline,
-then one JSON object (:func:`judge_input`), so that a model reads it easily and
+then one JSON object (``core.judging.judge_input``), so that a model reads it easily and
 the mock parses it exactly.
 
 ``PROMPT_VERSION`` is part of every judge-cache key: change it whenever the
 wording or the input shape changes, so cached verdicts of the old prompt are
 never reused.
 
-This module imports nothing beyond the standard library.
+The verdicts (``core.judging.JUDGE_VERDICTS``) and the input's shape
+(``core.judging.judge_input``, re-exported here) are defined in ``core.judging``, which
+the citation kind reads too; this module imports nothing else of the package and
+nothing beyond the standard library.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
+
+from ..core.judging import JUDGE_VERDICTS, JudgeInput, judge_input
 
 __all__ = [
     "GENERATE_INPUT_HEADER",
@@ -31,7 +36,6 @@ __all__ = [
     "JUDGE_SCHEMA_NAME",
     "PROMPT_VERSION",
     "SEED_SNIPPET_CHARS",
-    "VERDICTS",
     "generate_messages",
     "judge_input",
     "judge_messages",
@@ -40,10 +44,6 @@ __all__ = [
 
 PROMPT_VERSION = "judge-v1"
 """Version of the judge prompt and input shape; part of every cache key (docs/citation.md)."""
-
-VERDICTS = ("supported", "partial", "unsupported", "wrong_speaker", "wrong_attribution")
-"""The verdicts a judge may give a cited paragraph (docs/citation.md). ``unparseable`` is not one:
-it is what the client records when no reply could be read."""
 
 JUDGE_PROMPT = (
     "You are a citation judge. Decide whether one paragraph of an answer is supported by the "
@@ -76,7 +76,7 @@ JUDGE_SCHEMA_NAME = "citation_verdict"
 JUDGE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "verdict": {"type": "string", "enum": list(VERDICTS)},
+        "verdict": {"type": "string", "enum": list(JUDGE_VERDICTS)},
         "rationale": {"type": "string", "minLength": 1},
     },
     "required": ["verdict", "rationale"],
@@ -110,43 +110,8 @@ SEED_SNIPPET_CHARS = 500
 """Characters of a corpus record shown to the generator by the seeded strategy."""
 
 
-def judge_input(
-    paragraph: str,
-    cited: Sequence[Mapping[str, Any]],
-    others: Sequence[Mapping[str, Any]] = (),
-    metadata_mismatch: Sequence[str] = (),
-) -> dict[str, Any]:
-    """The judge's input object for one paragraph.
-
-    Args:
-        paragraph: The paragraph, with its markers.
-        cited: ``[{"marker": str, "metadata": {str: str}, "text": str}]``, the sources the
-            paragraph cites, in citation order; ``text`` is the source's full text ("" when
-            the dataset has none).
-        others: The same shape, for the answer's sources the paragraph does not cite.
-        metadata_mismatch: The deterministic check's findings for this paragraph (docs/citation.md).
-
-    Returns:
-        ``{"paragraph", "citedSources", "otherSources", "metadataMismatch"}``, JSON built-ins.
-    """
-
-    def shape(source: Mapping[str, Any]) -> dict[str, Any]:
-        return {
-            "marker": str(source.get("marker", "")),
-            "metadata": {str(k): str(v) for k, v in dict(source.get("metadata") or {}).items()},
-            "text": str(source.get("text") or ""),
-        }
-
-    return {
-        "paragraph": paragraph,
-        "citedSources": [shape(s) for s in cited],
-        "otherSources": [shape(s) for s in others],
-        "metadataMismatch": [str(m) for m in metadata_mismatch],
-    }
-
-
-def judge_messages(payload: Mapping[str, Any]) -> list[dict[str, str]]:
-    """Chat messages of a judge request for an input from :func:`judge_input`."""
+def judge_messages(payload: JudgeInput | Mapping[str, Any]) -> list[dict[str, str]]:
+    """Chat messages of a judge request for an input from ``core.judging.judge_input``."""
     return [
         {"role": "system", "content": JUDGE_PROMPT + "\n" + _JUDGE_RULES.strip()},
         {"role": "user", "content": JUDGE_INPUT_HEADER + "\n" + _dumps(payload)},

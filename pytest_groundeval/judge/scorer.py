@@ -22,12 +22,12 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import httpx
 
 from pytest_groundeval.core.contract import strip_markers
+from pytest_groundeval.core.judging import ScoreResult
 
 __all__ = ["DEFAULT_CAP", "CoverageScorer", "ScoreResult", "read_score", "scorer_document", "sigmoid"]
 
@@ -78,31 +78,8 @@ def read_score(body: Any) -> float:
     raise ValueError("no numeric score in the response")
 
 
-@dataclass
-class ScoreResult:
-    """The coverage score of one paragraph."""
-
-    score: float | None
-    """Sigmoid of the logit, in [0, 1]; None when the scorer failed (see ``error``) or nothing was cited with text."""
-    logit: float | None = None
-    """The raw score the server returned."""
-    truncated: bool = False
-    """True when the sources' texts were cut to the cap."""
-    error: str | None = None
-    """Why there is no score (a ``scorerErrors`` entry), or None."""
-
-    def to_record(self) -> dict[str, Any]:
-        """The scorer fields of a paragraph record (JSON built-ins)."""
-        return {
-            "coverageScore": self.score,
-            "coverageLogit": self.logit,
-            "coverageTruncated": self.truncated,
-            "scorerError": self.error,
-        }
-
-
 class CoverageScorer:
-    """A vLLM-compatible score (or rerank) endpoint.
+    """A vLLM-compatible score (or rerank) endpoint: the HTTP ``core.judging.Scorer``.
 
     Args:
         url: Server root (``http://host:8000``), ``…/v1``, or the full ``…/score`` / ``…/rerank`` URL.
@@ -173,7 +150,7 @@ class CoverageScorer:
         """Score ``paragraph`` against the cited sources' ``texts``.
 
         Returns:
-            A :class:`ScoreResult`; never raises for a scorer that is down or answers nonsense.
+            A ``core.judging.ScoreResult``; never raises for a scorer that is down or answers nonsense.
             With no non-empty text there is nothing to score: ``score`` None, ``error`` says so.
         """
         document, truncated = scorer_document(texts, self.cap)

@@ -29,7 +29,7 @@ from aiohttp import web
 
 from pytest_groundeval.core import contract
 from pytest_groundeval.mock import behaviour
-from pytest_groundeval.mock import judge as judge_behaviour
+from pytest_groundeval.mock import citation_judge as judge_behaviour
 from pytest_groundeval.mock.faults import FaultCounter, FaultPlan, FaultSpecError, parse_fault_spec, split_model
 from pytest_groundeval.mock.sse import DONE_EVENT, ChunkFramer, content_pieces, dumps
 

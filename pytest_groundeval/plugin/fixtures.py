@@ -22,6 +22,7 @@ from .record import mock_key, position_key, session_key, settings_key, spawned_k
 from .xdist import queued_indices, worker_id
 
 if TYPE_CHECKING:
+    from ..core.judging import Judge, Scorer
     from .options import Settings
 
 __all__ = [
@@ -240,8 +241,13 @@ def session_id(config: pytest.Config) -> str:
     return found
 
 
-def judging_clients(request: pytest.FixtureRequest, settings: Settings) -> Callable[[], Awaitable[tuple[Any, Any]]] | None:
+def judging_clients(
+    request: pytest.FixtureRequest, settings: Settings
+) -> Callable[[], Awaitable[tuple[Judge | None, Scorer | None]]] | None:
     """A coroutine function building the citation judge and coverage scorer, or None without either.
+
+    The concrete ``core.judging.Judge`` and ``Scorer`` are wired in here: the HTTP ``JudgeClient``
+    and ``CoverageScorer`` of ``pytest_groundeval.judge``, which ``core`` never imports.
 
     Resolves ``mock`` (``--eval-judge=mock``, ``--eval-scorer-url=mock``) to the session's mock
     provider, starting it (and nothing else) when no one has. The clients are built by the
@@ -256,12 +262,13 @@ def judging_clients(request: pytest.FixtureRequest, settings: Settings) -> Calla
     judge_url = mock.base_url if settings.judge == MOCK else settings.judge_url
     scorer_url = mock.base_url if settings.scorer_url == MOCK else settings.scorer_url
 
-    async def build() -> tuple[Any, Any]:
+    async def build() -> tuple[Judge | None, Scorer | None]:
         from ..judge.cache import JudgeCache
         from ..judge.client import JudgeClient
         from ..judge.scorer import CoverageScorer
 
-        judge = scorer = None
+        judge: Judge | None = None
+        scorer: Scorer | None = None
         if judge_url:
             judge = JudgeClient(
                 judge_url,
@@ -279,7 +286,9 @@ def judging_clients(request: pytest.FixtureRequest, settings: Settings) -> Calla
     return build
 
 
-def install_judging(request: pytest.FixtureRequest, runner: Any, build: Callable[[], Awaitable[tuple[Any, Any]]] | None) -> None:
+def install_judging(
+    request: pytest.FixtureRequest, runner: Any, build: Callable[[], Awaitable[tuple[Judge | None, Scorer | None]]] | None
+) -> None:
     """Build the judge and scorer on ``runner.dispatcher``'s loop and hand them to ``runner``.
 
     A judge that cannot be built (the ``openai`` package missing) stops the session with

@@ -180,7 +180,7 @@ class Target(Protocol):
             "usage": {"promptTokens": int, "completionTokens": int}}``. Claim
             offsets are UTF-8 byte offsets into ``answer``; evidence offsets into
             the document's canonical text (docs/dataset.md); ``verdict`` is one of
-            ``contract.VERDICTS``.
+            ``contract.CLAIM_VERDICTS``.
         """
         ...
 

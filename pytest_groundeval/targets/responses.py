@@ -31,7 +31,7 @@ from typing import Annotated, Any, Literal, Protocol, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
-from ..core.contract import VERDICTS, strip_markers
+from ..core.contract import CLAIM_VERDICTS, strip_markers
 from ..core.text import shorten
 
 __all__ = ["CALLS", "MAX_JSON_DEPTH", "MODELS", "check_response", "check_generate_response", "check_tree", "first_error"]
@@ -65,7 +65,7 @@ class Claim(_Shape):
     start: StrictInt
     end: StrictInt
     markers: list[StrictStr] = Field(fail_fast=True)
-    verdict: Literal[VERDICTS]  # type: ignore[valid-type]
+    verdict: Literal[CLAIM_VERDICTS]  # type: ignore[valid-type]
 
 
 class Usage(_Shape):
@@ -269,7 +269,7 @@ def first_error(exc: ValidationError, prefix: tuple[Any, ...] = ()) -> str:
     if kind == "missing":
         return f"missing required field {_path(loc)!r}"
     if kind == "literal_error" and loc and loc[-1] == "verdict":
-        return f"field '{_path(loc)}' is {_brief(value)}: expected one of {', '.join(VERDICTS)}"
+        return f"field '{_path(loc)}' is {_brief(value)}: expected one of {', '.join(CLAIM_VERDICTS)}"
     if loc and isinstance(loc[-1], int) and len(loc) >= 2 and loc[-2] == "markers":
         return f"field '{_path(loc[:-1])}' must be a list of strings, got {_brief(value)}"
     if len(loc) >= 2 and loc[-1] in ("str", "int"):

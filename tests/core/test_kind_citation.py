@@ -507,7 +507,7 @@ def test_mention_patterns_run_with_the_regex_package_and_keep_re_syntax(tmp_path
 
 
 def test_a_recorded_item_whose_pattern_times_out_is_an_error_not_a_hang(tmp_path: Path, monkeypatch):
-    monkeypatch.setattr(citation, "MENTION_TIMEOUT_S", 0.05)
+    monkeypatch.setattr(citation.text, "MENTION_TIMEOUT_S", 0.05)
     root = _copy_citation_smoke(tmp_path, CATASTROPHIC, answer="a" * 40 + " [1]")
     dataset = load_dataset(root)
     with pytest.raises(ItemError) as info:
@@ -520,7 +520,7 @@ def test_a_recorded_item_whose_pattern_times_out_is_an_error_not_a_hang(tmp_path
 
 
 def test_a_target_item_whose_pattern_times_out_is_an_error_and_not_the_targets_fault(tmp_path: Path, monkeypatch):
-    monkeypatch.setattr(citation, "MENTION_TIMEOUT_S", 0.05)
+    monkeypatch.setattr(citation.text, "MENTION_TIMEOUT_S", 0.05)
     dataset = load_dataset(_copy_citation_smoke(tmp_path, CATASTROPHIC))
     item = CitationItem.model_validate({"id": "cit-live", "kind": "citation", "question": "Who?", "find": "DEBATE"})
     response = {"answer": "a" * 40 + " [S1].", "traceId": None,
@@ -634,17 +634,26 @@ def test_judge_metrics_count_errors_and_unparseable_in_the_denominators():
                                         "wrongSpeakerDeterministic": 1, "wrongSpeakerJudgeOnly": 1}  # fmt: skip
 
 
-def test_core_judge_figures_equal_the_judge_package_and_every_partition():
-    from pytest_groundeval.judge import metrics as judge_metrics
-    from pytest_groundeval.judge.prompt import VERDICTS
+def test_core_judge_figures_equal_a_hand_count_and_every_partition():
+    from pytest_groundeval.core.judging import JUDGE_VERDICTS
+    from pytest_groundeval.judge.prompt import JUDGE_SCHEMA
 
-    assert citation.VERDICTS == VERDICTS
+    # The judge is asked for exactly the verdicts the kind counts.
+    assert JUDGE_SCHEMA["properties"]["verdict"]["enum"] == list(JUDGE_VERDICTS)
     records = [r for outcome in JUDGED for r in outcome.extra["citationParagraphs"]]
     whole = compute_metrics(JUDGED)
-    expected = judge_metrics.citation_metrics(records)
-    assert whole.judge_kappa == pytest.approx(expected["judgeKappa"])
-    assert whole.judge_confusion == expected["judgeConfusion"]
-    assert whole.verdict_distribution == expected["verdictDistribution"]
+    # By hand over the 7 labelled (expected, judge) pairs: p_o = 4/7; rows s2 ws2 p2 u1, columns s1 ws2 p1 u1
+    # unjudged1 unparseable1, so p_e = (2*1 + 2*2 + 2*1 + 1*1) / 49 = 9/49 and kappa = (28/49 - 9/49) / (40/49).
+    assert whole.judge_kappa == pytest.approx(19 / 40)
+    assert whole.judge_confusion == {
+        "supported": {"supported": 1, "unsupported": 1}, "wrong_speaker": {"wrong_speaker": 2},
+        "partial": {"partial": 1, "unjudged": 1}, "unsupported": {"unparseable": 1}}  # fmt: skip
+    assert whole.verdict_distribution == {"supported": 2, "partial": 1, "unsupported": 1, "wrong_speaker": 2,
+                                          "wrong_attribution": 0, "unparseable": 1, "unjudged": 1}  # fmt: skip
+    # The records on their own give the run's figures (scripts/measure_judge.py computes them so).
+    alone = citation.paragraph_metrics(records, judged=True, scored=True)
+    assert (alone["judge_kappa"], alone["judge_confusion"]) == (whole.judge_kappa, whole.judge_confusion)
+    assert alone["verdict_distribution"] == whole.verdict_distribution
     from pytest_groundeval.core.metrics import MetricsAccumulator
 
     for split in ([JUDGED[:1], JUDGED[1:]], [JUDGED[2:], JUDGED[:2]], [[JUDGED[1]], [JUDGED[0]], [JUDGED[2]]]):

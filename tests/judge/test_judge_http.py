@@ -10,10 +10,11 @@ import time
 import httpx
 import pytest
 
-from pytest_groundeval.judge import metrics
+from pytest_groundeval.core.judging import UNPARSEABLE, judge_input
+from pytest_groundeval.core.kinds.citation import paragraph_metrics
 from pytest_groundeval.judge.cache import JudgeCache
-from pytest_groundeval.judge.client import UNPARSEABLE, JudgeClient
-from pytest_groundeval.judge.prompt import JUDGE_PROMPT, judge_input, judge_messages
+from pytest_groundeval.judge.client import JudgeClient
+from pytest_groundeval.judge.prompt import JUDGE_PROMPT, judge_messages
 from pytest_groundeval.judge.scorer import CoverageScorer, read_score, scorer_document, sigmoid
 from pytest_groundeval.mock import ThreadedMockProvider
 
@@ -101,9 +102,10 @@ def test_prose_for_every_paragraph_cannot_pass_a_supported_floor(mock):
             return await judge.judge_many([SUPPORTED] * 6)
 
     records = [{"deterministicPass": True, "metadataMismatch": [], **r.to_record()} for r in asyncio.run(run())]
-    assert metrics.unparseable_rate(records) == 1.0
-    assert metrics.citation_supported_rate(records) == 0.0  # not None: the paragraphs stay in the denominator
-    assert not metrics.citation_supported_rate(records) >= 0.01
+    figures = paragraph_metrics(records, judged=True, scored=False)
+    assert figures["unparseable_rate"] == 1.0
+    assert figures["citation_supported_rate"] == 0.0  # not None: the paragraphs stay in the denominator
+    assert not figures["citation_supported_rate"] >= 0.01
 
 
 HTML_PAGE = b"<!doctype html><html><body><h1>502 Bad Gateway</h1><p>upstream judge offline</p></body></html>"
@@ -132,7 +134,8 @@ def test_a_200_that_is_no_chat_completion_is_unparseable_not_an_exception(plain_
     assert all(reason in f for r in results for f in r.parse_failures) and reason in results[0].rationale
     assert plain_endpoint.requests == 4  # asked again, as prose is, never more
     records = [{"deterministicPass": True, **r.to_record()} for r in results]
-    assert metrics.unparseable_rate(records) == 1.0 and metrics.judge_errors(records) == 0
+    figures = paragraph_metrics(records, judged=True, scored=False)
+    assert figures["unparseable_rate"] == 1.0 and figures["judge_errors"] == 0
 
 
 def test_judge_down_is_unjudged_with_an_error():
@@ -143,7 +146,8 @@ def test_judge_down_is_unjudged_with_an_error():
     assert result.verdict is None and result.attempts == 2
     assert "unreachable" in result.error and "after 2 attempt(s)" in result.error
     records = [{"deterministicPass": True, **result.to_record()}]
-    assert metrics.judge_errors(records) == 1 and metrics.citation_supported_rate(records) == 0.0
+    figures = paragraph_metrics(records, judged=True, scored=False)
+    assert figures["judge_errors"] == 1 and figures["citation_supported_rate"] == 0.0
 
 
 def test_a_judge_and_a_scorer_down_in_a_row_are_given_up_on(mock):
@@ -326,7 +330,8 @@ def test_scorer_down_is_none_never_a_guess():
     result = score_once(f"http://127.0.0.1:{port}", "anything", ["text"], max_retries=0)
     assert result.score is None and "unreachable" in result.error
     records = [{**result.to_record()}, {"coverageScore": 0.5, "scorerError": None}]
-    assert metrics.scorer_errors(records) == 1 and metrics.coverage_score_mean(records) == 0.5
+    figures = paragraph_metrics(records, judged=False, scored=True)
+    assert figures["scorer_errors"] == 1 and figures["coverage_score_mean"] == 0.5
 
 
 def test_scorer_500_is_an_error(mock):
@@ -352,9 +357,8 @@ def test_mock_score_route_without_v1_answers_the_same(mock):
 def test_assess_paragraphs_on_the_smoke_dataset(mock):
     from pathlib import Path
 
-    from pytest_groundeval.core.kinds.citation import judge_citation, source_map
     from pytest_groundeval.core.dataset import load_dataset
-    from pytest_groundeval.judge.paragraphs import assess_paragraphs, source_details
+    from pytest_groundeval.core.kinds.citation import assess_paragraphs, judge_citation, source_details, source_map
 
     dataset = load_dataset(Path(__file__).resolve().parents[2] / "datasets" / "citation-smoke")
     item = dataset.by_id["cit-smoke-wrong-speaker"]
@@ -369,4 +373,4 @@ def test_assess_paragraphs_on_the_smoke_dataset(mock):
     (record,) = asyncio.run(run())
     assert record["verdict"] == "wrong_speaker" and record["metadataMismatch"] and record["judgeModel"] == "mock-judge"
     assert record["coverageScore"] is None and "no cited source has text" in record["scorerError"]
-    assert metrics.catch_split([record])["wrongSpeakerDeterministic"] == 1
+    assert paragraph_metrics([record], judged=True, scored=True)["citation_catches"]["wrongSpeakerDeterministic"] == 1

@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_groundeval.judge import metrics
+from pytest_groundeval.core.judging import JUDGE_VERDICTS, judge_input
+from pytest_groundeval.core.kinds.citation import paragraph_metrics
 from pytest_groundeval.judge.parse import UnparseableReply, parse_verdict
-from pytest_groundeval.judge.prompt import VERDICTS, judge_input, judge_messages
-from pytest_groundeval.mock import judge as mock_judge
+from pytest_groundeval.judge.prompt import judge_messages
+from pytest_groundeval.mock import citation_judge as mock_judge
 from pytest_groundeval.mock.faults import FaultCounter, FaultSpecError, parse_fault_spec
 
 
@@ -43,7 +44,7 @@ def test_parser_never_accepts_what_is_not_a_verdict(text):
         verdict, rationale = parse_verdict(text)
     except UnparseableReply:
         return
-    assert verdict in VERDICTS and rationale
+    assert verdict in JUDGE_VERDICTS and rationale
 
 
 def rec(verdict, expected=None, *, det=True, mismatch=(), model="j", score=None, scorer_error=None):
@@ -51,42 +52,51 @@ def rec(verdict, expected=None, *, det=True, mismatch=(), model="j", score=None,
             "judgeModel": model, "coverageScore": score, "scorerError": scorer_error}  # fmt: skip
 
 
+def judged(records):
+    """The citation kind's metrics of paragraph records a judge was asked about (the one implementation)."""
+    return paragraph_metrics(records, judged=True, scored=False)
+
+
 def test_rates_keep_errors_and_unparseable_in_the_denominator():
     records = [rec("supported"), rec("unparseable"), rec(None), rec("wrong_speaker", det=False, mismatch=["x"])]
-    assert metrics.citation_supported_rate(records) == 0.25
-    assert metrics.unparseable_rate(records) == 0.25 and metrics.wrong_speaker_rate(records) == 0.25
-    assert metrics.judge_errors(records) == 1
-    assert metrics.citation_metadata_accuracy(records) == 0.75
-    assert metrics.verdict_distribution(records)["unjudged"] == 1
-    no_judge = [rec(None, model=None)]
-    assert metrics.citation_supported_rate(no_judge) is None and metrics.judge_errors(no_judge) == 0
-    assert metrics.citation_metadata_accuracy([]) is None
+    figures = judged(records)
+    assert figures["citation_supported_rate"] == 0.25
+    assert figures["unparseable_rate"] == 0.25 and figures["wrong_speaker_rate"] == 0.25
+    assert figures["judge_errors"] == 1
+    assert figures["citation_metadata_accuracy"] == 0.75
+    assert figures["verdict_distribution"]["unjudged"] == 1
+    # No judge: its rates are n/a, and so is judgeErrors (null without a judge, docs/citation.md), never 0.
+    no_judge = paragraph_metrics([rec(None, model=None)], judged=False, scored=False)
+    assert no_judge["citation_supported_rate"] is None and no_judge["judge_errors"] is None
+    assert judged([])["citation_metadata_accuracy"] is None
 
 
 def test_agreement_kappa_and_confusion():
     records = [rec("supported", "supported"), rec("supported", "supported"), rec("partial", "unsupported"),
                rec("unsupported", "unsupported"), rec(None, "supported"), rec("supported")]  # fmt: skip
-    assert metrics.judge_agreement(records) == 0.6
-    assert metrics.confusion_matrix(records) == {
+    figures = judged(records)
+    assert figures["judge_agreement"] == 0.6
+    assert figures["judge_confusion"] == {
         "supported": {"supported": 2, "unjudged": 1}, "unsupported": {"partial": 1, "unsupported": 1}}  # fmt: skip
     # p_o = 0.6; p_e = (3*2 + 2*1) / 25 = 0.32; κ = 0.28 / 0.68
-    assert metrics.cohen_kappa(records) == pytest.approx(0.28 / 0.68)
-    assert metrics.cohen_kappa([rec("supported", "supported")]) == 1.0
-    assert metrics.cohen_kappa([]) is None and metrics.judge_agreement([]) is None
+    assert figures["judge_kappa"] == pytest.approx(0.28 / 0.68)
+    assert judged([rec("supported", "supported")])["judge_kappa"] == 1.0
+    assert judged([])["judge_kappa"] is None and judged([])["judge_agreement"] is None
 
 
 def test_catch_split_separates_deterministic_from_judge_only():
     records = [rec("wrong_speaker", det=False, mismatch=["m"]), rec("wrong_speaker"), rec("wrong_attribution"),
                rec("supported", det=False), rec("unparseable")]  # fmt: skip
-    assert metrics.catch_split(records) == {
+    assert judged(records)["citation_catches"] == {
         "wrongSpeaker": 2, "wrongSpeakerDeterministic": 1, "wrongSpeakerJudgeOnly": 1, "deterministicCatches": 2,
         "judgeCatches": 3, "judgeOnlyCatches": 2, "deterministicOnlyCatches": 1}  # fmt: skip
 
 
 def test_coverage_mean_is_over_scored_paragraphs_only():
     records = [rec("supported", score=0.2), rec("supported", score=0.6), rec("supported", scorer_error="down")]
-    assert metrics.coverage_score_mean(records) == pytest.approx(0.4) and metrics.scorer_errors(records) == 1
-    assert metrics.coverage_score_mean([rec("supported")]) is None
+    figures = paragraph_metrics(records, judged=True, scored=True)
+    assert figures["coverage_score_mean"] == pytest.approx(0.4) and figures["scorer_errors"] == 1
+    assert paragraph_metrics([rec("supported")], judged=True, scored=True)["coverage_score_mean"] is None
 
 
 def test_mock_judge_rules_from_the_input_alone():
@@ -112,7 +122,7 @@ def test_reply_fault_grammar_and_counter():
 
 def test_the_judge_package_imports_no_pytest():
     # The judge is a library the plugin will call (docs/citation.md); like core/, it must stand without pytest.
-    modules = ["prompt", "parse", "cache", "client", "scorer", "paragraphs", "metrics", "generate"]
+    modules = ["prompt", "parse", "cache", "client", "scorer", "generate"]
     code = (
         "import sys; "
         + "; ".join(f"import pytest_groundeval.judge.{m}" for m in modules)

@@ -304,9 +304,9 @@ def test_a_review_item_not_yet_annotated_is_collected_and_passes_unreviewed(run,
 
 
 def test_a_mention_pattern_that_times_out_errors_its_item_and_the_run_goes_on(run, pytester, monkeypatch):
-    from pytest_groundeval.core.kinds import citation
+    from pytest_groundeval.core.kinds.citation import text
 
-    monkeypatch.setattr(citation, "MENTION_TIMEOUT_S", 0.05)
+    monkeypatch.setattr(text, "MENTION_TIMEOUT_S", 0.05)
     dataset = pytester.path / "cites"
     shutil.copytree(ROOT / "datasets" / "citation-smoke", dataset)
     manifest = json.loads((dataset / "manifest.json").read_text(encoding="utf-8"))

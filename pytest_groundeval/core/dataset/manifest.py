@@ -168,7 +168,7 @@ class Manifest(WireModel):
     """Regex whose named groups are metadata fields, e.g. ``(?P<speaker>[A-Z]\\w+ \\w+)`` (docs/citation.md).
 
     Python ``re`` syntax, run by the ``regex`` package so that each paragraph's
-    matching is bounded in time (``core.kinds.citation.MENTION_TIMEOUT_S``)."""
+    matching is bounded in time (``core.kinds.citation.text.MENTION_TIMEOUT_S``)."""
     floors: dict[str, Any] | None = None
     """The dataset's own gate bounds (docs/dataset.md, docs/gate.md): metric name -> number or
     ``null``, with the rules of a floors file (``core.floors.check_floors``), merged over the

@@ -1,13 +1,16 @@
-"""The LLM judge behind ``groundeval rejudge`` (docs/history.md, "Rejudging"; docs/citation.md, "Judge").
+"""The judge behind ``groundeval rejudge`` (docs/history.md, "Rejudging"; docs/citation.md, "Judge").
 
-``LLMJudge`` is a ``rejudge.Judge`` over ``pytest_groundeval.judge.client.JudgeClient``:
-each stored paragraph becomes the judge input of ``judge.paragraphs.judge_payload``,
-with the paragraph's full text and its sources' text and metadata read from the
-run's dataset (``config.dataset.path``): for a recorded answer, the item's
-recorded sources; for a target's answer, the evidence spans of the stored trace
-sliced from the corpus, else the item's declared sources (metadata only). A
-paragraph the judge could not judge (unreachable after its retries) raises, so
-``rejudge_run`` leaves it unjudged and counts it.
+``RejudgeJudge`` adapts any ``core.judging.Judge`` (the protocol the citation kind asks
+during a run) to ``rejudge.Judge``, the paragraph-at-a-time judge ``rejudge_run`` calls:
+each stored paragraph becomes the judge input of ``core.kinds.citation.judge_payload``,
+with the paragraph's full text and its sources' text and metadata read from the run's
+dataset (``config.dataset.path``): for a recorded answer, the item's recorded sources;
+for a target's answer, the evidence spans of the stored trace sliced from the corpus,
+else the item's declared sources (metadata only). A paragraph the judge could not judge
+(unreachable after its retries) raises, so ``rejudge_run`` leaves it unjudged and counts it.
+
+``judge_from_args`` builds the default one, over the HTTP judge
+(``pytest_groundeval.judge.client.JudgeClient``).
 """
 
 from __future__ import annotations
@@ -15,11 +18,18 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import Any, TypeVar
 
+from ..core.dataset import Dataset, load_dataset
+from ..core.judging import Judge, JudgeInput, JudgeResult
+from ..core.kinds.citation import judge_payload, paragraphs, source_details
+from ..judge.client import JudgeClient
+from ..judge.prompt import PROMPT_VERSION
 from .errors import HistoryError
 from .rejudge import JudgeRequest, JudgeVerdict
+
+__all__ = ["API_KEY_ENV", "CONCURRENCY", "RejudgeJudge", "judge_from_args", "llm_judge"]
 
 API_KEY_ENV = "GROUNDEVAL_JUDGE_API_KEY"
 """Environment variable holding the judge endpoint's API key (never a flag: it would be in shell history)."""
@@ -27,58 +37,61 @@ API_KEY_ENV = "GROUNDEVAL_JUDGE_API_KEY"
 CONCURRENCY = 4
 """Paragraphs asked at once."""
 
+_T = TypeVar("_T")
 
-class LLMJudge:
-    """An OpenAI-compatible judge for stored paragraphs.
+
+class RejudgeJudge:
+    """A ``core.judging.Judge`` asked about stored paragraphs, as ``rejudge_run`` calls a judge.
+
+    The judge lives on an event loop of its own, in a daemon thread, so that ``rejudge_run``
+    (synchronous) can hand it a batch at a time (``judge_many``) and its paragraphs are asked
+    concurrently.
 
     Args:
-        url: The judge's OpenAI-style base URL (``…/v1``).
-        model: The judge model, recorded with each judgment.
-        api_key: API key, default ``$GROUNDEVAL_JUDGE_API_KEY``.
-        client: A ready ``JudgeClient``-like object (tests), else one is made on the judge's loop.
+        make_judge: Builds the judge; called once, on that loop (an HTTP client binds to the loop
+            it is made on).
+        prompt_version: Recorded with the judgment set a rejudge writes (default: the judge
+            prompt's ``PROMPT_VERSION``).
 
     Raises:
-        HistoryError: the ``openai`` package is missing.
+        HistoryError: the judge cannot be built (``make_judge`` raised ``ImportError``, e.g. the
+            ``openai`` package is missing).
     """
 
-    def __init__(self, url: str, model: str, api_key: str | None = None, **client_options: Any) -> None:
-        from ..judge.prompt import PROMPT_VERSION
-
-        self.model = model
-        self.prompt_version = PROMPT_VERSION
+    def __init__(self, make_judge: Callable[[], Judge], *, prompt_version: str | None = PROMPT_VERSION) -> None:
+        self.prompt_version = prompt_version
         """Recorded with the judgment set a rejudge writes."""
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="groundeval-rejudge", daemon=True)
         self._thread.start()
-        self._datasets: dict[str, Any] = {}
+        self._datasets: dict[str, Dataset | None] = {}
+        self._judge: Judge | None = None
 
-        async def make() -> Any:
-            from ..judge.client import JudgeClient
-
-            return JudgeClient(url, model, api_key or os.environ.get(API_KEY_ENV), concurrency=CONCURRENCY,
-                               **client_options)  # fmt: skip
+        async def make() -> Judge:
+            return make_judge()
 
         try:
-            self._client = self._run(make())
+            self._judge = self._run(make())
         except ImportError as exc:
             self.close()
             raise HistoryError(str(exc)) from None
+        self.model: str = self._judge.model
+        """The judge model, recorded with the judgment set."""
 
-    def _run(self, coro: Any) -> Any:
+    def _run(self, coro: Coroutine[Any, Any, _T]) -> _T:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
     def close(self) -> None:
-        """Close the client's connections and stop the loop. Safe to call twice."""
+        """Close the judge's connections and stop the loop. Safe to call twice."""
         if self._loop.is_closed():
             return
-        client = getattr(self, "_client", None)
-        if client is not None:
-            self._run(client.close())
+        if self._judge is not None:
+            self._run(self._judge.close())
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
         self._loop.close()
 
-    def __enter__(self) -> LLMJudge:
+    def __enter__(self) -> RejudgeJudge:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -86,23 +99,18 @@ class LLMJudge:
 
     # -- what the judge sees -------------------------------------------------------
 
-    def _dataset(self, path: str | None) -> Any:
+    def _dataset(self, path: str | None) -> Dataset | None:
         if not path:
             return None
         if path not in self._datasets:
-            from ..core.dataset import load_dataset
-
             try:
                 self._datasets[path] = load_dataset(path)
             except Exception:  # noqa: BLE001 - moved or changed: judge with what the history stored
                 self._datasets[path] = None
         return self._datasets[path]
 
-    def payload(self, request: JudgeRequest) -> dict[str, Any]:
-        """The judge input of one stored paragraph (``judge.prompt.judge_input`` shape)."""
-        from ..core.kinds.citation import paragraphs
-        from ..judge.paragraphs import judge_payload, source_details
-
+    def payload(self, request: JudgeRequest) -> JudgeInput:
+        """The judge input of one stored paragraph (``core.judging.judge_input`` shape)."""
         dataset = self._dataset(request.dataset)
         item = dataset.by_id.get(request.item_id) if dataset is not None else None
         answer = request.answer
@@ -123,9 +131,13 @@ class LLMJudge:
         record = {"markers": request.markers, "metadataMismatch": request.metadata_mismatch}
         return judge_payload(record, paragraph, sources or {})
 
-    # -- Judge ---------------------------------------------------------------------
+    # -- rejudge.Judge -------------------------------------------------------------
 
-    def _verdict(self, result: Any) -> JudgeVerdict | Exception:
+    async def _judge_all(self, payloads: Sequence[JudgeInput]) -> list[JudgeResult]:
+        assert self._judge is not None  # set in __init__, or it raised
+        return list(await asyncio.gather(*(self._judge.judge(p) for p in payloads)))
+
+    def _verdict(self, result: JudgeResult) -> JudgeVerdict | Exception:
         if result.verdict is None:
             return HistoryError(result.error or "the judge gave no verdict")
         return JudgeVerdict(verdict=result.verdict, rationale=result.rationale or "(no rationale)",
@@ -133,14 +145,14 @@ class LLMJudge:
 
     def judge_many(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict | Exception]:
         """Judge several paragraphs concurrently; one verdict or exception per request, in order."""
-        payloads = []
+        payloads: list[JudgeInput | Exception] = []
         for request in requests:
             try:
                 payloads.append(self.payload(request))
             except Exception as exc:  # noqa: BLE001 - counted as a judge failure of this paragraph
                 payloads.append(exc)
         wanted = [p for p in payloads if not isinstance(p, Exception)]
-        results = iter(self._run(self._client.judge_many(wanted)))
+        results = iter(self._run(self._judge_all(wanted)))
         return [p if isinstance(p, Exception) else self._verdict(next(results)) for p in payloads]
 
     def __call__(self, request: JudgeRequest) -> JudgeVerdict:
@@ -166,7 +178,23 @@ def _stored_sources(value: Any) -> dict[str, dict[str, Any]] | None:
     return out or None
 
 
-def judge_from_args(args: Any) -> LLMJudge:
+def llm_judge(url: str, model: str, api_key: str | None = None, **client_options: Any) -> RejudgeJudge:
+    """A ``RejudgeJudge`` over the HTTP judge (``JudgeClient``) of an OpenAI-compatible endpoint.
+
+    Args:
+        url: The judge's OpenAI-style base URL (``…/v1``).
+        model: The judge model, recorded with each judgment.
+        api_key: API key, default ``$GROUNDEVAL_JUDGE_API_KEY``.
+        client_options: Further ``JudgeClient`` options (retries, timeout, headers).
+
+    Raises:
+        HistoryError: the ``openai`` package is missing.
+    """
+    key = api_key or os.environ.get(API_KEY_ENV)
+    return RejudgeJudge(lambda: JudgeClient(url, model, key, concurrency=CONCURRENCY, **client_options))
+
+
+def judge_from_args(args: Any) -> RejudgeJudge:
     """The ``rejudge`` judge factory: ``--judge-url`` and ``--judge-model`` (both needed).
 
     Raises:
@@ -177,4 +205,4 @@ def judge_from_args(args: Any) -> LLMJudge:
             "rejudge needs a judge: --judge-url URL (an OpenAI-compatible base URL ending in /v1, e.g. a running "
             "`groundeval mock`) and --judge-model NAME; the key, if any, in GROUNDEVAL_JUDGE_API_KEY"
         )
-    return LLMJudge(args.judge_url, args.judge_model)
+    return llm_judge(args.judge_url, args.judge_model)

@@ -1,0 +1,247 @@
+"""What the citation kind needs from a judge and a coverage scorer (docs/citation.md, "Judge").
+
+The citation kind (``core.kinds.citation``) asks a :class:`Judge` for one verdict per
+cited paragraph and a :class:`Scorer` for one coverage score per cited paragraph. Both
+are protocols: the HTTP clients of ``pytest_groundeval.judge`` (``JudgeClient``,
+``CoverageScorer``) satisfy them, so does any object with the same methods (a
+deterministic judge in a test, a judge supplied by an extension), and ``core`` never
+imports ``pytest_groundeval.judge``. The rejudge adapter of the run history reaches its
+judge through the same protocol.
+
+This module also holds the judge's vocabulary, defined here once: the verdicts a judge
+may give (:data:`JUDGE_VERDICTS`), what is recorded when its replies cannot be read
+(:data:`UNPARSEABLE`) or it cannot be reached (:data:`UNJUDGED`), and the wire shape
+of its input (:func:`judge_input`). Claim verdicts, which a target returns for its
+claims, are another vocabulary: ``core.contract.CLAIM_VERDICTS``.
+
+Standard library only; imports nothing of the package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypedDict, get_args, runtime_checkable
+
+__all__ = [
+    "JUDGE_LABELS",
+    "JUDGE_VERDICTS",
+    "RECORDED_VERDICTS",
+    "UNJUDGED",
+    "UNPARSEABLE",
+    "Judge",
+    "JudgeInput",
+    "JudgeResult",
+    "JudgeVerdict",
+    "ScoreResult",
+    "Scorer",
+    "SourceInput",
+    "judge_input",
+    "paragraph_label",
+]
+
+JudgeVerdict = Literal["supported", "partial", "unsupported", "wrong_speaker", "wrong_attribution"]
+"""A verdict a judge may give a cited paragraph, and a human label may name (docs/citation.md)."""
+
+JUDGE_VERDICTS: tuple[JudgeVerdict, ...] = get_args(JudgeVerdict)
+"""The five judge verdicts, in report order (docs/citation.md). ``unparseable`` is not one: it is
+what is recorded when no reply of the judge could be read."""
+
+UNPARSEABLE = "unparseable"
+"""The verdict recorded when no reply of the judge could be parsed (docs/citation.md); never supported."""
+
+UNJUDGED = "unjudged"
+"""The label of a paragraph the judge was asked about and could not answer (a ``judgeErrors`` entry);
+never a recorded verdict (such a paragraph's ``verdict`` is null)."""
+
+RECORDED_VERDICTS: tuple[str, ...] = (*JUDGE_VERDICTS, UNPARSEABLE)
+"""Every non-null ``verdict`` a paragraph record or a stored judgment may hold."""
+
+JUDGE_LABELS: tuple[str, ...] = (*RECORDED_VERDICTS, UNJUDGED)
+"""Every label of ``verdictDistribution`` and of the columns of ``judgeConfusion``, in order."""
+
+
+# --------------------------------------------------------------------------- the judge's input
+
+
+class SourceInput(TypedDict):
+    """One source as the judge sees it."""
+
+    marker: str
+    """The marker inside the brackets: ``S1`` or ``1``."""
+    metadata: dict[str, str]
+    """Metadata fields, e.g. ``{"speaker": "Anna Berg", "party": "S"}``."""
+    text: str
+    """The source's full text; "" when the dataset has none."""
+
+
+class JudgeInput(TypedDict):
+    """The judge's input for one paragraph (:func:`judge_input`); the wire shape of a judge request."""
+
+    paragraph: str
+    """The paragraph, with its citation markers."""
+    citedSources: list[SourceInput]
+    """The sources the paragraph cites, in citation order."""
+    otherSources: list[SourceInput]
+    """Sources the answer cites elsewhere, not in this paragraph (for ``wrong_attribution``)."""
+    metadataMismatch: list[str]
+    """The deterministic metadata check's findings for the paragraph (a hint, docs/citation.md)."""
+
+
+def judge_input(
+    paragraph: str,
+    cited: Sequence[Mapping[str, Any]],
+    others: Sequence[Mapping[str, Any]] = (),
+    metadata_mismatch: Sequence[str] = (),
+) -> JudgeInput:
+    """The judge's input object for one paragraph.
+
+    Args:
+        paragraph: The paragraph, with its markers.
+        cited: ``[{"marker": str, "metadata": {str: str}, "text": str}]``, the sources the
+            paragraph cites, in citation order; ``text`` is the source's full text ("" when
+            the dataset has none). Missing keys become "" and ``{}``; values become strings.
+        others: The same shape, for the answer's sources the paragraph does not cite.
+        metadata_mismatch: The deterministic check's findings for this paragraph (docs/citation.md).
+
+    Returns:
+        ``{"paragraph", "citedSources", "otherSources", "metadataMismatch"}``, JSON built-ins.
+    """
+
+    def shape(source: Mapping[str, Any]) -> SourceInput:
+        return {
+            "marker": str(source.get("marker", "")),
+            "metadata": {str(k): str(v) for k, v in dict(source.get("metadata") or {}).items()},
+            "text": str(source.get("text") or ""),
+        }
+
+    return {
+        "paragraph": paragraph,
+        "citedSources": [shape(s) for s in cited],
+        "otherSources": [shape(s) for s in others],
+        "metadataMismatch": [str(m) for m in metadata_mismatch],
+    }
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class JudgeResult:
+    """A judge's outcome for one paragraph."""
+
+    verdict: str | None
+    """One of ``JUDGE_VERDICTS``, ``UNPARSEABLE``, or None when the judge could not be reached (see ``error``)."""
+    rationale: str
+    """The judge's rationale; for ``unparseable``, why the last reply was rejected; "" when unjudged."""
+    model: str
+    """The judge model asked (recorded as the paragraph's ``judgeModel``; never empty for a judge that was asked)."""
+    attempts: int = 0
+    """Requests sent for this paragraph (0 for a cache hit)."""
+    cached: bool = False
+    """True when the verdict came from a cache."""
+    error: str | None = None
+    """Why the paragraph is unjudged (a ``judgeErrors`` entry), or None."""
+    parse_failures: list[str] = field(default_factory=list)
+    """Why each rejected reply was rejected, in order."""
+
+    def to_record(self) -> dict[str, Any]:
+        """The judge fields of a paragraph record (JSON built-ins; docs/citation.md, "Paragraph records")."""
+        return {
+            "verdict": self.verdict,
+            "rationale": self.rationale,
+            "judgeModel": self.model,
+            "judgeError": self.error,
+            "judgeAttempts": self.attempts,
+            "judgeCached": self.cached,
+            "parseFailures": list(self.parse_failures),
+        }
+
+
+@dataclass
+class ScoreResult:
+    """The coverage score of one paragraph."""
+
+    score: float | None
+    """Sigmoid of the logit, in [0, 1]; None when the scorer failed (see ``error``) or nothing was cited with text."""
+    logit: float | None = None
+    """The raw score the server returned."""
+    truncated: bool = False
+    """True when the sources' texts were cut to the scorer's cap."""
+    error: str | None = None
+    """Why there is no score (a ``scorerErrors`` entry), or None."""
+
+    def to_record(self) -> dict[str, Any]:
+        """The scorer fields of a paragraph record (JSON built-ins)."""
+        return {
+            "coverageScore": self.score,
+            "coverageLogit": self.logit,
+            "coverageTruncated": self.truncated,
+            "scorerError": self.error,
+        }
+
+
+# --------------------------------------------------------------------------- protocols
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """A citation judge: one verdict per cited paragraph (docs/citation.md, "Judge").
+
+    ``pytest_groundeval.judge.client.JudgeClient`` is the HTTP one. The citation kind
+    awaits :meth:`judge` once per cited paragraph of an answer, all of an answer's
+    paragraphs concurrently, on the event loop that runs the items.
+    """
+
+    model: str
+    """The judge model's name (recorded with each verdict and in the run history)."""
+
+    gave_up: str | None
+    """Once the judge counts as gone (it left paragraphs unjudged too many times in a row): why,
+    naming the judge; the session then stops as on a dead target. None while it answers."""
+
+    async def judge(self, payload: JudgeInput) -> JudgeResult:
+        """Judge one paragraph.
+
+        Args:
+            payload: The paragraph, its cited and other sources, and the deterministic findings
+                (:func:`judge_input`).
+
+        Returns:
+            A :class:`JudgeResult`. A judge that is down, slow or talking nonsense does not
+            raise: it returns ``verdict`` None with an ``error`` (unjudged), or :data:`UNPARSEABLE`.
+        """
+        ...
+
+    async def close(self) -> None:
+        """Release the judge's connections; called once, when the session ends."""
+        ...
+
+
+@runtime_checkable
+class Scorer(Protocol):
+    """A coverage scorer: one score in [0, 1] per cited paragraph against its cited sources' texts.
+
+    ``pytest_groundeval.judge.scorer.CoverageScorer`` is the HTTP one.
+    """
+
+    gave_up: str | None
+    """As :attr:`Judge.gave_up`, for paragraphs left without a score."""
+
+    async def score(self, paragraph: str, texts: Sequence[str]) -> ScoreResult:
+        """Score ``paragraph`` against the texts of the sources it cites.
+
+        Returns:
+            A :class:`ScoreResult`; a scorer that is down does not raise: ``score`` None with an ``error``.
+        """
+        ...
+
+    async def close(self) -> None:
+        """Release the scorer's connections; called once, when the session ends."""
+        ...
+
+
+def paragraph_label(record: Mapping[str, Any]) -> str:
+    """The judge's label of one paragraph record: its ``verdict``, or :data:`UNJUDGED` when it has none."""
+    verdict = record.get("verdict")
+    return verdict if isinstance(verdict, str) else UNJUDGED

@@ -1,0 +1,325 @@
+"""The citation kind's deterministic checks (docs/citation.md): markers and mention metadata.
+
+Only paragraphs that carry at least one ``[N]``/``[S#]`` marker are judged; headers,
+intros and transitions without a marker are dropped. Each judged paragraph is checked for
+
+* ``missingSource``: a cited marker names no known source;
+* ``metadataMismatch``: a mention matched by the dataset's ``mentionPattern``
+  (named groups are metadata fields, e.g. ``speaker``, ``party``) disagrees with
+  every cited source on some field that source's metadata has.
+
+``judge_citation`` judges one answer against a marker → metadata map; ``source_map``
+builds that map from an item's ``sources``, its recorded ``response`` and a target's
+evidence list. A mention pattern that runs out of its time makes the item an error
+(``text.MentionTimeout``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import regex
+
+from ...evidence import describe_review, review_answer
+from ...outcome import ItemOutcome
+from ...text import shorten
+from .model import CitationItem
+from .text import MARKER_RE, MentionTimeout, cited_markers, mentions, normalise_field, paragraphs
+
+__all__ = [
+    "NO_CITATION_DETAIL",
+    "PARAGRAPH_TEXT_CHARS",
+    "ParagraphVerdict",
+    "disagreements",
+    "judge_citation",
+    "judge_paragraph",
+    "mention_mismatch",
+    "source_map",
+]
+
+PARAGRAPH_TEXT_CHARS = 300
+"""Characters of a paragraph's text kept in ``extra.citationParagraphs`` for the report."""
+
+DETAIL_TEXT_CHARS = 120
+"""Characters of a failing paragraph quoted in ``detail``."""
+
+MAX_DETAIL_PARAGRAPHS = 10
+"""Failing paragraphs listed in ``detail``; the rest are counted (all are in ``extra``)."""
+
+NO_CITATION_DETAIL = (
+    "no paragraph carried a citation marker ([N] or [S#]), so nothing could be judged; "
+    "an answer without citations does not pass a citation item (docs/citation.md)"
+)
+"""``detail`` of an answer with no judged paragraph."""
+
+MAX_KNOWN_MARKERS = 10
+"""Known markers named in a ``missingSource`` line before the rest are counted."""
+
+
+# --------------------------------------------------------------------------- sources
+
+
+def source_map(item: CitationItem, evidence: Sequence[Mapping[str, Any]] | None = None) -> dict[str, dict[str, str]]:
+    """The sources an answer to ``item`` may cite: marker → metadata fields.
+
+    Two cases, by where the answer came from:
+
+    * **Recorded answer** (``evidence`` is None): every marker of the item's
+      ``sources`` list and of its recorded ``response.sources`` exists. A marker in
+      both gets the union of the two metadata dicts; on a field both set, the
+      item's ``sources`` wins (it is the dataset author's curated metadata, the
+      recorded one is what production said).
+    * **Target answer** (``evidence`` is the generate response's ``evidence`` list,
+      docs/target-contract.md): the markers that exist are exactly the evidence markers, because
+      an answer can only cite what the target retrieved. Each evidence entry takes
+      its metadata from the item's ``sources``: first from an entry whose
+      ``document`` equals the evidence's ``document``, else from the entry with the
+      same marker provided that entry names no document or the same one (an entry
+      pinned to another document describes a different source). An evidence marker
+      with no such entry exists with no metadata, so no mention can disagree with it.
+
+    Args:
+        item: The citation item.
+        evidence: The target's evidence entries ``{"marker", "document", "start",
+            "end"}``, or None for a recorded answer. Entries lacking a string
+            ``marker`` are ignored (the runner checks the response shape first).
+
+    Returns:
+        Marker as written inside the brackets (``"S1"`` for ``[S1]``, ``"1"`` for
+        ``[1]``) → ``{field: value}``; fresh dicts the caller may mutate.
+    """
+    declared = {source.marker: source for source in item.sources}
+    if evidence is None:
+        sources: dict[str, dict[str, str]] = {}
+        recorded = item.response.sources if item.response is not None else []
+        for recorded_source in recorded:
+            sources.setdefault(recorded_source.marker, {}).update(recorded_source.metadata)
+        for marker, source in declared.items():
+            sources.setdefault(marker, {}).update(source.metadata)
+        return sources
+    by_document: dict[str, dict[str, str]] = {}
+    for source in item.sources:
+        if source.document is not None:
+            by_document.setdefault(source.document, source.metadata)
+    sources = {}
+    for entry in evidence:
+        cited = entry.get("marker")
+        if not isinstance(cited, str):
+            continue
+        document = entry.get("document")
+        metadata = by_document.get(document) if isinstance(document, str) else None
+        if metadata is None:
+            same_marker = declared.get(cited)
+            if same_marker is not None and same_marker.document in (None, document):
+                metadata = same_marker.metadata
+        sources.setdefault(cited, {}).update(metadata or {})
+    return sources
+
+
+# --------------------------------------------------------------------------- paragraph checks
+
+
+@dataclass
+class ParagraphVerdict:
+    """The deterministic verdict on one judged paragraph (docs/citation.md)."""
+
+    index: int
+    """Position of the paragraph among all non-empty paragraphs of the answer (0-based)."""
+    text: str
+    """The paragraph, stripped."""
+    markers: list[str]
+    """Markers cited, as written inside the brackets, in first-occurrence order."""
+    metadata_mismatch: list[str] = field(default_factory=list)
+    """One text per mention that agrees with no cited source, naming found and expected values."""
+    missing_markers: list[str] = field(default_factory=list)
+    """Cited markers that name no known source (the ``missingSource`` finding)."""
+
+    @property
+    def deterministic_pass(self) -> bool:
+        """No metadata mismatch and no unknown marker."""
+        return not self.metadata_mismatch and not self.missing_markers
+
+    def to_extra(self) -> dict[str, Any]:
+        """The paragraph as JSON built-ins for ``extra.citationParagraphs``; text cut to ``PARAGRAPH_TEXT_CHARS``."""
+        return {
+            "index": self.index,
+            "text": shorten(self.text, PARAGRAPH_TEXT_CHARS, collapse=False),
+            "markers": list(self.markers),
+            "metadataMismatch": list(self.metadata_mismatch),
+            "missingMarkers": list(self.missing_markers),
+            "deterministicPass": self.deterministic_pass,
+        }
+
+
+def judge_paragraph(
+    index: int,
+    text: str,
+    sources: Mapping[str, Mapping[str, str]],
+    mention_regex: regex.Pattern[str] | re.Pattern[str] | None,
+    *,
+    timeout_s: float | None = None,
+) -> ParagraphVerdict:
+    """Run the deterministic checks on one paragraph that cites at least one marker.
+
+    Args:
+        index: The paragraph's position in ``paragraphs(answer)``.
+        text: The paragraph.
+        sources: Marker → metadata (see ``source_map``).
+        mention_regex: The dataset's compiled ``mentionPattern``, or None (no mention check).
+        timeout_s: Seconds of matching allowed on this paragraph (default ``MENTION_TIMEOUT_S``).
+
+    Returns:
+        The verdict: unknown markers, and one mismatch text per distinct failing mention.
+
+    Raises:
+        MentionTimeout: the pattern ran out of ``timeout_s``.
+    """
+    markers = cited_markers(text)
+    verdict = ParagraphVerdict(index=index, text=text, markers=markers)
+    verdict.missing_markers = [marker for marker in markers if marker not in sources]
+    cited = [marker for marker in markers if marker in sources]
+    if mention_regex is None or not cited:
+        # With every cited marker unknown there is no metadata to compare: the paragraph
+        # already fails as missingSource, and a mismatch would only repeat that.
+        return verdict
+    try:
+        found = list(mentions(text, mention_regex, timeout_s=timeout_s))
+    except MentionTimeout as exc:
+        raise MentionTimeout(exc.pattern, index, exc.timeout_s) from None
+    for mention in found:
+        mismatch = mention_mismatch(mention, cited, sources)
+        if mismatch is not None and mismatch not in verdict.metadata_mismatch:
+            verdict.metadata_mismatch.append(mismatch)
+    return verdict
+
+
+def disagreements(mention: Mapping[str, str], metadata: Mapping[str, str]) -> list[str]:
+    """Fields where ``metadata`` sets a value that differs from the mention's (normalised).
+
+    A field the source's metadata lacks is not a disagreement: the source cannot
+    contradict what it does not record.
+    """
+    return [
+        name
+        for name, value in mention.items()
+        if name in metadata and normalise_field(metadata[name]) != normalise_field(value)
+    ]
+
+
+def mention_mismatch(
+    mention: Mapping[str, str], cited: Sequence[str], sources: Mapping[str, Mapping[str, str]]
+) -> str | None:
+    """The ``metadataMismatch`` text of a mention, or None when a cited source agrees with it.
+
+    Example: ``speaker 'Anna Berg', party 'S' (cited [2]) but source [2] has speaker 'Lars Holm'``.
+    """
+    against: list[str] = []
+    for marker in cited:
+        metadata = sources[marker]
+        wrong = disagreements(mention, metadata)
+        if not wrong:
+            return None
+        against.append(f"source [{marker}] has " + ", ".join(f"{name} {metadata[name]!r}" for name in wrong))
+    found = ", ".join(f"{name} {value!r}" for name, value in mention.items())
+    where = ", ".join(f"[{marker}]" for marker in cited)
+    return f"{found} (cited {where}) but " + "; ".join(against)
+
+
+# --------------------------------------------------------------------------- the item
+
+
+def judge_citation(
+    item: CitationItem,
+    *,
+    answer: str,
+    sources: Mapping[str, Mapping[str, str]],
+    mention_regex: regex.Pattern[str] | re.Pattern[str] | None,
+    mention_timeout_s: float | None = None,
+) -> ItemOutcome:
+    """Judge an answer to a citation item with the deterministic checks of docs/citation.md.
+
+    The item passes when at least one paragraph was judged, every judged paragraph
+    passes (no unknown marker, no metadata mismatch) and, when the item has an
+    evidence block (docs/evidence-risk.md), its review passes. An answer with no cited paragraph
+    fails with ``NO_CITATION_DETAIL``: an answer without citations must not pass
+    silently.
+
+    Args:
+        item: The citation item (its ``id`` and optional ``evidence`` block are used).
+        answer: The target's answer, or the recorded ``response.answer``.
+        sources: Marker as it appears in the brackets → metadata (see ``source_map``).
+        mention_regex: The dataset's compiled ``mentionPattern`` (``Manifest.mention_regex``),
+            or None to check markers only.
+        mention_timeout_s: Seconds of mention matching allowed per paragraph (default ``MENTION_TIMEOUT_S``).
+
+    Returns:
+        An ``ItemOutcome`` of kind ``citation`` whose ``extra`` holds JSON built-ins:
+        ``citationParagraphsJudged`` (int), ``citationParagraphsMismatched`` (int:
+        judged paragraphs failing any deterministic check, i.e. with a metadata
+        mismatch *or* an unknown marker), ``citationParagraphsDropped`` (int:
+        paragraphs without a marker) and ``citationParagraphs`` (one dict per judged
+        paragraph, see ``ParagraphVerdict.to_extra``).
+
+    Raises:
+        MentionTimeout: ``mention_regex`` ran out of ``mention_timeout_s`` on a paragraph;
+            the message names the pattern, the paragraph and the item.
+    """
+    verdicts: list[ParagraphVerdict] = []
+    all_paragraphs = paragraphs(answer)
+    for index, text in enumerate(all_paragraphs):
+        if MARKER_RE.search(text):
+            try:
+                verdicts.append(judge_paragraph(index, text, sources, mention_regex, timeout_s=mention_timeout_s))
+            except MentionTimeout as exc:
+                raise MentionTimeout(exc.pattern, exc.paragraph, exc.timeout_s, item.id) from None
+    failing = [verdict for verdict in verdicts if not verdict.deterministic_pass]
+    review = review_answer(item.evidence, answer) if item.evidence is not None else None
+
+    problems: list[str] = []
+    if not verdicts:
+        problems.append(NO_CITATION_DETAIL)
+    if failing:
+        problems.append(_failing_detail(failing, len(verdicts), sources))
+    if review is not None and not review.passed:
+        problems.append(describe_review(review))
+    detail = "\n".join(problems) or (
+        f"{len(verdicts)} cited paragraph(s) judged, {len(all_paragraphs) - len(verdicts)} without a marker dropped; "
+        "every marker names a source and every mention agrees with a cited source"
+    )
+    return ItemOutcome(
+        id=item.id,
+        kind="citation",
+        passed=not problems,
+        detail=detail,
+        evidence_review=review,
+        extra={
+            "citationParagraphsJudged": len(verdicts),
+            "citationParagraphsMismatched": len(failing),
+            "citationParagraphsDropped": len(all_paragraphs) - len(verdicts),
+            "citationParagraphs": [verdict.to_extra() for verdict in verdicts],
+        },
+    )
+
+
+# --------------------------------------------------------------------------- detail text
+
+
+def _failing_detail(failing: list[ParagraphVerdict], judged: int, sources: Mapping[str, Any]) -> str:
+    markers = list(sources)
+    known = ", ".join(f"[{marker}]" for marker in markers[:MAX_KNOWN_MARKERS]) or "none"
+    if len(markers) > MAX_KNOWN_MARKERS:
+        known += f", … ({len(markers) - MAX_KNOWN_MARKERS} more)"
+    lines = [f"{len(failing)} of {judged} cited paragraph(s) failed the deterministic checks:"]
+    for verdict in failing[:MAX_DETAIL_PARAGRAPHS]:
+        quoted = shorten(verdict.text, DETAIL_TEXT_CHARS)
+        lines.append(f"  paragraph {verdict.index}: {quoted!r}")
+        if verdict.missing_markers:
+            unknown = ", ".join(f"[{marker}]" for marker in verdict.missing_markers)
+            lines.append(f"    missingSource: {unknown} names no source (known: {known})")
+        lines.extend(f"    metadataMismatch: {text}" for text in verdict.metadata_mismatch)
+    if len(failing) > MAX_DETAIL_PARAGRAPHS:
+        lines.append(f"  … and {len(failing) - MAX_DETAIL_PARAGRAPHS} more (all in extra.citationParagraphs)")
+    return "\n".join(lines)

@@ -1,0 +1,416 @@
+"""The citation kind's tally and metrics (docs/citation.md, "Metrics"; docs/gate.md).
+
+Each outcome's ``extra`` figures (``citationParagraphsJudged``, the judge's and the
+scorer's counts, the paragraph records a judge was asked about) are folded into a
+``CitationTally`` (``tally_outcome``); ``tally_results`` turns it into the metrics of
+``METRICS``. Every field of the tally is an integer, an exact ``Fraction`` or a
+``Counter`` of integers, so per-worker tallies merge by addition and give the same
+metrics as a plain run. Cohen's κ (``cohen_kappa``) is computed here and nowhere else.
+
+``paragraph_metrics`` gives the same metrics for a list of paragraph records, as a run
+of one item would (used by ``scripts/measure_judge.py``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from ...judging import JUDGE_LABELS, JUDGE_VERDICTS, RECORDED_VERDICTS, paragraph_label
+from ...outcome import ItemOutcome
+from ..base import CEILING_RATE, MetricDirection, MetricSpec, Tally, ratio
+from .assess import with_assessment
+
+__all__ = [
+    "CATCHES",
+    "JUDGE_BOUNDS",
+    "METRICS",
+    "UNPARSEABLE_CEILING",
+    "CitationTally",
+    "cohen_kappa",
+    "paragraph_catches",
+    "paragraph_metrics",
+    "tally_outcome",
+    "tally_results",
+]
+
+CATCHES: tuple[str, ...] = (
+    "deterministicCatches",
+    "judgeCatches",
+    "judgeOnlyCatches",
+    "deterministicOnlyCatches",
+    "wrongSpeaker",
+    "wrongSpeakerDeterministic",
+    "wrongSpeakerJudgeOnly",
+)
+"""Keys of ``citationCatches``, over the paragraphs a judge was asked about (docs/citation.md):
+
+- ``deterministicCatches``: paragraphs failing the deterministic checks;
+- ``judgeCatches``: paragraphs with a verdict other than ``supported`` (``unparseable`` and
+  unjudged are no catch);
+- ``judgeOnlyCatches``: judge catches on paragraphs the deterministic checks passed;
+- ``deterministicOnlyCatches``: deterministic failures the judge called ``supported``;
+- ``wrongSpeaker``: ``wrong_speaker`` verdicts; ``wrongSpeakerDeterministic``: of those, the
+  paragraphs the metadata check had already flagged; ``wrongSpeakerJudgeOnly``: the others.
+"""
+
+
+def paragraph_catches(record: Mapping[str, Any]) -> list[str]:
+    """The ``CATCHES`` keys one paragraph record the judge was asked about adds 1 to."""
+    label = paragraph_label(record)
+    passed = bool(record.get("deterministicPass"))
+    found = [] if passed else ["deterministicCatches"]
+    if label in JUDGE_VERDICTS and label != "supported":
+        found.append("judgeCatches")
+        if passed:
+            found.append("judgeOnlyCatches")
+    if not passed and label == "supported":
+        found.append("deterministicOnlyCatches")
+    if label == "wrong_speaker":
+        found.append("wrongSpeaker")
+        found.append("wrongSpeakerDeterministic" if record.get("metadataMismatch") else "wrongSpeakerJudgeOnly")
+    return found
+
+
+
+
+def _extra_count(outcome: ItemOutcome, key: str) -> int | None:
+    value = outcome.extra.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"item {outcome.id!r}: extra.{key} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _part_of_judged(outcome: ItemOutcome, key: str, judged: int) -> int | None:
+    value = _extra_count(outcome, key)
+    if value is not None and value > judged:
+        raise ValueError(
+            f"item {outcome.id!r}: extra.{key} ({value}) exceeds extra.citationParagraphsJudged ({judged})"
+        )
+    return value
+
+
+def _extra_scores(outcome: ItemOutcome) -> list[float]:
+    value = outcome.extra.get("citationCoverageScores")
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"item {outcome.id!r}: extra.citationCoverageScores must be a list, got {value!r}")
+    scores = []
+    for i, score in enumerate(value):
+        if score is None:  # the scorer was unreachable for this paragraph (docs/citation.md)
+            continue
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0.0 <= score <= 1.0:
+            raise ValueError(
+                f"item {outcome.id!r}: extra.citationCoverageScores[{i}] must be a number in [0, 1], got {score!r}"
+            )
+        scores.append(float(score))
+    return scores
+
+
+def _asked_records(outcome: ItemOutcome) -> list[tuple[str, str | None, Mapping[str, Any]]]:
+    """``(label, expectedVerdict, record)`` of each paragraph record a judge was asked about (``judgeModel`` set).
+
+    Raises:
+        ValueError: ``citationParagraphs`` is not a list of objects, or a record's ``verdict``
+            or ``expectedVerdict`` is not a known label; the message names the item and record.
+    """
+    value = outcome.extra.get("citationParagraphs")
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"item {outcome.id!r}: extra.citationParagraphs must be a list, got {type(value).__name__}")
+    asked = []
+    for i, record in enumerate(value):
+        if not isinstance(record, Mapping):
+            raise ValueError(f"item {outcome.id!r}: extra.citationParagraphs[{i}] must be an object")
+        if not record.get("judgeModel"):
+            continue
+        verdict, expected = record.get("verdict"), record.get("expectedVerdict")
+        if verdict is not None and verdict not in RECORDED_VERDICTS:
+            raise ValueError(
+                f"item {outcome.id!r}: extra.citationParagraphs[{i}].verdict {verdict!r} is not one of "
+                f"{', '.join(RECORDED_VERDICTS)} or null"
+            )
+        if expected is not None and expected not in JUDGE_VERDICTS:
+            raise ValueError(
+                f"item {outcome.id!r}: extra.citationParagraphs[{i}].expectedVerdict {expected!r} is not one of "
+                f"{', '.join(JUDGE_VERDICTS)} or null"
+            )
+        asked.append((paragraph_label(record), expected, record))
+    return asked
+
+
+def cohen_kappa(confusion: Mapping[tuple[str, str], int]) -> float | None:
+    """Cohen's κ of a confusion table ``{(expected, got): count}``, computed exactly (docs/citation.md).
+
+    ``κ = (p_o − p_e) / (1 − p_e)``: ``p_o`` the share of pairs that agree, ``p_e`` the
+    agreement expected from the two sides' label distributions. None for an empty table;
+    when ``p_e`` is 1 (both sides use one and the same label) 1.0 if every pair agrees, else 0.0.
+    """
+    n = sum(confusion.values())
+    if not n:
+        return None
+    observed = Fraction(sum(count for (expected, got), count in confusion.items() if expected == got), n)
+    rows: dict[str, int] = {}
+    columns: dict[str, int] = {}
+    for (expected, got), count in confusion.items():
+        rows[expected] = rows.get(expected, 0) + count
+        columns[got] = columns.get(got, 0) + count
+    chance = Fraction(sum(count * columns.get(label, 0) for label, count in rows.items()), n * n)
+    if chance == 1:
+        return 1.0 if observed == 1 else 0.0
+    return float((observed - chance) / (1 - chance))
+
+
+def _judge_asked(metrics: Any) -> str | None:
+    """Why an unmeasured judge metric FAILs: citation items ran and no paragraph was sent to a judge."""
+    ran = metrics.items_by_kind.get("citation", 0)
+    if ran > 0 and metrics.judge_errors is None:
+        return (
+            f"{ran} citation item(s) ran but no judge was asked: give --eval-judge-url and --eval-judge-model, "
+            "or --eval-judge=mock (docs/citation.md)"
+        )
+    return None
+
+
+def _scorer_asked(metrics: Any) -> str | None:
+    """Why an unmeasured coverageScoreMean FAILs: no scorer was asked, or it gave no score at all."""
+    ran = metrics.items_by_kind.get("citation", 0)
+    if ran > 0 and metrics.scorer_errors is None:
+        return f"{ran} citation item(s) ran but no coverage scorer was asked: give --eval-scorer-url (docs/citation.md)"
+    if ran > 0 and metrics.scorer_errors:
+        return f"the coverage scorer gave no score: {metrics.scorer_errors} scorer error(s), none scored"
+    return None
+
+
+JUDGE_BOUNDS = ("citationSupportedRate", "wrongSpeakerRate", "unparseableRate", "judgeAgreement", "judgeKappa")
+"""Metrics measured by a judge: a bound on any of them arms ``judgeErrors <= 0`` and
+``unparseableRate <= UNPARSEABLE_CEILING`` (docs/gate.md)."""
+
+UNPARSEABLE_CEILING = 0.05
+"""The ``unparseableRate`` ceiling a judge bound arms unless the floors give one (docs/gate.md)."""
+
+def _counter() -> Counter[Any]:
+    return Counter()
+
+
+@dataclass
+class CitationTally(Tally):
+    """Citation paragraph counts, summed over every outcome that carries them.
+
+    Every field is an integer, an exact ``Fraction`` or a ``Counter`` of integers, so tallies
+    merge by addition and per-worker partial results give the same metrics as a plain run.
+    """
+
+    judged: int = 0
+    mismatched: int = 0
+    judge_judged: int = 0
+    judge_supported: int = 0
+    speaker_judged: int = 0
+    speaker_wrong: int = 0
+    unparseable_judged: int = 0
+    unparseable: int = 0
+    judge_outcomes: int = 0
+    """Outcomes carrying ``citationJudgeErrors`` (a judge was configured for them)."""
+    judge_errors: int = 0
+    scorer_outcomes: int = 0
+    """Outcomes carrying ``citationScorerErrors`` (a scorer was configured for them)."""
+    scorer_errors: int = 0
+    coverage_scores: int = 0
+    coverage_score_sum: Fraction = Fraction(0)
+    verdicts: Counter[str] = field(default_factory=_counter)
+    """Label (``JUDGE_LABELS``) → paragraphs the judge was asked about."""
+    confusion: Counter[tuple[str, str]] = field(default_factory=_counter)
+    """``(expectedVerdict, label)`` → labelled paragraphs the judge was asked about."""
+    catches: Counter[str] = field(default_factory=_counter)
+    """``CATCHES`` key → paragraphs."""
+
+
+METRICS: tuple[MetricSpec, ...] = (
+    MetricSpec(
+        "citation_metadata_accuracy",
+        "Judged citation paragraphs with no metadata mismatch / judged paragraphs.",
+    ),
+    MetricSpec(
+        "citation_supported_rate",
+        "Paragraphs the judge found supported / paragraphs sent to the judge (unparseable and unjudged "
+        "included), over items that ran a judge.",
+        silent=_judge_asked,
+    ),
+    MetricSpec(
+        "wrong_speaker_rate",
+        "Paragraphs the judge found wrong_speaker / paragraphs sent to the judge, over items that ran a judge.",
+        direction=CEILING_RATE,
+        silent=_judge_asked,
+    ),
+    MetricSpec(
+        "unparseable_rate",
+        "Paragraphs whose judge replies could not be parsed / paragraphs sent to the judge.",
+        direction=CEILING_RATE,
+        silent=_judge_asked,
+        armed_by=JUDGE_BOUNDS,
+        armed_bound=UNPARSEABLE_CEILING,
+        useless_at=1.0,
+        useless_reason="every paragraph sent to the judge came back unparseable: the judge measured nothing "
+        "(docs/citation.md)",
+    ),
+    MetricSpec(
+        "judge_errors",
+        "Paragraphs sent to the judge and left unjudged (down, rate-limited, timed out); null without a judge.",
+        direction=MetricDirection("<=", rate=False),
+        type_="count",
+        nullable=True,
+        silent=_judge_asked,
+        armed_by=JUDGE_BOUNDS,
+    ),
+    MetricSpec(
+        "coverage_score_mean",
+        "Mean citation coverage score in [0, 1] over paragraphs the scorer scored (nulls skipped).",
+        silent=_scorer_asked,
+    ),
+    MetricSpec(
+        "scorer_errors",
+        "Paragraphs sent to the coverage scorer that got no score; null without a scorer.",
+        direction=MetricDirection("<=", rate=False),
+        type_="count",
+        nullable=True,
+        silent=_scorer_asked,
+        armed_by=("coverageScoreMean",),
+    ),
+    MetricSpec(
+        "judge_agreement",
+        "Human-labelled paragraphs whose judge verdict equals expectedVerdict / labelled paragraphs sent to the "
+        "judge (unparseable and unjudged count as disagreements).",
+        silent=_judge_asked,
+    ),
+    MetricSpec(
+        "judge_kappa",
+        "Cohen's kappa between expectedVerdict and the judge over the same paragraphs (in [-1, 1]).",
+        silent=_judge_asked,
+        minimum=-1.0,
+    ),
+    MetricSpec(
+        "verdict_distribution",
+        "Paragraphs sent to the judge, per verdict, unparseable and unjudged; null without a judge.",
+        direction=None,
+        type_="table",
+    ),
+    MetricSpec(
+        "judge_confusion",
+        "Labelled paragraphs sent to the judge: {expectedVerdict: {judge's label: count}}, non-zero cells only; "
+        "null with none.",
+        direction=None,
+        type_="table",
+    ),
+    MetricSpec(
+        "citation_catches",
+        "Deterministic vs judge catches over paragraphs sent to the judge (docs/citation.md); null without a judge.",
+        direction=None,
+        type_="table",
+    ),
+)
+"""The citation kind's metrics, in report order (docs/citation.md, "Metrics")."""
+
+
+def tally_outcome(tally: CitationTally, outcome: ItemOutcome) -> None:
+    """Fold the citation figures of any outcome's ``extra`` into ``tally``.
+
+    Raises:
+        ValueError: a figure has the wrong type or exceeds the judged count.
+    """
+    judged = _extra_count(outcome, "citationParagraphsJudged")
+    if judged is not None:
+        tally.judged += judged
+        tally.mismatched += _part_of_judged(outcome, "citationParagraphsMismatched", judged) or 0
+        supported = _part_of_judged(outcome, "citationParagraphsSupported", judged)
+        if supported is not None:
+            tally.judge_judged += judged
+            tally.judge_supported += supported
+        wrong_speaker = _part_of_judged(outcome, "citationParagraphsWrongSpeaker", judged)
+        if wrong_speaker is not None:
+            tally.speaker_judged += judged
+            tally.speaker_wrong += wrong_speaker
+        unparseable = _part_of_judged(outcome, "citationParagraphsUnparseable", judged)
+        if unparseable is not None:
+            tally.unparseable_judged += judged
+            tally.unparseable += unparseable
+        judge_errors = _part_of_judged(outcome, "citationJudgeErrors", judged)
+        if judge_errors is not None:
+            tally.judge_outcomes += 1
+            tally.judge_errors += judge_errors
+        scorer_errors = _part_of_judged(outcome, "citationScorerErrors", judged)
+        if scorer_errors is not None:
+            tally.scorer_outcomes += 1
+            tally.scorer_errors += scorer_errors
+    scores = _extra_scores(outcome)
+    tally.coverage_scores += len(scores)
+    tally.coverage_score_sum += sum(map(Fraction, scores), Fraction(0))
+    for label, expected, record in _asked_records(outcome):
+        tally.verdicts[label] += 1
+        if expected is not None:
+            tally.confusion[(expected, label)] += 1
+        tally.catches.update(paragraph_catches(record))
+
+
+
+def tally_results(tally: CitationTally) -> dict[str, Any]:
+    """The citation metrics of ``tally``, keyed by ``MetricSpec.field`` (``METRICS``); JSON built-ins, None for n/a."""
+    asked = tally.judge_outcomes > 0
+    labelled = sum(tally.confusion.values())
+    agreeing = sum(count for (expected, got), count in tally.confusion.items() if expected == got)
+    confusion: dict[str, dict[str, int]] = {}
+    for expected in JUDGE_VERDICTS:
+        row = {got: tally.confusion[(expected, got)] for got in JUDGE_LABELS if tally.confusion[(expected, got)]}
+        if row:
+            confusion[expected] = row
+    return {
+        "citation_metadata_accuracy": ratio(tally.judged - tally.mismatched, tally.judged),
+        "citation_supported_rate": ratio(tally.judge_supported, tally.judge_judged),
+        "wrong_speaker_rate": ratio(tally.speaker_wrong, tally.speaker_judged),
+        "unparseable_rate": ratio(tally.unparseable, tally.unparseable_judged),
+        "judge_errors": tally.judge_errors if asked else None,
+        "coverage_score_mean": ratio(tally.coverage_score_sum, tally.coverage_scores),
+        "scorer_errors": tally.scorer_errors if tally.scorer_outcomes else None,
+        "judge_agreement": ratio(agreeing, labelled),
+        "judge_kappa": cohen_kappa(tally.confusion),
+        "verdict_distribution": {label: tally.verdicts[label] for label in JUDGE_LABELS} if asked else None,
+        "judge_confusion": confusion if labelled else None,
+        "citation_catches": {key: tally.catches[key] for key in CATCHES} if asked else None,
+    }
+
+
+def paragraph_metrics(records: Sequence[Mapping[str, Any]], *, judged: bool, scored: bool) -> dict[str, Any]:
+    """The citation metrics of one list of paragraph records, as a run of one citation item holding them gives.
+
+    Args:
+        records: Paragraph records as ``assess.assess_paragraphs`` returns them: ``deterministicPass``,
+            ``metadataMismatch`` and the judge's and scorer's fields (docs/citation.md, "Paragraph records").
+        judged: A judge was asked about every record (the judge's metrics are None otherwise).
+        scored: A scorer was asked about every record (``scorerErrors`` is None otherwise).
+
+    Returns:
+        ``tally_results`` of a tally holding the records: ``MetricSpec.field`` → value (``METRICS``).
+
+    Raises:
+        ValueError: a record's ``verdict`` or ``expectedVerdict`` is not a known label, or a
+            coverage score is not a number in [0, 1].
+    """
+    outcome = ItemOutcome(
+        id="paragraphs",
+        kind="citation",
+        passed=True,
+        detail="",
+        extra={
+            "citationParagraphsJudged": len(records),
+            "citationParagraphsMismatched": sum(1 for record in records if not record.get("deterministicPass")),
+        },
+    )
+    tally = CitationTally()
+    tally_outcome(tally, with_assessment(outcome, records, judged=judged, scored=scored))
+    return tally_results(tally)
