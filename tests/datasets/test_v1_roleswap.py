@@ -50,7 +50,8 @@ def bag_of_words(claims: Sequence[tuple[str, Sequence[str]]], evidence: Mapping[
 
 def serve(argv: list[str]) -> int:
     """Run the reference server with :func:`bag_of_words` as its verifier, verifying on the event loop."""
-    from pytest_groundeval.reference import app, cli
+    from pytest_groundeval.cli import reference as cli
+    from pytest_groundeval.reference import app
 
     app.verify_claims = bag_of_words  # the server calls it by this name; "inline" keeps it in this process
     return cli.main([*argv, "--verify-executor", "inline"])
