@@ -89,13 +89,13 @@ class DatasetRun:
     """The manifest's part of the node ids, e.g. ``datasets/v1/manifest.json``."""
     manifest: Path
     """The manifest's path."""
-    accumulator: Any = None
+    outcomes: Any = None
+    """The outcomes so far (``core.finalize.RunOutcomes``), from the first eval outcome on."""
     writer: Any = None
     version: str | None = None
     models: dict | None = None
     lineage_conflict: str | None = None
     seen: set[str] = field(default_factory=set)
-    qa_ids: set[str] = field(default_factory=set)
     failed: int = 0
     errored: int = 0
     not_run: int = 0
@@ -410,15 +410,13 @@ class GateSession:
         if outcome.id in run.seen:
             return
         run.seen.add(outcome.id)
-        if outcome.kind == "qa":
-            run.qa_ids.add(outcome.id)
-        if run.accumulator is None:
+        if run.outcomes is None:
             # Imported on the first eval outcome, so runs without datasets pay nothing.
-            from ..core.metrics import MetricsAccumulator
+            from ..core.finalize import RunOutcomes
 
-            run.accumulator = MetricsAccumulator()
+            run.outcomes = RunOutcomes()
         self._writer(run)
-        run.accumulator.add(outcome)
+        run.outcomes.add(outcome)
         if run.writer is not None:
             run.writer.add_item(outcome)
         if self.history is not None:
@@ -466,7 +464,9 @@ class GateSession:
         finished run would have. None when the run has no baseline or it cannot be read
         yet (the end of the session reports that).
         """
-        qa_ids = frozenset(item_id for item_id, kind in run.expected.items() if kind == "qa")
+        from ..core.kinds import get
+
+        qa_ids = frozenset(item_id for item_id, kind in run.expected.items() if get(kind).uses_baseline)
         if run.spooled_baseline is not None and run.spooled_baseline[0] == qa_ids:
             return run.spooled_baseline[1]
         from ..core.gate import summarize_baseline
@@ -660,7 +660,7 @@ class GateSession:
                 self._run_for(key)
         if not self.runs:
             return
-        from ..core.gate import evaluate_gate, interrupted_check, not_run_check, summarize_baseline
+        from ..core.finalize import RunFlags, RunOutcomes, finalize_run
 
         for run in self.runs.values():
             problem = self._baseline_version_problem(run.manifest_version())
@@ -692,11 +692,8 @@ class GateSession:
             if run.not_run:
                 interrupted = True
         for run in self.runs.values():
-            if run.accumulator is None:
-                from ..core.metrics import MetricsAccumulator
-
-                run.accumulator = MetricsAccumulator()
-            run.metrics = run.accumulator.result()
+            if run.outcomes is None:
+                run.outcomes = RunOutcomes()
             if self.settings.baseline is not None:
                 run.baseline_path, run.baseline = self.settings.baseline, self.explicit_baseline
             else:
@@ -708,29 +705,20 @@ class GateSession:
                     session.exitstatus = pytest.ExitCode.USAGE_ERROR
                     self._abort_writers()
                     return
-            # What the recall check compares with, recorded in the report so that
-            # `groundeval gate --report` re-applies the same check (docs/gate.md).
-            run.baseline_record = (
-                summarize_baseline(run.baseline, run.qa_ids, _shown(run.baseline_path))
-                if run.baseline is not None and run.baseline_path is not None
-                else None
-            )
-            run.gate = evaluate_gate(
-                run.metrics,
+            # The baseline as the recall check compares with it is recorded in the report so
+            # that `groundeval gate --report` re-applies the same check (docs/gate.md).
+            end = finalize_run(
+                run.outcomes,
                 floors=self.run_floors(run),
-                baseline=run.baseline_record,
+                baseline=run.baseline if run.baseline_path is not None else None,
+                baseline_path=_shown(run.baseline_path) if run.baseline_path is not None else None,
+                baseline_ids=run.outcomes.baseline_ids,
                 dataset_version=run.manifest_version(),
                 models=run.models or {"generate": UNKNOWN, "embed": UNKNOWN},
-                qa_ids=run.qa_ids,
                 gated=not self.settings.no_gate,
+                flags=RunFlags(interrupted=interrupted),
             )
-            extra = []
-            if run.not_run:
-                extra.append(not_run_check(run.not_run, len(run.seen)))
-            if interrupted:
-                extra.append(interrupted_check(len(run.seen) - run.not_run))
-            if extra:
-                run.gate = run.gate.model_copy(update={"passed": False, "checks": [*run.gate.checks, *extra]})
+            run.metrics, run.gate, run.baseline_record = end.metrics, end.gate, end.baseline
             run.shard = self._shard_block(run)
         parts = self._parts(interrupted)
         self._write_report(parts)

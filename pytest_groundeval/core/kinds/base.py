@@ -230,6 +230,9 @@ class Kind:
     """The metrics this kind measures, in the order the gate prints them."""
     tally_type: ClassVar[type[Tally]] = Tally
     """The counters ``tally`` folds outcomes into."""
+    uses_baseline: ClassVar[bool] = False
+    """Whether a baseline report's retrieval recall is taken over this kind's items (docs/gate.md:
+    the baseline check); ``core.finalize`` collects their ids, ``core.gate.summarize_baseline`` reads them."""
 
     # -- the manifest
 

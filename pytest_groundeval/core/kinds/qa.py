@@ -124,6 +124,7 @@ class QaKind(Kind):
     name = "qa"
     model = QaItem
     tally_type = QaTally
+    uses_baseline = True
     metrics = (
         MetricSpec(
             "retrieval_recall",
