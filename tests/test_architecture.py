@@ -125,27 +125,14 @@ def test_the_cycle_finder_finds_a_cycle():
 
 
 MAX_MODULE_LINES = 800
-# Being split on other branches of the same refactor (issue 20); remove each name as its split lands.
-SPLIT_ELSEWHERE = {"pytest_groundeval.core.report", "pytest_groundeval.plugin.controller"}
 
 
 def test_no_module_is_over_800_lines():
     sizes = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in MODULES.items()}
-    assert {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES and name not in SPLIT_ELSEWHERE} == {}
+    assert {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES} == {}
 
 
 # -- core: function-level imports count (issue 20) ------------------------------------------------
-
-_ELSEWHERE = frozenset(
-    {
-        "pytest_groundeval.core.gate",
-        "pytest_groundeval.core.report",
-        "pytest_groundeval.core.render",
-        "pytest_groundeval.core.finalize",
-    }
-)
-"""Core modules still being untangled by other parts of issue 20 (the end of the run in one
-place; citation as a package): checked once those land, by removing them from this set."""
 
 
 def _runtime_imports(name: str, path: Path) -> tuple[set[str], list[int]]:
@@ -183,7 +170,7 @@ def _runtime_imports(name: str, path: Path) -> tuple[set[str], list[int]]:
 
 
 def _core_modules() -> dict[str, Path]:
-    return {n: p for n, p in MODULES.items() if n.startswith("pytest_groundeval.core") and n not in _ELSEWHERE}
+    return {n: p for n, p in MODULES.items() if n.startswith("pytest_groundeval.core")}
 
 
 def test_core_imports_none_of_the_package_inside_a_function():

@@ -5,16 +5,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ..core.gate import (
-    FloorsError,
-    GateResult,
-    baseline_version_problem,
-    check_recorded_floors,
-    evaluate_gate,
-    load_floors,
-    missing_items_check,
-    not_run_check,
-)
+from ..core.finalize import RunFlags, RunOutcomes, finalize_run
+from ..core.gate import FloorsError, baseline_version_problem, check_recorded_floors, load_floors
 from ..core.render import format_check
 from ..core.report import Report, ReportError, check_metrics, read_report, read_reports
 from ._args import Parser, ParserExit, UsageError
@@ -213,22 +205,20 @@ def _gate_one(report: Report, args: Any, explicit_baseline: Report | None, expli
         print("gate: FAIL")
         return False
     print(f"applied: {floors_text}; {baseline_text}")
-    result = evaluate_gate(
-        report.metrics,
+    outcomes = RunOutcomes.counted(report.items)
+    # Items that never ran fail the gate whatever the interrupted flag says (docs/gate.md); a merged
+    # run with shards or items missing is not a whole run (docs/ci.md): finalize_run adds both checks.
+    result = finalize_run(
+        outcomes,
+        metrics=report.metrics,
         floors=floors,
         baseline=baseline,
         dataset_version=report.dataset_version,
         models=report.models,
-        # The same rule as the plugin: the baseline's recall over the qa items this report ran.
-        qa_ids={item.id for item in report.items if item.kind == "qa"} if report.items else None,
-    )
-    not_run = sum(item.not_run for item in report.items)
-    if not_run:
-        # Items that never ran fail the gate whatever the interrupted flag says (docs/gate.md).
-        result = GateResult(passed=False, checks=[*result.checks, not_run_check(not_run, len(report.items))])
-    if report.merge is not None and report.merge.missing_items:
-        # A merged run with shards or items missing is not a whole run (docs/ci.md).
-        result = GateResult(passed=False, checks=[*result.checks, missing_items_check(report.merge)])
+        # The same rule as the plugin: the baseline's recall over the items this report ran.
+        baseline_ids=outcomes.baseline_ids if report.items else None,
+        flags=RunFlags(merge=report.merge),
+    ).gate
     for check in result.checks:
         print(format_check(check))
     print(f"gate: {'PASS' if result.passed else 'FAIL'}")

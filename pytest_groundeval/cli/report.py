@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sys
 
+from ..core.recover import recover_report
 from ..core.render import format_report
-from ..core.report import ReportError, read_reports, recover_report
+from ..core.report import ReportError, read_reports
 from ._args import Parser, ParserExit, UsageError
 from ._outputs import add_output_arguments, output_collision, outputs_from_args
 

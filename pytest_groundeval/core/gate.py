@@ -21,15 +21,16 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ConfigDict, model_serializer
 
 from ..targets.protocol import UNKNOWN_MODEL
-from .kinds import all_kinds
+from .kinds import all_kinds, get
 from .kinds.base import MetricDirection  # noqa: F401  (re-exported: the gate's vocabulary)
 from .kinds.qa import RETRIEVAL_RECALL
 from .floors import RECALL_MARGIN_KEY, FloorsError, _check_bound, _describe, _valid_names, check_floors
+from .lineage import BaselineInfo, MergeInfo, ModelLineage
 from .metrics import METRIC_DIRECTIONS, Metrics, format_value, metric_specs
 from .wire import WireModel
 
 if TYPE_CHECKING:
-    from .report import BaselineInfo, MergeInfo, ModelLineage, Report
+    from .report import Report  # annotations only: a baseline report is read through its fields
 
 Op = Literal[">=", "<="]
 CheckOutcome = Literal["PASS", "FAIL", "SKIP"]
@@ -370,15 +371,13 @@ def summarize_baseline(baseline: Report, qa_ids: Collection[str] | None, path: s
         qa_ids: Ids of the qa items that ran in this run; None for the overall figure.
         path: The baseline file as the run named it, for people reading the report.
     """
-    from .report import BaselineInfo  # report imports this module
-
     common = {"path": path, "dataset_version": baseline.dataset_version, "models": baseline.models}
     if qa_ids is None or not baseline.items:
         return BaselineInfo(**common, retrieval_recall=baseline.metrics.retrieval_recall)
     wanted = set(qa_ids)
     expected = found = every = 0
     for item in baseline.items:
-        if item.kind != "qa":
+        if not get(item.kind).uses_baseline:
             continue
         every += 1
         if item.id in wanted:
@@ -571,9 +570,7 @@ def evaluate_gate(
         no quality check was compared (every one SKIPped or none armed) gets the
         FAIL check ``nothing_gated_check`` (docs/gate.md: nothing gated).
     """
-    from .report import Report  # report imports this module
-
-    if isinstance(baseline, Report):
+    if baseline is not None and not isinstance(baseline, BaselineInfo):
         baseline = summarize_baseline(baseline, qa_ids)
     bounds = dict(DEFAULT_FLOORS if floors is None else floors)
     margin = bounds.get(RECALL_MARGIN_KEY)

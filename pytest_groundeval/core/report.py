@@ -16,19 +16,20 @@ import math
 import os
 import platform
 import subprocess
-import sys
 import tempfile
 from importlib import metadata
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, NamedTuple
+from typing import IO, Any
 
 from pydantic import ConfigDict, Field, ValidationError
 
-from .wire import WireModel
-from .gate import GateResult
-from .metrics import Metrics
+from .finalize import EXTRA_CHECKS, RunFlags, RunOutcomes, finalize_run
+from .gate import RETRIEVAL_RECALL, FloorsError, GateResult, check_recorded_floors
+from .lineage import BaselineInfo, MergeInfo, ModelLineage
+from .metrics import Metrics, compute_metrics
 from .outcome import ItemOutcome
+from .wire import WireModel
 
 CONTEXT_KEY = "groundevalContext"
 """Key of a spool line that carries the run's context rather than an item."""
@@ -46,15 +47,6 @@ _MAX_ERRORS_SHOWN = 5
 
 class ReportError(ValueError):
     """A report file is unreadable or invalid; the message names the file and what is wrong."""
-
-
-class ModelLineage(WireModel):
-    """The models a run used; ``"unknown"`` when the target did not say (docs/gate.md)."""
-
-    generate: str
-    """Generation model name."""
-    embed: str
-    """Embedding model name."""
 
 
 class Environment(WireModel):
@@ -82,59 +74,11 @@ class ShardInfo(WireModel):
     count: int = Field(ge=1)
     """N, the number of shards the dataset was split into."""
     assigned: int = Field(ge=0)
-    """Dataset items whose id hashes to this shard (``outputs.merge.shard_of``), selected or not."""
+    """Dataset items whose id hashes to this shard (``core.sharding.shard_of``), selected or not."""
     dataset_items: int = Field(ge=0)
     """Items in the whole dataset, every shard together."""
     dataset_items_digest: str
-    """``outputs.merge.ids_digest`` of every item id of the dataset (xxh3_64 hex of the sorted ids)."""
-
-
-class MergeInfo(WireModel):
-    """What ``groundeval merge`` combined, and what it found missing (docs/ci.md)."""
-
-    shards: list[str]
-    """The shards merged, as ``"K/N"``, in index order."""
-    missing_shards: list[str] = Field(default_factory=list)
-    """Shards of ``1..N`` no report was given for."""
-    dataset_items: int = Field(ge=0)
-    """Items in the whole dataset."""
-    missing_items: int = Field(default=0, ge=0)
-    """Dataset items no merged report accounts for; any fails the gate."""
-    missing_item_ids: list[str] | None = None
-    """Their ids when known (a missing shard's ids are known only when merge was given the dataset)."""
-
-
-class BaselineInfo(WireModel):
-    """The baseline a run compared retrieval recall with, as ``core.gate.summarize_baseline`` took it (docs/gate.md).
-
-    Recorded so that ``groundeval gate --report R`` re-applies the same recall check
-    without the baseline file: the figure is the baseline's recall over the qa items
-    this run covered, not its whole-dataset figure, when the baseline lists its items.
-    """
-
-    path: str | None = None
-    """The baseline file as the run named it (``--eval-baseline``, or the dataset's
-    ``baseline.json``), relative to the run's directory when under it; for people."""
-    dataset_version: str
-    """The baseline's dataset version; the check is skipped when it is not the run's."""
-    models: ModelLineage
-    """The baseline's model lineage; the check is skipped unless it is the run's, both known."""
-    model_config = ConfigDict(allow_inf_nan=False)
-
-    retrieval_recall: float | None = Field(default=None, ge=0, le=1, strict=True)
-    """The figure compared with: the baseline's recall over the qa items this run covered
-    (``qa_items`` set), or its overall ``retrievalRecall`` (``qa_items`` None); None when
-    it measured none or lacks some of the items."""
-    qa_items: int | None = Field(default=None, ge=0)
-    """qa items of this run the figure covers; None when the baseline's overall figure was used."""
-    baseline_qa_items: int | None = Field(default=None, ge=0)
-    """qa items in the baseline (the figure is its whole one when equal to ``qa_items``)."""
-    missing_items: int = Field(default=0, ge=0)
-    """qa items of this run the baseline does not list; any skips the check (no figure)."""
-    evidence_expected: int | None = Field(default=None, ge=0)
-    """Expected evidence strings of the covered items in the baseline (the figure's denominator)."""
-    evidence_found: int | None = Field(default=None, ge=0)
-    """Of those, found by the baseline's run (the figure's numerator)."""
+    """``core.sharding.ids_digest`` of every item id of the dataset (xxh3_64 hex of the sorted ids)."""
 
 
 class Report(WireModel):
@@ -228,7 +172,8 @@ def _loc(loc: tuple) -> str:
     return text or "<root>"
 
 
-def _validation_summary(exc: ValidationError) -> str:
+def validation_summary(exc: ValidationError) -> str:
+    """A pydantic error as one line: up to five problems with their JSON paths, and how many more."""
     problems = [f"{_loc(e['loc'])}: {e['msg']}" for e in exc.errors()[:_MAX_ERRORS_SHOWN]]
     more = exc.error_count() - len(problems)
     return "; ".join(problems) + (f"; and {more} more" if more > 0 else "")
@@ -258,8 +203,6 @@ def check_metrics(report: Report, source: str) -> None:
         ReportError: The first field that disagrees, as ``metrics.<field>``, with the
             stored and the recomputed value; the message starts with ``source``.
     """
-    from .metrics import compute_metrics
-
     try:
         recomputed = compute_metrics(report.items).to_wire()
     except ValueError as exc:
@@ -293,7 +236,7 @@ def parse_report(obj: Any, source: str) -> Report:
     try:
         report = Report.model_validate(obj)
     except ValidationError as exc:
-        summary = _validation_summary(exc)
+        summary = validation_summary(exc)
         raise ReportError(f"{source}: does not match report schema v{SCHEMA_VERSION}: {summary}") from exc
     first: dict[str, int] = {}
     for i, item in enumerate(report.items):
@@ -306,10 +249,6 @@ def parse_report(obj: Any, source: str) -> Report:
     check_metrics(report, source)
     check_gate(report, source)
     return report
-
-
-_EXTRA_CHECKS = ("notRun", "run", "items")
-"""Checks a run adds after ``core.gate.evaluate_gate``: items never run, interrupted, merged items missing."""
 
 
 def _check_key(check: Any) -> tuple[str, str, Any]:
@@ -330,28 +269,27 @@ def expected_gate(report: Report, source: str) -> tuple[bool, list[tuple[str, st
     Raises:
         ReportError: the recorded floors are invalid (naming ``floors``).
     """
-    from .gate import FloorsError, check_recorded_floors, evaluate_gate
-
     try:
         floors = check_recorded_floors(report.floors, f"{source}: floors") if report.floors is not None else None
     except FloorsError as exc:
         raise ReportError(f"{source}: floors: {exc}") from exc
-    result = evaluate_gate(
-        report.metrics,
+    result = finalize_run(
+        RunOutcomes.counted(report.items),
+        metrics=report.metrics,
         floors=floors,
         baseline=report.baseline,
         dataset_version=report.dataset_version,
         models=report.models,
         gated=report.gate.gated,
+        flags=RunFlags(interrupted=report.interrupted, merge=report.merge),
     )
-    required = set()
-    if any(item.not_run for item in report.items) and not report.interrupted:
-        required.add("notRun")
+    evaluated = result.evaluated
+    required = {check.metric for check in result.gate.checks if check.metric in EXTRA_CHECKS}
     if report.interrupted:
-        required.add("run")
-    if report.merge is not None and report.merge.missing_items:
-        required.add("items")
-    return result.passed and not required, [_check_key(c) for c in result.checks], required
+        # An interrupted run's items that never ran are its interruption: ``notRun`` may be there, need not.
+        required.discard("notRun")
+    passed = all(check.outcome != "FAIL" for check in evaluated) and not required
+    return passed, [_check_key(c) for c in evaluated], required
 
 
 def _without_last(keys: list, metric: str, name: Any) -> tuple[list, Any]:
@@ -385,10 +323,8 @@ def check_gate(report: Report, source: str) -> None:
                 f"evidence counts give {figure!r} ({info.evidence_found}/{info.evidence_expected}): the baseline "
                 "record was edited by hand? (docs/gate.md)"
             )
-    from .gate import RETRIEVAL_RECALL
-
     passed, expected, required = expected_gate(report, source)
-    stored = [(i, c) for i, c in enumerate(report.gate.checks) if c.metric not in _EXTRA_CHECKS]
+    stored = [(i, c) for i, c in enumerate(report.gate.checks) if c.metric not in EXTRA_CHECKS]
     unrecorded = None
     if report.baseline is None and sum(k[0] == RETRIEVAL_RECALL for k in expected):
         # A report written before the baseline was recorded: its baseline recall check (the last
@@ -418,13 +354,13 @@ def check_gate(report: Report, source: str) -> None:
             )
     present = set()
     for i, check in enumerate(report.gate.checks):
-        if check.metric in _EXTRA_CHECKS:
+        if check.metric in EXTRA_CHECKS:
             if check.outcome != "FAIL":
                 raise ReportError(
                     f"{source}: gate.checks[{i}] ({check.metric}) is {check.outcome}, but it only ever FAILs: {hint}"
                 )
             present.add(check.metric)
-    for metric in _EXTRA_CHECKS:
+    for metric in EXTRA_CHECKS:
         if metric in required and metric not in present:
             raise ReportError(f"{source}: gate.checks lacks the FAIL check on {metric}: {hint}")
     passed = passed and not present
@@ -535,7 +471,7 @@ class ReportWriter:
         """Record what a recovery needs (dataset, version, lineage, start, floors) in the spool.
 
         Written as one ``{"groundevalContext": ...}`` line; the last one wins. If the run is
-        killed (SIGKILL) before ``finish``, ``recover_report`` rebuilds a report from the
+        killed (SIGKILL) before ``finish``, ``core.recover.recover_report`` rebuilds a report from the
         spool's context and items.
         """
         if self._items is None:
@@ -718,174 +654,3 @@ def read_reports(path: str | Path) -> list[Report]:
             raise ReportError(f"{path}: a session report needs schemaVersion {SCHEMA_VERSION} and a list of datasets")
         return [parse_report(d, f"{path} datasets[{i}]") for i, d in enumerate(datasets)]
     return [parse_report(obj, str(path))]
-
-
-# --- recovery after a killed run ---------------------------------------------------------------
-
-
-def spools_beside(path: str | Path) -> list[Path]:
-    """The item spools a killed run left beside report ``path`` (``.<name>.*.items.tmp``), oldest first."""
-    target = Path(path)
-    found = list(target.parent.glob(f".{target.name}.*.items.tmp"))
-    return sorted(found, key=lambda p: p.stat().st_mtime)
-
-
-class Recovered(NamedTuple):
-    """What ``recover_report`` wrote."""
-
-    path: Path
-    """The report written."""
-    ran: int
-    """Items whose outcome the spools held."""
-    not_run: int
-    """Collected items that never ran, recovered as ``notRun`` errors."""
-
-
-NOT_RUN_KILLED = "not run: the run was killed before this item ran (recovered by groundeval report --recover)"
-"""The error of an item a killed run collected but never ran."""
-
-
-def recover_report(path: str | Path) -> Recovered:
-    """Rebuild the report of a run killed before it finished (SIGKILL) from its spools.
-
-    Reads every spool of the latest session beside ``path`` (complete lines only: a
-    line cut by the kill is dropped). Each collected item the spool's context lists but
-    no outcome line holds never ran: it is recovered as a ``notRun`` error, counted as
-    its kind counts an error (the dataset is read from the recorded manifest when it
-    still loads). Metrics are computed from all of them and the gate applied with the
-    floors and the baseline the run recorded in the spool, plus the ``notRun`` and
-    interrupted checks, so the gate fails; the report is written at ``path`` marked
-    ``interrupted``, recording those floors and that baseline (docs/gate.md). The spools
-    are removed once the report is written.
-
-    Returns:
-        ``Recovered(path, items that ran, items that never ran)``.
-
-    Raises:
-        ReportError: no spool beside ``path``; a spool has no context, or its recorded
-            items, floors or baseline are invalid (the message names the spool).
-    """
-    from .gate import evaluate_gate, interrupted_check, not_run_check
-    from .metrics import MetricsAccumulator
-
-    target = Path(path)
-    spools = spools_beside(target)
-    if not spools:
-        raise ReportError(f"nothing to recover: no spool (.{target.name}.*.items.tmp) beside {target}")
-    by_session: dict[str, list[tuple[Path, dict, list[ItemOutcome]]]] = {}
-    for spool in spools:
-        context, items = _read_spool(spool)
-        by_session.setdefault(str(context.get("session")), []).append((spool, context, items))
-    latest = max(by_session.values(), key=lambda parts: max(p.stat().st_mtime for p, _, _ in parts))
-    parts = []
-    ran = not_run = 0
-    environment = environment_info()
-    for spool, context, items in latest:
-        floors, baseline = _recorded_gate(spool, context)
-        outcomes = items + _never_ran(spool, context, {outcome.id for outcome in items})
-        accumulator = MetricsAccumulator()
-        writer = ReportWriter(target)
-        for outcome in outcomes:
-            accumulator.add(outcome)
-            writer.add_item(outcome)
-        missed = sum(outcome.not_run for outcome in outcomes)
-        ran += len(outcomes) - missed
-        not_run += missed
-        metrics = accumulator.result()
-        models = context.get("models") or {"generate": "unknown", "embed": "unknown"}
-        version = context.get("datasetVersion") or "unknown"
-        gate = evaluate_gate(
-            metrics,
-            floors=floors,
-            baseline=baseline,
-            dataset_version=version,
-            models=models,
-            qa_ids={outcome.id for outcome in outcomes if outcome.kind == "qa"},
-        )
-        extra = [not_run_check(missed, len(outcomes))] if missed else []
-        extra.append(interrupted_check(len(outcomes) - missed))
-        gate = gate.model_copy(update={"passed": False, "checks": [*gate.checks, *extra]})
-        parts.append(
-            (
-                writer,
-                dict(
-                    dataset_version=version,
-                    models=models,
-                    started_at_ms=int(context.get("startedAtMs") or 0),
-                    duration_ms=0,
-                    metrics=metrics,
-                    gate=gate,
-                    environment=environment,
-                    interrupted=True,
-                    floors=floors,
-                    baseline=baseline,
-                ),
-            )
-        )
-    write_session(target, parts)
-    for spool, _, _ in latest:
-        spool.unlink(missing_ok=True)
-    return Recovered(target, ran, not_run)
-
-
-def _recorded_gate(spool: Path, context: dict) -> tuple[dict[str, float] | None, BaselineInfo | None]:
-    """The floors and the baseline a spool's context records (None for what it does not record)."""
-    from .gate import FloorsError, check_recorded_floors
-
-    floors = context.get("floors")
-    try:
-        floors = check_recorded_floors(floors, f"recorded in {spool}") if floors is not None else None
-    except FloorsError as exc:
-        raise ReportError(f"{spool}: the run's floors are invalid: {exc}") from exc
-    baseline = context.get("baseline")
-    try:
-        baseline = BaselineInfo.model_validate(baseline) if baseline is not None else None
-    except ValidationError as exc:
-        raise ReportError(f"{spool}: the run's baseline is invalid: {_validation_summary(exc)}") from exc
-    return floors, baseline
-
-
-def _never_ran(spool: Path, context: dict, ran: set[str]) -> list[ItemOutcome]:
-    """A ``notRun`` error for each item the context lists as collected and no outcome line holds."""
-    from .kinds import KIND_NAMES, errored_outcome
-
-    collected = context.get("items") or {}
-    if not isinstance(collected, dict):
-        raise ReportError(f"{spool}: the run's collected items must be an object of item id -> kind")
-    missing = [(item_id, kind) for item_id, kind in collected.items() if item_id not in ran]
-    for item_id, kind in missing:
-        if kind not in KIND_NAMES:
-            raise ReportError(f"{spool}: collected item {item_id!r} has unknown kind {kind!r}")
-    if not missing:
-        return []
-    items_by_id = None
-    try:
-        from .dataset import load_dataset
-
-        items_by_id = load_dataset(context["manifest"]).by_id
-    except Exception:  # the dataset moved or changed: the items still count, as plain errors
-        items_by_id = None
-    return [errored_outcome(items_by_id, kind, item_id, NOT_RUN_KILLED, not_run=True) for item_id, kind in missing]
-
-
-def _read_spool(spool: Path) -> tuple[dict, list[ItemOutcome]]:
-    context: dict | None = None
-    items: list[ItemOutcome] = []
-    with open(spool, encoding="utf-8") as handle:
-        for line in handle:
-            if not line.endswith("\n"):
-                break  # the last line was cut by the kill
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                break
-            if isinstance(obj, dict) and CONTEXT_KEY in obj:
-                context = obj[CONTEXT_KEY]
-            else:
-                try:
-                    items.append(ItemOutcome.model_validate(obj))
-                except ValidationError as exc:
-                    raise ReportError(f"{spool}: an item does not match the outcome schema: {exc}") from exc
-    if context is None:
-        raise ReportError(f"{spool}: no run context in the spool; it cannot be recovered")
-    return context, items

@@ -29,6 +29,8 @@ from typing import Any
 from sqlalchemy import case, func, insert, literal, select, update
 
 from ..core.judging import RECORDED_VERDICTS
+from ..core.finalize import RunFlags, RunOutcomes, finalize_run
+from ..core.gate import GateResult
 from . import schema
 from .engine import HistoryError
 from .records import PARAGRAPHS_KEY, outcome_from_rows
@@ -369,24 +371,24 @@ def judge_figures(paragraphs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def default_recompute(
     outcomes: list[dict[str, Any]], config: Mapping[str, Any], stored_gate: Mapping[str, Any] | None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Metrics (``compute_metrics``) and gate (``evaluate_gate`` with the run's recorded floors).
+    """Metrics and gate (``core.finalize.finalize_run`` with the run's recorded floors).
 
     Rejudging cannot change retrieval recall, and the baseline the run was gated
     against is not in the history, so the stored ``retrievalRecall`` checks (floor and
     baseline) and any ``run`` (interrupted) check are kept as they were.
     """
-    from ..core.gate import GateResult, evaluate_gate
-    from ..core.metrics import compute_metrics
     from .queries import recorded_floors
 
-    metrics = compute_metrics(outcomes)
     dataset = config.get("dataset") if isinstance(config.get("dataset"), Mapping) else {}
-    fresh = evaluate_gate(
-        metrics,
+    end = finalize_run(
+        RunOutcomes.of(outcomes),
         floors=recorded_floors(config, "being rejudged"),
         dataset_version=str(dataset.get("version", "unknown")),
         models=config.get("models") or {},
-    ).to_wire()
+        # The flags add no check: the stored run's interrupted (``run``) check is kept below, as stored.
+        flags=RunFlags(not_run_check=False),
+    )
+    metrics, fresh = end.metrics, end.gate.to_wire()
     checks = fresh["checks"]
     if stored_gate is not None:
         stored_checks = [c for c in stored_gate.get("checks", []) if isinstance(c, Mapping)]

@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..core.gate import evaluate_gate, interrupted_check, missing_items_check, summarize_baseline
-from ..core.metrics import compute_metrics
-from ..core.report import BaselineInfo, MergeInfo, Report, ReportError, parse_report
+from ..core.finalize import RunFlags, RunOutcomes, finalize_run
+from ..core.lineage import BaselineInfo, MergeInfo
+from ..core.report import Report, ReportError, parse_report
 from ..core.sharding import ids_digest, shard_of
 
 _IDS_SHOWN = 5
@@ -225,9 +225,9 @@ def merge_reports(
 
     Returns:
         The merged report as a wire dict (validates as ``Report``): items of every
-        shard in shard order, metrics from ``compute_metrics`` over all of them, the
-        gate from ``evaluate_gate`` plus a FAIL check on ``items`` when any dataset
-        item is missing (and the interrupted check when a shard was interrupted),
+        shard in shard order, metrics and gate from ``core.finalize.finalize_run`` over
+        all of them: ``evaluate_gate``'s checks, the interrupted check when a shard was
+        interrupted, and a FAIL check on ``items`` when any dataset item is missing,
         ``merge`` saying what was combined and what is missing, ``shard`` None.
         ``startedAtMs`` is the earliest shard start and ``durationMs`` the span to the
         last shard's end.
@@ -244,26 +244,20 @@ def merge_reports(
     info = _missing(validated, owner, dataset_ids)
     first = validated[0][1]
     items = [item for _, report in validated for item in report.items]
-    metrics = compute_metrics(items)
+    outcomes = RunOutcomes.of(items)
     bounds = dict(floors) if floors is not None else first.floors
-    qa_ids = {item.id for item in items if item.kind == "qa"} if items else None
-    if baseline is not None:
-        baseline_info = summarize_baseline(baseline, qa_ids, baseline_path)
-    else:
-        baseline_info = _recorded_baseline(validated) if recorded_baseline else None
-    gate = evaluate_gate(
-        metrics,
+    interrupted = any(report.interrupted for _, report in validated)
+    end = finalize_run(
+        outcomes,
         floors=bounds,
-        baseline=baseline_info,
+        baseline=baseline if baseline is not None else _recorded_baseline(validated) if recorded_baseline else None,
+        baseline_path=baseline_path,
+        baseline_ids=outcomes.baseline_ids if items else None,
         dataset_version=first.dataset_version,
         models=first.models,
+        # A shard whose items never ran was interrupted: the merged run's interrupted check covers them.
+        flags=RunFlags(interrupted=interrupted, not_run_check=False, merge=info),
     )
-    checks = list(gate.checks)
-    interrupted = any(report.interrupted for _, report in validated)
-    if interrupted:
-        checks.append(interrupted_check(len(items)))
-    if info.missing_items:
-        checks.append(missing_items_check(info))
     started = min(report.started_at_ms for _, report in validated)
     ended = max(report.started_at_ms + report.duration_ms for _, report in validated)
     merged = Report(
@@ -271,14 +265,14 @@ def merge_reports(
         models=first.models,
         started_at_ms=started,
         duration_ms=ended - started,
-        metrics=metrics,
-        gate={"passed": all(check.outcome != "FAIL" for check in checks), "checks": checks},
+        metrics=end.metrics,
+        gate=end.gate,
         environment=first.environment,
         interrupted=interrupted,
         items=items,
         floors=bounds,
         shard=None,
         merge=info,
-        baseline=baseline_info,
+        baseline=end.baseline,
     )
     return merged.to_wire()

@@ -1,9 +1,9 @@
 """Writing the outputs made from a report: the HTML page and the Markdown gate table (docs/ci.md).
 
 ``write_outputs`` is what ``groundeval report`` and ``groundeval merge`` call with a
-report's wire dict; the plugin's ``--eval-html`` / ``--eval-markdown`` use
-``write_text_atomic`` with the same renderers (``plugin/controller.py``).
-No pytest import here.
+report's wire dict; ``write_session_outputs`` is what the plugin calls at the end of a
+session (``--eval-html``, ``--eval-markdown``, the CI job summary) with each dataset's.
+Every file goes through ``write_text_atomic``. No pytest import here.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -84,3 +85,83 @@ def write_outputs(
     if markdown:
         written.append(write_text_atomic(markdown, render_markdown(report)))
     return written
+
+
+def shown_path(path: str | Path) -> str:
+    """A path as the user would type it: relative to the current directory when under it."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def session_markdown(reports: Sequence[Mapping[str, Any]]) -> str:
+    """The Markdown gate tables of a session's reports: one untitled table, or one per dataset titled by version."""
+    titled = len(reports) > 1
+    return "\n".join(
+        render_markdown(r, title=f"groundeval {r['datasetVersion']}" if titled else "groundeval") for r in reports
+    )
+
+
+@dataclass
+class SessionOutputs:
+    """What ``write_session_outputs`` wrote, and what it could not (never raised: the session reports them)."""
+
+    written: list[Path] = field(default_factory=list)
+    """The files written, in order: the HTML page, then the Markdown table."""
+    errors: list[str] = field(default_factory=list)
+    """One message per file not written (they fail the session)."""
+    step_summary_error: str | None = None
+    """Why the job summary could not be appended to (a warning only: it is a courtesy)."""
+
+
+def write_session_outputs(
+    reports: Sequence[Mapping[str, Any]],
+    *,
+    html: Path | None = None,
+    markdown: Path | None = None,
+    step_summary: Path | None = None,
+    step_summary_name: str = "step summary",
+) -> SessionOutputs:
+    """Write a session's HTML page, Markdown table and job summary from its reports (wire dicts), docs/ci.md.
+
+    The page shows one dataset: a session of several writes none and says so. The
+    Markdown table (``session_markdown``) is written to ``markdown`` and appended to
+    ``step_summary`` (the file ``$GITHUB_STEP_SUMMARY`` names).
+
+    Args:
+        reports: One wire dict per dataset of the session (items may be only those kept).
+        html: ``--eval-html``'s path, or None.
+        markdown: ``--eval-markdown``'s path, or None.
+        step_summary: The job summary file to append to, or None.
+        step_summary_name: How messages name the job summary (its environment variable).
+
+    Returns:
+        What was written, and a message for each file that could not be.
+    """
+    out = SessionOutputs()
+    text = session_markdown(reports)
+
+    def write(path: Path, render: Callable[[], str]) -> None:
+        try:
+            out.written.append(write_text_atomic(path, render()))
+        except (OutputError, OSError) as exc:
+            out.errors.append(f"cannot write {shown_path(path)}: {exc}")
+
+    if html is not None:
+        if len(reports) > 1:  # refused before the run when the paths showed it (plugin/hooks.py)
+            out.errors.append(
+                f"--eval-html: this run gated {len(reports)} datasets and a page shows one; nothing written"
+            )
+        else:
+            write(html, lambda: render_html(reports[0]))
+    if markdown is not None:
+        write(markdown, lambda: text)
+    if step_summary is not None:
+        try:
+            with open(step_summary, "a", encoding="utf-8") as summary:
+                summary.write(text + "\n")
+        except OSError as exc:
+            out.step_summary_error = f"{step_summary_name} ({step_summary}): cannot append: {exc}"
+    return out

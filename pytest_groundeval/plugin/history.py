@@ -1,6 +1,6 @@
 """The controller's run history (docs/history.md): one history run per dataset of the session.
 
-Loaded only when ``--eval-history`` is given. ``SessionHistory`` opens the
+Used only when ``--eval-history`` is given. ``SessionHistory`` opens the
 database before any item runs (a database that cannot be opened is a usage
 error, found before a paid target is called), records each outcome as the
 controller aggregates it, in batches (``history.writer.RunRecorder``), and
@@ -19,12 +19,20 @@ collected items are used as they are.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ..core.contract import dataset_run_id
+from ..core.kinds.base import ItemBase
+from ..core.report import environment_info
+from ..history.errors import HistoryError
+from ..history.records import compact_trace
+from ..history.writer import HistoryWriter, RunRecorder
+
+if TYPE_CHECKING:
+    from .state import DatasetRun
 
 HISTORY_FAILED = "history: recording failed, the history of this run is incomplete: "
 """Prefix of the summary line when a batch could not be written (the gate's checks are unaffected)."""
@@ -36,7 +44,7 @@ HISTORY_EXIT = (
 """The summary line after the gate verdict when the history could not be written: why the session exits 1."""
 
 
-def item_context(item: Any) -> dict[str, Any]:
+def item_context(item: ItemBase) -> dict[str, Any]:
     """What the dataset says about one item for its history row: ``tags``, ``question``, recorded ``answer``."""
     context: dict[str, Any] = {"tags": list(getattr(item, "tags", None) or [])}
     question = getattr(item, "question", None)
@@ -67,9 +75,6 @@ class SessionHistory:
     def __init__(
         self, url: str, label: str | None, session_id: str, started_ms: int, options: Mapping[str, Any]
     ) -> None:
-        from ..history.errors import HistoryError
-        from ..history.writer import HistoryWriter
-
         try:
             self.writer = HistoryWriter.open(url)
         except HistoryError as exc:
@@ -78,7 +83,7 @@ class SessionHistory:
         self.session_id = session_id
         self.started_ms = started_ms
         self.options = dict(options)
-        self.recorders: dict[str, Any] = {}
+        self.recorders: dict[str, RunRecorder] = {}
         """Dataset key -> its ``RunRecorder``."""
         self.contexts: dict[str, dict[str, dict[str, Any]]] = {}
         """Dataset key -> item id -> ``item_context``."""
@@ -89,11 +94,11 @@ class SessionHistory:
         """The history run id of the dataset whose node ids start with ``key``."""
         return dataset_run_id(self.session_id, key)
 
-    def note_items(self, key: str, items: Any) -> None:
+    def note_items(self, key: str, items: Iterable[ItemBase]) -> None:
         """Remember the context of collected dataset items (a plain run: no dataset load needed)."""
         self.contexts.setdefault(key, {}).update((item.id, item_context(item)) for item in items)
 
-    def _contexts(self, run: Any) -> dict[str, dict[str, Any]]:
+    def _contexts(self, run: DatasetRun) -> dict[str, dict[str, Any]]:
         found = self.contexts.get(run.key)
         if found is None:
             try:
@@ -103,10 +108,8 @@ class SessionHistory:
             self.contexts[run.key] = found
         return found
 
-    def _config(self, run: Any, floors: Mapping[str, Any] | None) -> dict[str, Any]:
+    def _config(self, run: DatasetRun, floors: Mapping[str, Any] | None) -> dict[str, Any]:
         if self._environment is None:
-            from ..core.report import environment_info
-
             self._environment = environment_info()
         env = self._environment
         return {
@@ -122,18 +125,16 @@ class SessionHistory:
             "options": self.options,
         }
 
-    def _recorder(self, run: Any, floors: Mapping[str, Any] | None) -> Any:
+    def _recorder(self, run: DatasetRun, floors: Mapping[str, Any] | None) -> RunRecorder:
         recorder = self.recorders.get(run.key)
         if recorder is None:
-            from ..history.writer import RunRecorder
-
             recorder = self.recorders[run.key] = RunRecorder(
                 self.writer, self._config(run, floors), label=self.label, run_id=self.run_id(run.key),
                 started_ms=self.started_ms,
             )  # fmt: skip
         return recorder
 
-    def open(self, run: Any, floors: Mapping[str, Any] | None) -> None:
+    def open(self, run: DatasetRun, floors: Mapping[str, Any] | None) -> None:
         """Record the start of ``run``'s history run (once); never raises (see ``add``)."""
         if self.failure is None:
             try:
@@ -141,8 +142,8 @@ class SessionHistory:
             except Exception as exc:  # noqa: BLE001 - reported in the summary
                 self.failure = f"{type(exc).__name__}: {exc}"
 
-    def add(self, run: Any, wire: Mapping[str, Any], floors: Mapping[str, Any] | None) -> None:
-        """Record one outcome (its wire dict) of ``run`` (a ``controller.DatasetRun``); never raises.
+    def add(self, run: DatasetRun, wire: Mapping[str, Any], floors: Mapping[str, Any] | None) -> None:
+        """Record one outcome (its wire dict) of ``run``; never raises.
 
         A failure (the database went away, a record it refuses) stops the recording
         and is kept in ``failure`` for the summary.
@@ -157,15 +158,15 @@ class SessionHistory:
                 if key not in extra:
                     record[key] = value
         if "trace" not in extra and ("evidence" in extra or "claims" in extra):
-            from ..history.records import compact_trace
-
             record["trace"] = compact_trace(extra)
         try:
             self._recorder(run, floors).add(record)
         except Exception as exc:  # noqa: BLE001 - reported in the summary, never a crash of the run
             self.failure = f"{type(exc).__name__}: {exc}"
 
-    def finish(self, runs: Any, floors_of: Callable[[Any], Mapping[str, Any] | None], interrupted: bool) -> None:
+    def finish(
+        self, runs: Iterable[DatasetRun], floors_of: Callable[[DatasetRun], Mapping[str, Any] | None], interrupted: bool
+    ) -> None:
         """Record each run's end: metrics, gate, interrupted, and what the session learnt (lineage, baseline).
 
         A dataset whose items never reported still gets its run (with no items), recorded

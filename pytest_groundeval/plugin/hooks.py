@@ -3,8 +3,11 @@
 Hook glue only: fixtures live in ``plugin.fixtures``, collection in
 ``plugin.collect``, aggregation and the gate in ``plugin.controller``; the
 evaluation itself is in ``core``. Loading this module imports no pydantic,
-aiohttp or httpx (a test enforces it): a pytest run that uses no dataset pays
-nothing for the plugin.
+aiohttp or httpx (a test enforces it), and neither does a run that uses no
+dataset: on the controller every session registers the light
+``plugin.session.GateSession`` (and ``plugin.xdist_hooks.XdistHooks`` when
+pytest-xdist is present); ``plugin.controller``, which imports the core at top
+level, is imported and registered only for a session with a dataset.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ import pytest
 from ..core.kinds import KIND_NAMES
 from . import options as _options
 from .record import SESSION_WORKERINPUT, attach, session_key, settings_key
+from .session import GateSession
 from .xdist import is_worker
+from .xdist_hooks import XdistHooks
 
 if TYPE_CHECKING:
     from .options import Settings
@@ -51,9 +56,42 @@ def pytest_configure(config: pytest.Config) -> None:
     else:
         if settings.html is not None:
             _refuse_html_of_several_datasets(config, settings)
-        from .controller import GateSession
+        _register_controller(config, settings)
 
-        config.pluginmanager.register(GateSession(config, settings), "groundeval-gate")
+
+def _register_controller(config: pytest.Config, settings: Settings) -> None:
+    """Register the controller's plugins: the session (always), the xdist hooks (when xdist is
+    present) and, when the session has a dataset, the controller that gates it.
+
+    The session and the xdist hooks are light; ``plugin.controller`` (pydantic, the core)
+    is imported only for a run with a dataset (``_has_dataset``). Each is registered
+    once its inputs are validated, and SIGTERM is handled from then on.
+
+    Raises:
+        pytest.UsageError: the controller refused its inputs (floors, baseline, history).
+    """
+    session = GateSession(config)
+    controller = None
+    if _has_dataset(config, settings):
+        from .controller import Controller  # the one hand-off to the heavy modules
+
+        controller = session.controller = Controller(config, settings, session)
+    config.pluginmanager.register(session, "groundeval-gate")
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(XdistHooks(session), XDIST_HOOKS)
+    if controller is not None:
+        config.pluginmanager.register(controller, "groundeval-controller")
+    session.install_sigterm()
+
+
+XDIST_HOOKS = "groundeval-xdist"
+"""The name ``XdistHooks`` is registered under, when pytest-xdist is present."""
+
+
+def _has_dataset(config: pytest.Config, settings: Settings) -> bool:
+    """Whether this session collects a dataset: ``--eval-dataset`` (or its ini/env fallback), or a
+    manifest.json, or a directory holding one, among the paths (as ``pytest_collect_file`` takes them)."""
+    return settings.dataset is not None or any(_is_dataset_path(config, arg) for arg in config.args)
 
 
 _NEED_A_DATASET = ("report", "html", "markdown", "shard", "floors", "baseline", "strict", "no-gate", "history", "label")

@@ -244,6 +244,9 @@ class Kind:
     pattern_explanations: ClassVar[Mapping[str, str]] = {}
     """String pattern of a field of this kind's model -> what a value must look like, said in a
     dataset error instead of pydantic's wording."""
+    uses_baseline: ClassVar[bool] = False
+    """Whether a baseline report's retrieval recall is taken over this kind's items (docs/gate.md:
+    the baseline check); ``core.finalize`` collects their ids, ``core.gate.summarize_baseline`` reads them."""
 
     # -- the manifest
 

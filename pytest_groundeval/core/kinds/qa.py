@@ -143,6 +143,7 @@ class QaKind(Kind):
         "claimsTrueCited",
         "claimsTrueCitedSupported",
     )
+    uses_baseline = True
     metrics = (
         MetricSpec(
             "retrieval_recall",

@@ -1,0 +1,199 @@
+"""The end of a run, in one place (docs/gate.md): outcomes -> metrics -> gate, with the run's flags.
+
+Every path that ends a run calls ``finalize_run``: the plugin at the end of a
+session, ``groundeval merge`` over its shards, ``groundeval gate`` re-applying a
+saved report, ``groundeval rejudge`` after new verdicts, ``groundeval report
+--recover`` after a killed run, and ``core.report.check_gate`` when it checks a
+saved gate. What they differ in is their inputs, given here explicitly:
+
+- the outcomes, accumulated one at a time (``RunOutcomes``): the metrics'
+  counters, how many items never ran (``notRun``), and the ids of the items of
+  the kinds whose recall a baseline is taken over (``Kind.uses_baseline``);
+- the complete floors, the baseline (a report, or what a run recorded of one),
+  the dataset version and the model lineage, and whether the run is gated;
+- the flags of the run (``RunFlags``): interrupted, and what a merge found missing.
+
+The gate is ``core.gate.evaluate_gate`` of the metrics, then the checks a run adds
+after it, always FAIL, in this order: ``notRun`` (items that never ran), ``run``
+(an interrupted run), ``items`` (dataset items a merge is missing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .gate import (
+    GateCheck,
+    GateResult,
+    evaluate_gate,
+    interrupted_check,
+    missing_items_check,
+    not_run_check,
+    summarize_baseline,
+)
+from .kinds import get
+from .lineage import BaselineInfo, MergeInfo, ModelLineage
+from .metrics import Metrics, MetricsAccumulator
+from .outcome import ItemOutcome
+
+if TYPE_CHECKING:
+    from .report import Report  # annotations only: a baseline report is read through its fields
+
+EXTRA_CHECKS = ("notRun", "run", "items")
+"""The checks ``finalize_run`` adds after ``evaluate_gate``, in order; each only ever FAILs."""
+
+
+@dataclass
+class RunOutcomes:
+    """A run's outcomes as the end of the run needs them, accumulated one at a time.
+
+    ``add`` folds an outcome into the metrics' counters (``accumulator``), counts it,
+    counts it again in ``not_run`` when it never ran, and records its id in
+    ``baseline_ids`` when its kind's recall is compared with a baseline
+    (``Kind.uses_baseline``). Memory is flat in the number of items except for those ids.
+    """
+
+    accumulator: MetricsAccumulator | None = field(default_factory=MetricsAccumulator)
+    """The metrics' counters; None when the metrics are already known (``counted``)."""
+    items: int = 0
+    """Outcomes added."""
+    not_run: int = 0
+    """Of them, items that never ran (``ItemOutcome.not_run``, always an error)."""
+    baseline_ids: set[str] = field(default_factory=set)
+    """Ids of the outcomes whose kind uses the baseline (``Kind.uses_baseline``: qa)."""
+
+    def add(self, outcome: ItemOutcome) -> None:
+        """Fold one outcome in.
+
+        Raises:
+            ValueError: as ``MetricsAccumulator.add`` (a figure of the wrong type, a negative latency).
+        """
+        if self.accumulator is not None:
+            self.accumulator.add(outcome)
+        self.items += 1
+        self.not_run += outcome.not_run
+        if get(outcome.kind).uses_baseline:
+            self.baseline_ids.add(outcome.id)
+
+    @classmethod
+    def of(cls, outcomes: Iterable[ItemOutcome | Mapping[str, Any]]) -> RunOutcomes:
+        """Every outcome of ``outcomes`` (models or their wire dicts) added, in order."""
+        run = cls()
+        for outcome in outcomes:
+            run.add(outcome if isinstance(outcome, ItemOutcome) else ItemOutcome.model_validate(outcome))
+        return run
+
+    @classmethod
+    def counted(cls, outcomes: Iterable[ItemOutcome]) -> RunOutcomes:
+        """The counts of ``outcomes`` without their metrics, for a saved report whose metrics are
+        known (``finalize_run`` is then given them)."""
+        run = cls(accumulator=None)
+        for outcome in outcomes:
+            run.add(outcome)
+        return run
+
+    def metrics(self) -> Metrics:
+        """The ``Metrics`` of every outcome added.
+
+        Raises:
+            ValueError: the outcomes were only counted (``counted``).
+        """
+        if self.accumulator is None:
+            raise ValueError("these outcomes were only counted: give finalize_run their metrics")
+        return self.accumulator.result()
+
+
+@dataclass(frozen=True)
+class RunFlags:
+    """What a run says about itself beside its outcomes; each adds a FAIL check (``EXTRA_CHECKS``)."""
+
+    interrupted: bool = False
+    """The run stopped before every selected item ran: the ``run`` check, counting the items that ran."""
+    not_run_check: bool = True
+    """Items that never ran add the ``notRun`` check, and the ``run`` check does not count them as run.
+    False for a merge: a shard whose items never ran was interrupted, and the merged ``run`` check
+    counts every merged item."""
+    merge: MergeInfo | None = None
+    """A merged run's ``merge`` block: dataset items it misses add the ``items`` check."""
+
+
+@dataclass(frozen=True)
+class Finalized:
+    """What the end of a run decided."""
+
+    metrics: Metrics
+    """The run's metrics."""
+    gate: GateResult
+    """``evaluate_gate``'s checks, then the FAIL checks of the run's flags; ``passed`` False when any FAILs."""
+    baseline: BaselineInfo | None
+    """The baseline as the recall check used it, recorded in the report (``Report.baseline``); None without one."""
+
+    @property
+    def evaluated(self) -> list[GateCheck]:
+        """The checks of ``evaluate_gate`` alone, without those the run's flags added."""
+        return [check for check in self.gate.checks if check.metric not in EXTRA_CHECKS]
+
+
+def finalize_run(
+    outcomes: RunOutcomes,
+    *,
+    dataset_version: str,
+    models: Mapping[str, Any] | ModelLineage,
+    floors: Mapping[str, float | None] | None = None,
+    baseline: Report | BaselineInfo | None = None,
+    baseline_path: str | None = None,
+    baseline_ids: Collection[str] | None = None,
+    gated: bool = True,
+    flags: RunFlags = RunFlags(),
+    metrics: Metrics | None = None,
+) -> Finalized:
+    """Metrics, baseline record and gate of a finished run (docs/gate.md).
+
+    Args:
+        outcomes: The run's outcomes (``RunOutcomes``).
+        dataset_version: The run's dataset version.
+        models: The run's model lineage, ``{"generate": name, "embed": name}``.
+        floors: The complete bounds (``core.gate.parse_floors`` output, or what a report
+            recorded); None for ``DEFAULT_FLOORS``.
+        baseline: A baseline report, summarised over ``baseline_ids``
+            (``core.gate.summarize_baseline``), or what a run recorded of its baseline,
+            used as it is; None for no baseline check.
+        baseline_path: The baseline file as the run named it, recorded for people
+            (a baseline report only).
+        baseline_ids: Ids of the items the baseline's recall is taken over; None for the
+            baseline's overall figure (a baseline report only). Callers pass
+            ``outcomes.baseline_ids``, or None when no item ran.
+        gated: False for a run measured without gating (``--eval-no-gate``).
+        flags: Interrupted, and what a merge misses (``RunFlags``).
+        metrics: The metrics when already known (a saved report's, which
+            ``core.report.check_metrics`` proved to be its items'); else computed from
+            ``outcomes``.
+
+    Returns:
+        ``Finalized(metrics, gate, baseline)``.
+
+    Raises:
+        ValueError: ``outcomes`` were only counted and no ``metrics`` were given.
+    """
+    if metrics is None:
+        metrics = outcomes.metrics()
+    if baseline is None or isinstance(baseline, BaselineInfo):
+        record = baseline
+    else:
+        record = summarize_baseline(baseline, baseline_ids, baseline_path)
+    gate = evaluate_gate(
+        metrics, floors=floors, baseline=record, dataset_version=dataset_version, models=models, gated=gated
+    )
+    not_run = outcomes.not_run if flags.not_run_check else 0
+    extra: list[GateCheck] = []
+    if not_run:
+        extra.append(not_run_check(not_run, outcomes.items))
+    if flags.interrupted:
+        extra.append(interrupted_check(outcomes.items - not_run))
+    if flags.merge is not None and flags.merge.missing_items:
+        extra.append(missing_items_check(flags.merge))
+    if extra:
+        gate = gate.model_copy(update={"passed": False, "checks": [*gate.checks, *extra]})
+    return Finalized(metrics=metrics, gate=gate, baseline=record)
