@@ -352,8 +352,8 @@ def test_mock_score_route_without_v1_answers_the_same(mock):
 def test_assess_paragraphs_on_the_smoke_dataset(mock):
     from pathlib import Path
 
-    from pytest_groundeval.core.kinds.citation import judge_citation, source_map
     from pytest_groundeval.core.dataset import load_dataset
+    from pytest_groundeval.core.kinds.citation import judge_citation, source_map
     from pytest_groundeval.judge.paragraphs import assess_paragraphs, source_details
 
     dataset = load_dataset(Path(__file__).resolve().parents[2] / "datasets" / "citation-smoke")
