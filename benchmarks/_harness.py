@@ -20,11 +20,11 @@ import contextlib
 import io
 import os
 import shutil
-import tarfile
-import tempfile
 import statistics
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass

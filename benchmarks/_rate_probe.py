@@ -18,6 +18,7 @@ import time
 
 import pytest
 
+
 class RateProbe:
     """Collects the finish time of each test on the controller and writes the rate at the end."""
 

@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     cpu_us: dict[str, list[float]] = {name: [] for name in stacks}
     with tempfile.TemporaryDirectory(prefix="bench-clients-") as tmp, h.instant_target() as url:
         ingest(url, write_dataset(Path(tmp), 1, RECORDS).parent)
-        for name, (fn, concurrency) in stacks.items():  # warm-up: imports, first connections
+        for fn, concurrency in stacks.values():  # warm-up: imports, first connections
             fn(url, work[:50], concurrency)
         for _ in range(args.rounds):
             for name, (fn, concurrency) in stacks.items():

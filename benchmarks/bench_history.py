@@ -33,11 +33,11 @@ from pathlib import Path
 
 import _harness as h
 
-from pytest_groundeval.history import HistoryStore, HistoryWriter, RunRecorder
-from pytest_groundeval.history.records import ITEM_CONTEXT_KEYS
 from pytest_groundeval.core.metrics import MetricsAccumulator
 from pytest_groundeval.core.outcome import ItemOutcome
 from pytest_groundeval.core.report import ReportWriter
+from pytest_groundeval.history import HistoryStore, HistoryWriter, RunRecorder
+from pytest_groundeval.history.records import ITEM_CONTEXT_KEYS
 
 GOAL = 1.05
 

@@ -29,13 +29,23 @@ import argparse
 import json
 import sys
 import tempfile
-import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _harness import PYTHON, QUIET_PLUGINS, check, machine_note, median, pytest_env, run_measured, spread, table, write_ini  # noqa: E402
+from _harness import (
+    PYTHON,
+    QUIET_PLUGINS,
+    check,
+    machine_note,
+    median,
+    pytest_env,
+    run_measured,
+    spread,
+    table,
+    write_ini,
+)
 
 MIB = 1 << 20
 TEXT = b"Alpha ships in May.\n"
@@ -83,7 +93,7 @@ def serve(kind: str, size: int) -> None:
             self.end_headers()
             self.wfile.write(body)
 
-        do_GET = do_POST = _reply  # noqa: N815
+        do_GET = do_POST = _reply
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True

@@ -60,7 +60,7 @@ def make_handler(bomb: bytes) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *args: object) -> None:
             pass
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
             case = self.path.rsplit("/", 1)[-1]
             if self.path.startswith("/ok/"):

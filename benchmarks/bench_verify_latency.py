@@ -42,9 +42,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import aiohttp
-
 import _harness as h
+import aiohttp
 
 KINDS = ("process", "thread", "inline")
 API_KEY = "bench-key"

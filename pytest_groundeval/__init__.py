@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from ._lazy import lazy_exports
 
-
 __version__ = "0.1.0"
 
 _EXPORTS = {

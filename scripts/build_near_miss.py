@@ -51,8 +51,8 @@ from typing import Any
 
 import xxhash
 
-from pytest_groundeval.mock.behaviour import split_sentences
 from pytest_groundeval.core.scoring import STOP_WORDS, content_tokens, negation_key, normalize_text
+from pytest_groundeval.mock.behaviour import split_sentences
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data"

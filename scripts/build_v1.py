@@ -55,10 +55,9 @@ from typing import Any, TypeVar
 
 import xxhash
 
-from pytest_groundeval.mock.behaviour import split_sentences
 from pytest_groundeval.core.scoring import (
-    STOP_WORDS,
     COVERAGE_THRESHOLD,
+    STOP_WORDS,
     claim_coverage,
     claim_is_true,
     content_tokens,
@@ -67,6 +66,7 @@ from pytest_groundeval.core.scoring import (
     normalize_text,
     tokenize,
 )
+from pytest_groundeval.mock.behaviour import split_sentences
 
 T = TypeVar("T")
 

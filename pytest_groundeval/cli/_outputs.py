@@ -84,9 +84,9 @@ def _trends(report: Mapping[str, Any], args: argparse.Namespace, prog: str) -> l
         return read_history(trends_file)
     if history_url is None or not getattr(args, "html", None):
         return None  # only the HTML page draws trends
-    from ..history.stored_report import earlier_runs
     from ..history.errors import HistoryError
     from ..history.store import HistoryStore
+    from ..history.stored_report import earlier_runs
 
     try:
         with HistoryStore.open(history_url) as store:

@@ -56,13 +56,15 @@ def generate_main(argv: list[str]) -> int:
         return 2
     started = time.perf_counter()
     try:
+        # fmt: off
         items = asyncio.run(
             generate_questions(
                 dataset, n=args.n, llm_url=args.llm_url, model=args.model,
                 api_key=os.environ.get("GROUNDEVAL_LLM_API_KEY"), seed=args.seed, seeded_ratio=args.seeded_ratio,
                 topics=args.topic, pace_ms=args.pace_ms, progress=sys.stderr.isatty(),
-            )  # fmt: skip
+            )
         )
+        # fmt: on
     except RuntimeError as exc:
         print(f"groundeval generate-questions: {exc}", file=sys.stderr)
         return 1

@@ -13,7 +13,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from ..core.gate import METRIC_DIRECTIONS, FloorsError, format_value, load_floors
+from ..core.floors import FloorsError
+from ..core.gate import load_floors
+from ..core.metrics import METRIC_DIRECTIONS, format_value
 from ..history.engine import HistoryError, url_from_sources
 from ..history.queries import GROUPS, Comparison, RunDetail, RunRow, compare_runs, group_items, list_runs, show_run
 from ..history.store import HistoryStore
@@ -173,14 +175,15 @@ def format_comparison(cmp: Comparison) -> list[str]:
         f"{'metric':<26} {'A':>13} {'B':>13} {'B - A':>10}",
     ]
     for m in cmp.metrics:
-        if m.delta is None:
+        a, b, change = m.a, m.b, m.delta  # change is None exactly when a or b is
+        if a is None or b is None or change is None:
             delta = ""
-        elif float(m.a).is_integer() and float(m.b).is_integer() and m.name in ("errors", "items", "qaClaims"):
-            delta = f"{int(m.delta):+d}"
+        elif float(a).is_integer() and float(b).is_integer() and m.name in ("errors", "items", "qaClaims"):
+            delta = f"{int(change):+d}"
         elif _is_rate(m.name):
-            delta = f"{m.delta:+.4f}"
+            delta = f"{change:+.4f}"
         else:
-            delta = f"{m.delta:+.1f}"  # ms and tokens, as the values are printed
+            delta = f"{change:+.1f}"  # ms and tokens, as the values are printed
         lines.append(f"{m.name:<26} {_metric(m.name, m.a):>13} {_metric(m.name, m.b):>13} {delta:>10}")
     lines.append("verdicts (A -> B): " + ", ".join(
         f"{k} {cmp.verdicts_a.get(k, 0)} -> {cmp.verdicts_b.get(k, 0)}" for k in cmp.verdicts_b

@@ -6,7 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from ..core.gate import FloorsError, baseline_version_problem, load_floors
+from ..core.floors import FloorsError
+from ..core.gate import baseline_version_problem, load_floors
 from ..core.render import format_check
 from ..core.report import ReportError, read_report
 from ..outputs.merge import MergeError, merge_reports

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, Field, create_model
 
@@ -34,8 +34,8 @@ from .kinds.base import Kind, MetricDirection, MetricSpec, ratio
 from .outcome import ItemOutcome
 from .wire import WireModel
 
-ITEM_KINDS: tuple[str, ...] = KIND_NAMES
-"""Every item kind, in report order (the registry's)."""
+ITEM_KINDS: Sequence[str] = KIND_NAMES
+"""Every item kind, in report order (the registry's): a live view that follows registrations."""
 
 COMMON_METRICS: tuple[MetricSpec, ...] = (
     MetricSpec(
@@ -88,26 +88,54 @@ def _table_counts(value: Any) -> Any:
     return value
 
 
+MetricValue = float | int | dict[str, Any] | None
+"""A metric's value as read from ``Metrics``: a rate or figure, a count, a table of counts, or None (n/a)."""
+
+
+class MetricsBase(WireModel):
+    """What every ``Metrics`` model is, as the type checker sees it.
+
+    ``Metrics`` is built at import time from the registry of kinds
+    (``_build_metrics_model``), so its fields cannot be spelt in the source. This
+    base declares to the type checker the fields every run has (the common metrics
+    and the item counts, with their run-time types); any other attribute is a
+    kind's own metric, read as a ``MetricValue``. At run time the class adds no
+    field, validator or setting: the built model is exactly what it would be
+    over ``WireModel``.
+    """
+
+    if TYPE_CHECKING:
+        evidence_risk_score: float | None
+        latency_ms_p50: float | None
+        latency_ms_p95: float | None
+        tokens_per_query: float | None
+        errors: int
+        items: int
+        items_by_kind: dict[str, int]
+
+        def __getattr__(self, name: str) -> MetricValue: ...
+
+
 _COUNT = Field(strict=True, ge=0)
 """A count: a whole number >= 0 (``true`` and ``5.0`` are not counts)."""
 
 
-def _build_metrics_model() -> type[WireModel]:
+def _build_metrics_model() -> type[MetricsBase]:
     fields: dict[str, Any] = {}
     for spec in metric_specs():
         if spec.type_ == "count" and spec.nullable:
-            fields[spec.field] = (Optional[Annotated[int, _COUNT]], Field(None, description=spec.doc))
+            fields[spec.field] = (Annotated[int, _COUNT] | None, Field(None, description=spec.doc))
         elif spec.type_ == "count":
             fields[spec.field] = (Annotated[int, _COUNT], Field(0, description=spec.doc))
         elif spec.type_ == "table":
             fields[spec.field] = (
-                Optional[Annotated[dict[str, Any], AfterValidator(_table_counts)]],
+                Annotated[dict[str, Any], AfterValidator(_table_counts)] | None,
                 Field(None, description=spec.doc),
             )
         else:
             lowest, highest = spec.value_range
             number = Field(strict=True, ge=lowest, le=highest, allow_inf_nan=False)
-            fields[spec.field] = (Optional[Annotated[float, number]], Field(None, description=spec.doc))
+            fields[spec.field] = (Annotated[float, number] | None, Field(None, description=spec.doc))
     fields["items"] = (
         Annotated[int, _COUNT],
         Field(0, description="Items that ran or errored (every outcome aggregated)."),
@@ -119,7 +147,7 @@ def _build_metrics_model() -> type[WireModel]:
             description="Outcomes per item kind; every kind is present, 0 when absent.",
         ),
     )
-    model = create_model("Metrics", __base__=WireModel, **fields)
+    model = create_model("Metrics", __base__=MetricsBase, **fields)
     model.__doc__ = (
         "Every metric of a run (docs/gate.md), one field per ``metric_specs()`` entry plus the item "
         "counts. A rate with nothing to measure is None. Validation refuses what no run can produce: "
@@ -130,7 +158,10 @@ def _build_metrics_model() -> type[WireModel]:
     return model
 
 
-Metrics = _build_metrics_model()
+if TYPE_CHECKING:
+    Metrics = MetricsBase
+else:
+    Metrics = _build_metrics_model()
 """The metrics of a run: a pydantic model built from the kinds' and the common metric specs."""
 
 METRIC_DIRECTIONS: Mapping[str, MetricDirection] = MappingProxyType(
@@ -153,7 +184,7 @@ def format_table(value: Mapping[str, Any]) -> str:
     Example: ``{"supported": 3, "partial": 0, "unparseable": 1}`` → ``supported 3, unparseable 1``;
     ``{"supported": {"partial": 2}}`` → ``supported→partial 2``; nothing counted → ``none``.
     """
-    parts = []
+    parts: list[str] = []
     for key, count in value.items():
         if isinstance(count, Mapping):
             parts.extend(f"{key}→{column} {n}" for column, n in count.items() if n)
@@ -239,7 +270,7 @@ class MetricsAccumulator:
     review_score_sum: Fraction = Fraction(0)
     token_calls: int = 0
     token_sum: int = 0
-    latencies_ms: array = field(default_factory=lambda: array("d"))
+    latencies_ms: array[float] = field(default_factory=lambda: array("d"))
     tallies: dict[str, Any] = field(default_factory=lambda: {kind.name: kind.new_tally() for kind in all_kinds()})
     _kinds: _Dispatch = field(default_factory=_dispatch, repr=False, compare=False)
 
@@ -286,7 +317,7 @@ class MetricsAccumulator:
             self.tallies[name].merge(tally)
         return self
 
-    def result(self) -> Any:
+    def result(self) -> Metrics:
         """The ``Metrics`` of everything added so far (docs/gate.md)."""
         latencies = sorted(self.latencies_ms)
         values: dict[str, Any] = {}
@@ -304,7 +335,7 @@ class MetricsAccumulator:
         return Metrics(**values)
 
 
-def compute_metrics(outcomes: Iterable[ItemOutcome | dict[str, Any]]) -> Any:
+def compute_metrics(outcomes: Iterable[ItemOutcome | dict[str, Any]]) -> Metrics:
     """``Metrics`` of a run from its outcomes (docs/gate.md).
 
     Args:

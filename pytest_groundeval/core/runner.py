@@ -26,9 +26,9 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import Executor
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from ..targets.protocol import Target, TargetError, TargetUnavailable, call_ids
+from ..targets.protocol import JsonObject, Target, TargetError, TargetUnavailable, call_ids
 from ..targets.responses import check_response
 from .evidence import describe_review, review_answer
 from .judging import Judge, Scorer
@@ -50,11 +50,11 @@ ERROR_STREAK = 10
 TOOL_TRACE_KEYS = ("tool", "calls", "hits", "hitCount")
 """The ``toolTrace`` entry fields kept in ``extra.toolTrace`` (ids and counts; anything else is dropped)."""
 
-_generated: contextvars.ContextVar[list[dict] | None] = contextvars.ContextVar("groundeval_generated", default=None)
+_generated: contextvars.ContextVar[list[JsonObject] | None] = contextvars.ContextVar("groundeval_generated", default=None)
 """The generate responses of the item running in the current task (for ``extra.toolTrace``/``iterations``)."""
 
 
-def agent_extra(responses: list[dict]) -> dict[str, Any]:
+def agent_extra(responses: list[JsonObject]) -> dict[str, Any]:
     """``extra.toolTrace`` and ``extra.iterations`` from an item's generate responses (docs/target-contract.md).
 
     Tool entries keep only ``TOOL_TRACE_KEYS``, in response order; iterations are summed.
@@ -127,8 +127,8 @@ class ItemRunner:
         self._mock_tokens = mock_tokens
         self._diagnose = diagnose
         self._executor = executor
-        self._ingested: dict[str, asyncio.Future] = {}
-        self.models: dict = {"generate": "unknown", "embed": "unknown"}
+        self._ingested: dict[str, asyncio.Future[None]] = {}
+        self.models: dict[str, str] = {"generate": "unknown", "embed": "unknown"}
         """The model lineage of the target, set by whoever knows it (docs/target-contract.md)."""
         self.drilldown = True
         """Whether outcomes carry the per-item view (question, answer, claims, evidence in ``extra``,
@@ -152,7 +152,7 @@ class ItemRunner:
 
     # -- target calls -------------------------------------------------------------
 
-    async def call(self, name: str, *args: Any) -> dict:
+    async def call(self, name: str, *args: Any) -> JsonObject:
         """Call target method ``name`` and check its response shape (docs/target-contract.md).
 
         Its async twin ``a<name>`` is awaited if the target's class defines one, else
@@ -176,7 +176,7 @@ class ItemRunner:
         if getattr(type(self.target), "checks_responses", False):
             # Checked where it was decoded (HttpTarget), with the URL and status. The class must
             # say so itself: a wrapper delegating with __getattr__ may alter responses.
-            return response
+            return cast(JsonObject, response)
         return check_response(name, response)
 
     # -- corpus -----------------------------------------------------------------
@@ -349,7 +349,7 @@ class ItemRunner:
             return await self.run_offline_async(item, dataset)
         run_id = self._call_run_id(dataset) if self._call_run_id is not None else self.run_id
         ids = call_ids.set((run_id, item.id))
-        responses: list[dict] = []
+        responses: list[JsonObject] = []
         generated = _generated.set(responses)
         try:
             outcome = await kind.run(self, item, dataset)
@@ -368,7 +368,7 @@ class ItemRunner:
 
     # -- generate ---------------------------------------------------------------
 
-    async def generate(self, item: Any) -> tuple[dict, dict]:
+    async def generate(self, item: Any) -> tuple[JsonObject, dict[str, Any]]:
         """Call generate for ``item``; return ``(response, figures)``.
 
         ``figures`` holds the ``ItemOutcome`` fields ``latency_ms`` (client-side wall
@@ -378,7 +378,8 @@ class ItemRunner:
         Raises:
             TargetError: the call failed or the response breaks the contract.
         """
-        before = self._mock_tokens() if self._mock_tokens else None
+        mock_tokens = self._mock_tokens
+        before = mock_tokens() if mock_tokens else None
         start = time.perf_counter()
         response = await self.call("generate", item.question, item.find)
         latency_ms = (time.perf_counter() - start) * 1000.0
@@ -388,9 +389,9 @@ class ItemRunner:
         usage = response.get("usage") or {}
         prompt = usage.get("promptTokens")
         completion = usage.get("completionTokens")
-        if prompt is None and completion is None and before is not None:
+        if prompt is None and completion is None and mock_tokens is not None and before is not None:
             # The target reports no usage: fall back to what the mock counted (docs/gate.md).
-            prompt, completion = self._mock_tokens() - before, 0
+            prompt, completion = mock_tokens() - before, 0
         figures = {
             "latency_ms": latency_ms,
             "prompt_tokens": prompt,
@@ -399,7 +400,7 @@ class ItemRunner:
         }
         return response, figures
 
-    def spans(self, response: dict, dataset: Dataset) -> list[tuple[str, str, str]]:
+    def spans(self, response: JsonObject, dataset: Dataset) -> list[tuple[str, str, str]]:
         """Slice each evidence entry of a generate response from canonical text.
 
         Returns:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from .._lazy import lazy_exports
 
-
 _EXPORTS = {
     "ENV_VAR": "urls",
     "HistoryError": "errors",

@@ -84,7 +84,7 @@ TREND_RUNS = 20
 
 def earlier_runs(
     store: HistoryStore,
-    dataset_version: str,
+    dataset_version: str | None,
     models: Mapping[str, Any] | None,
     until_ms: int,
     *,
@@ -93,7 +93,7 @@ def earlier_runs(
     """The trend of the HTML report: earlier finished runs of one dataset version and lineage.
 
     Up to ``TREND_RUNS`` runs started at or before ``until_ms`` (epoch ms), ``exclude``
-    (a run id) left out, oldest first, each ``{"id", "startedAt", "metrics"}`` as
+    (a run id) left out, oldest first (``dataset_version`` None: of any version), each ``{"id", "startedAt", "metrics"}`` as
     ``outputs.html.render_html`` takes its ``history`` (docs/ci.md, "HTML report").
 
     Raises:

@@ -524,18 +524,20 @@ class MockProvider:
         if encoding == "base64":
             # Base64 text needs no JSON escaping: each item is formatted straight into the body.
             items = [
-                '{"object":"embedding","index":%d,"embedding":"%s"}'
-                % (index, base64.b64encode(behaviour.embed_bytes(text)).decode("ascii"))
+                f'{{"object":"embedding","index":{index},"embedding":"'
+                f'{base64.b64encode(behaviour.embed_bytes(text)).decode("ascii")}"}}'
                 for index, text in enumerate(texts)
             ]
         else:
             items = [
-                '{"object":"embedding","index":%d,"embedding":%s}' % (index, dumps(behaviour.embed_text(text)))
+                f'{{"object":"embedding","index":{index},"embedding":{dumps(behaviour.embed_text(text))}}}'
                 for index, text in enumerate(texts)
             ]
+        data = ",".join(items)
+        tokens = call.prompt_tokens
         payload = (
-            '{"object":"list","data":[%s],"model":%s,"usage":{"prompt_tokens":%d,"total_tokens":%d}}'
-            % (",".join(items), dumps(call.model), call.prompt_tokens, call.prompt_tokens)
+            f'{{"object":"list","data":[{data}],"model":{dumps(call.model)},'
+            f'"usage":{{"prompt_tokens":{tokens},"total_tokens":{tokens}}}}}'
         ).encode()
         return await self._send_json(request, payload, call, plan)
 
@@ -581,7 +583,7 @@ class MockProvider:
             raise _BadRequest("'query' must be a string", "query")
         documents = _score_texts(body.get("documents"), "documents")
         call.prompt_tokens = behaviour.count_tokens(query) + sum(map(behaviour.count_tokens, documents))
-        results = [
+        results: list[dict[str, Any]] = [
             {"index": i, "document": {"text": d}, "relevance_score": behaviour.score_logit(query, d)}
             for i, d in enumerate(documents)
         ]

@@ -8,15 +8,21 @@ as an error, and judged in the call phase, so an item below its check fails.
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
 from ..core.dataset import Dataset, DatasetError, load_dataset
 from ..core.kinds import get
 from ..core.outcome import ItemOutcome
-from ..core.runner import ItemError, errored_outcome
+from ..core.runner import ItemError, ItemRunner, errored_outcome
 from .record import record_outcome, record_run
+
+if TYPE_CHECKING:
+    from _pytest._code.code import TerminalRepr, TracebackStyle
+    from _pytest.fixtures import FuncFixtureInfo
 
 
 class EvalFailure(Exception):
@@ -26,7 +32,7 @@ class EvalFailure(Exception):
 class ManifestFile(pytest.File):
     """A dataset manifest (docs/dataset.md) collected as tests."""
 
-    def collect(self):
+    def collect(self) -> Iterator[KindGroup]:
         dataset = load_dataset(self.path)
         by_kind: dict[str, list[Any]] = {}
         for item in dataset.items:
@@ -36,7 +42,9 @@ class ManifestFile(pytest.File):
         for kind, items in by_kind.items():
             yield KindGroup.from_parent(self, name=kind, dataset=dataset, items=items)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None):
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: TracebackStyle | None = None
+    ) -> str | TerminalRepr:
         if isinstance(excinfo.value, DatasetError):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
@@ -53,10 +61,10 @@ class KindGroup(pytest.Collector):
         self.add_marker(self.name)
         self.add_marker("groundeval")
 
-    def collect(self):
+    def collect(self) -> Iterator[EvalItem]:
         # Items of one group with one test function share one fixture closure, as the
         # instances of a parametrised test do: resolving it per item was most of collection.
-        infos: dict[Any, Any] = {}
+        infos: dict[Callable[..., None], FuncFixtureInfo] = {}
         kind = get(self.name)
         for item in self.eval_items:
             uses_target = kind.needs_target(item)
@@ -68,11 +76,11 @@ class KindGroup(pytest.Collector):
             yield test
 
 
-def _recorded(groundeval_offline_runner):
+def _recorded(groundeval_offline_runner: ItemRunner) -> None:
     """A recorded answer judged with no target call (docs/evidence-risk.md, docs/citation.md)."""
 
 
-def _against_target(groundeval_runner):
+def _against_target(groundeval_runner: ItemRunner) -> None:
     """A dataset item run against the target (docs/dataset.md)."""
 
 
@@ -92,15 +100,17 @@ class EvalItem(pytest.Function):
 
     @property
     def dataset(self) -> Dataset:
-        return self.parent.dataset
+        # An EvalItem is made only by KindGroup.collect, under its group.
+        return cast(KindGroup, self.parent).dataset
 
 
     def setup(self) -> None:
         super().setup()
         name = "groundeval_runner" if self.uses_target else "groundeval_offline_runner"
-        runner = self.funcargs[name]
+        runner = cast(ItemRunner, self.funcargs[name])
         record_run(self, self.dataset.version, runner.models)
-        error = None
+        error: ItemError | None = None
+        ran: ItemOutcome | None = None
         poisoned = runner.journal.poisoned(self.nodeid) if self.uses_target and runner.journal else None
         try:
             if poisoned is not None:
@@ -108,15 +118,15 @@ class EvalItem(pytest.Function):
                 raise ItemError(errored_outcome(self.eval_item, poisoned))
             if runner.dispatcher is not None:
                 # Target items, and recorded answers sent to a judge: run ahead on the dispatcher's loop.
-                self.outcome = runner.dispatcher.outcome_for(self)
+                ran = self.outcome = runner.dispatcher.outcome_for(self)
             else:
-                self.outcome = runner.run_offline(self.eval_item, self.dataset)
+                ran = self.outcome = runner.run_offline(self.eval_item, self.dataset)
         except ItemError as exc:
             error = exc
         if self.uses_target:
             runner.note(error)
-        if error is None:
-            runner.note_judging(self.outcome)
+        if ran is not None:  # the item ran: error is None
+            runner.note_judging(ran)
         if runner.stop_reason and not self.session.shouldfail:
             # The target, judge or scorer is gone: this item says why; the rest would only repeat it.
             self.session.shouldfail = f"groundeval: {runner.stop_reason}"
@@ -125,18 +135,22 @@ class EvalItem(pytest.Function):
             # pytest.fail in setup makes an error report whose text is just this message
             # (raised outside the except block, so no exception chain is printed).
             pytest.fail(f"{self.eval_item.kind} item {self.eval_item.id} could not be run: {error}", pytrace=False)
-        record_outcome(self, self.outcome)
+        assert ran is not None  # no ItemError: the try above set it
+        record_outcome(self, ran)
 
     def runtest(self) -> None:
         assert self.outcome is not None
         if not self.outcome.passed:
             raise EvalFailure(self.outcome.detail)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None):
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: TracebackStyle | None = None
+    ) -> str | TerminalRepr:
         if isinstance(excinfo.value, EvalFailure):
             return f"{self.eval_item.kind} item {self.eval_item.id}: {excinfo.value}"
-        return super().repr_failure(excinfo, style=style)
+        # pytest.Function.repr_failure takes no style (it reads --tb itself): passing it on raised TypeError.
+        return super().repr_failure(excinfo)
 
-    def reportinfo(self):
+    def reportinfo(self) -> tuple[os.PathLike[str] | str, int | None, str]:
         line = self.dataset.item_lines.get(self.eval_item.id, 1)
         return self.dataset.manifest_path, line - 1, f"{self.eval_item.kind}::{self.eval_item.id}"

@@ -58,7 +58,7 @@ class ItemDispatcher:
         self._upcoming = upcoming
         self._eligible = eligible
         self._on_close = on_close
-        self._futures: dict[str, concurrent.futures.Future] = {}
+        self._futures: dict[str, concurrent.futures.Future[ItemOutcome]] = {}
         self._done: set[str] = set()
         self.executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=concurrency, thread_name_prefix="groundeval-target"

@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 import os
 import re
-from urllib.parse import urlsplit, urlunsplit
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 

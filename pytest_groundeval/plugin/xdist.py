@@ -27,7 +27,9 @@ def is_worker(config: pytest.Config) -> bool:
 
 def worker_id(config: pytest.Config) -> str:
     """The xdist worker id (``gw0``, ``gw1``, …), or ``main`` outside a worker."""
-    return getattr(config, "workerinput", {}).get("workerid", "main")
+    workerinput: dict[str, Any] = getattr(config, "workerinput", {})
+    workerid: str = workerinput.get("workerid", "main")
+    return workerid
 
 
 def interactor(config: pytest.Config) -> Any | None:

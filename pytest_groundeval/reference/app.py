@@ -44,11 +44,11 @@ from pydantic import BaseModel, ValidationError
 from ..core import strict_json
 from ..core.contract import ITEM_ID_HEADER, RUN_ID_HEADER
 from . import bitemporal, store
+from .decompose import DECOMPOSITION_RESPONSE_FORMAT, decomposition_messages, parse_decomposition
 from .models import CompareRequest, DocumentRequest, GenerateRequest, QueryRequest, RecordRequest
+from .pool import pool_worker_init
 from .provider import ProviderClient, ProviderError, ProviderSettings, Usage
 from .retrieval import DEFAULT_TOP_K, canonical_document, generation_messages, new_chunks, rank_chunks
-from .decompose import DECOMPOSITION_RESPONSE_FORMAT, decomposition_messages, parse_decomposition
-from .pool import pool_worker_init
 from .verify import ClaimCheck, verify_claims
 
 log = logging.getLogger("pytest_groundeval.reference")

@@ -103,9 +103,10 @@ def parse_decomposition(content: str, draft: str) -> list[Claim]:
             raise ProviderError(f"claim decomposition item {index} has no 'text' string")
         text = item["text"]
         start, end = _locate(data, text, item.get("start"), item.get("end"), cursor)
-        if start is None:
+        if start is None or end is None:  # _locate gives both or neither
             raise ProviderError(f"claim decomposition item {index} ({text[:60]!r}) does not occur in the draft")
-        given = item.get("markers") if isinstance(item.get("markers"), list) else []
+        listed = item.get("markers")
+        given = listed if isinstance(listed, list) else []
         markers = [str(m).strip("[]") for m in given] + MARKER_RE.findall(text)
         claims.append(Claim(text, start, end, list(dict.fromkeys(markers))))
         cursor = end

@@ -12,7 +12,6 @@ import select
 import threading
 import time
 
-
 WORKER_NICENESS = 10
 """How much a verification pool worker lowers its scheduling priority (``os.nice``)."""
 

@@ -117,7 +117,7 @@ MEANING_MODIFIERS: frozenset[str] = frozenset(
     {
         "former", "ex", "vice", "deputy", "acting", "interim", "assistant", "honorary", "alleged",
         "almost", "nearly", "without", "except", "unofficial", "non",
-        "antiguo", "antigua", "ex", "casi", "vice", "före", "detta", "nästan", "utan", "vice",
+        "antiguo", "antigua", "casi", "före", "detta", "nästan", "utan",
     }
 )  # fmt: skip
 """Words a restatement may not leave out of the stretch it aligns with: dropping one changes the meaning
@@ -555,9 +555,9 @@ def _lcs(tokens: list[str], window: list[str], used: Mapping[int, int], index: E
     inside = [[0] * (n + 1) for _ in range(m + 1)]
     outside = [[0] * (n + 1) for _ in range(m + 1)]
     for i in range(m - 1, -1, -1):
-        w, ins, out, ins_below, out_below = weight[i], inside[i], outside[i], inside[i + 1], outside[i + 1]
+        row, ins, out, ins_below, out_below = weight[i], inside[i], outside[i], inside[i + 1], outside[i + 1]
         for j in range(n - 1, -1, -1):
-            take = w[j] + ins_below[j + 1] if w[j] else 0
+            take = row[j] + ins_below[j + 1] if row[j] else 0
             ins[j] = max(take, ins_below[j], ins[j + 1] - skip, 0)
             out[j] = max(take, out_below[j], out[j + 1])
     pairs: list[tuple[int, int]] = []

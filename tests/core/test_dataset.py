@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from pytest_groundeval import cli
 from pytest_groundeval.core.dataset import (
     CHUNK_SIZE,
+    ITEM_ADAPTER,
     CorpusDocument,
     DatasetError,
-    ITEM_ADAPTER,
     Manifest,
     canonical_json,
     canonical_text,
@@ -31,6 +31,8 @@ from pytest_groundeval.core.dataset import (
 )
 from pytest_groundeval.core.kinds.adversarial import AdversarialItem
 from pytest_groundeval.core.kinds.citation import CitationItem
+from pytest_groundeval.core.kinds.qa import ExpectedEvidence, QaItem
+from pytest_groundeval.core.kinds.review import ReviewItem
 from pytest_groundeval.core.kinds.temporal import (
     CompareExpect,
     CompareProbe,
@@ -41,8 +43,6 @@ from pytest_groundeval.core.kinds.temporal import (
     parse_reference,
     parse_rfc3339,
 )
-from pytest_groundeval.core.kinds.qa import ExpectedEvidence, QaItem
-from pytest_groundeval.core.kinds.review import ReviewItem
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -181,7 +181,7 @@ def test_item_lines_point_at_each_item_object(dataset_dir: Path) -> None:
 def test_item_lines_on_a_compact_manifest(tmp_path: Path) -> None:
     root = write_dataset(tmp_path)
     data = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
-    text = '{"version": "v1", "corpus": %s, "corpusHashes": %s,\n"items": [\n\n%s, %s]}' % (
+    text = '{{"version": "v1", "corpus": {}, "corpusHashes": {},\n"items": [\n\n{}, {}]}}'.format(
         json.dumps(data["corpus"]),
         json.dumps(data["corpusHashes"]),
         json.dumps(QA),
@@ -300,14 +300,14 @@ def test_json_document_canonical_text_and_slices(dataset_dir: Path) -> None:
     assert document.canonical_bytes == expected.encode("utf-8")
     raw = (dataset_dir / "corpus" / "notes.json").read_bytes()
     assert document.content_hash == xxhash.xxh3_64_hexdigest(raw)
-    start = document.canonical_bytes.index("火曜日".encode("utf-8"))
-    assert document.slice(start, start + len("火曜日".encode("utf-8"))) == "火曜日"
+    start = document.canonical_bytes.index("火曜日".encode())
+    assert document.slice(start, start + len("火曜日".encode())) == "火曜日"
     assert document.slice(0, len(document.canonical_bytes)) == expected
     assert document.slice(5, 5) == ""
 
 
 def test_single_json_object_becomes_one_record(tmp_path: Path) -> None:
-    data = '{"b": "ö", "a": [1, {"z": 2, "y": "東"}]}'.encode("utf-8")
+    data = '{"b": "ö", "a": [1, {"z": 2, "y": "東"}]}'.encode()
     root = write_dataset(
         tmp_path,
         items=[{"id": "q", "kind": "qa", "question": "?"}],
@@ -324,8 +324,8 @@ def test_text_document_canonical_text_and_slices(dataset_dir: Path) -> None:
     document = load_dataset(dataset_dir).documents["eval/log.txt"]
     assert document.canonical == "First line\nÅsa wrote: 東京\nlast line\n"
     assert document.content == document.canonical
-    start = document.canonical_bytes.index("Åsa".encode("utf-8"))
-    assert document.slice(start, start + len("Åsa wrote".encode("utf-8"))) == "Åsa wrote"
+    start = document.canonical_bytes.index("Åsa".encode())
+    assert document.slice(start, start + len("Åsa wrote".encode())) == "Åsa wrote"
 
 
 @pytest.mark.parametrize(
@@ -340,7 +340,7 @@ def test_text_document_canonical_text_and_slices(dataset_dir: Path) -> None:
 )
 def test_slice_rejects_bad_offsets(dataset_dir: Path, start: int, end: int, message: str) -> None:
     document = load_dataset(dataset_dir).documents["eval/log.txt"]
-    assert document.canonical_bytes[11:13] == "Å".encode("utf-8")
+    assert document.canonical_bytes[11:13] == "Å".encode()
     with pytest.raises(ValueError, match="eval/log.txt") as info:
         document.slice(start, end)
     assert message in str(info.value)
@@ -1041,7 +1041,7 @@ def test_hash_corpus_prints_sorted_pasteable_lines(dataset_dir: Path, capsys: py
 
 
 def test_hash_corpus_fixes_wrong_hashes(dataset_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (dataset_dir / "corpus" / "log.txt").write_bytes("ändrad\n".encode("utf-8"))
+    (dataset_dir / "corpus" / "log.txt").write_bytes("ändrad\n".encode())
     with pytest.raises(DatasetError, match="hash mismatch"):
         load_dataset(dataset_dir)
     assert cli.main(["hash-corpus", "--dataset", str(dataset_dir / "manifest.json")]) == 0
@@ -1149,3 +1149,23 @@ def test_stray_corpus_file_is_an_error(tmp_path: Path) -> None:
     assert "groundeval hash-corpus" in str(error) and error.json_path == "corpus"
     (root / "corpus" / "forgotten.txt").unlink()
     assert load_dataset(root).version == "v1"  # hidden files are not corpus files
+
+
+def test_dataset_error_helpers_annotations_resolve():
+    """Every annotation in core.dataset.errors names something the module defines or imports.
+
+    ``_describe_errors`` was annotated with a ``ValidationError`` the module never
+    imported: harmless until something resolves the hints (``typing.get_type_hints``,
+    pydantic's ``validate_call``, a docs generator), which then raised NameError.
+    """
+    import inspect
+    import typing
+
+    from pydantic import ValidationError
+
+    from pytest_groundeval.core.dataset import errors
+
+    for _name, function in inspect.getmembers(errors, inspect.isfunction):
+        if function.__module__ == errors.__name__:
+            typing.get_type_hints(function)
+    assert typing.get_type_hints(errors._describe_errors)["exc"] is ValidationError

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import inspect
+import json
 import math
 import shutil
 import subprocess
@@ -26,9 +26,9 @@ from pytest_groundeval.core.gate import (
     same_lineage,
     summarize_baseline,
 )
-from pytest_groundeval.core.render import format_check
 from pytest_groundeval.core.metrics import Metrics, compute_metrics
 from pytest_groundeval.core.outcome import ItemOutcome
+from pytest_groundeval.core.render import format_check
 from pytest_groundeval.core.report import Report, read_report, write_report
 
 MODELS = {"generate": "gen-a", "embed": "emb-a"}
@@ -205,7 +205,7 @@ def test_null_disables_a_default_floor():
 def test_same_lineage_baseline_is_armed_and_passes_within_margin():
     baseline = report(retrieval_recall=0.93)
     result = evaluate_gate(metrics(retrieval_recall=0.91), baseline=baseline, dataset_version="v1", models=MODELS)
-    check = [c for c in result.checks if c.metric == "retrievalRecall"][0]
+    check = next(c for c in result.checks if c.metric == "retrievalRecall")
     assert check.outcome == "PASS"
     assert check.bound == pytest.approx(0.91)
     assert "baseline 0.9300 - margin 0.0200" in check.reason

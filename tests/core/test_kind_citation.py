@@ -16,22 +16,22 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_groundeval.core.dataset import load_dataset
 from pytest_groundeval.core.kinds import citation
 from pytest_groundeval.core.kinds.citation import (
     NO_CITATION_DETAIL,
-    MentionTimeout,
-    mentions,
     PARAGRAPH_TEXT_CHARS,
+    CitationItem,
+    MentionTimeout,
     judge_citation,
+    mentions,
     normalise_field,
     paragraphs,
     source_map,
 )
-from pytest_groundeval.core.kinds.citation import CitationItem
-from pytest_groundeval.core.dataset import load_dataset
-from pytest_groundeval.core.runner import ItemError, ItemRunner
 from pytest_groundeval.core.metrics import compute_metrics
 from pytest_groundeval.core.outcome import ItemOutcome
+from pytest_groundeval.core.runner import ItemError, ItemRunner
 
 REPO = Path(__file__).resolve().parents[2]
 CITATION_SMOKE = REPO / "datasets" / "citation-smoke"

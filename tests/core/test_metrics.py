@@ -264,3 +264,57 @@ def test_metrics_round_trip_through_wire():
     metrics = compute_metrics(_mixed_outcomes())
     assert Metrics.model_validate(metrics.to_wire()) == metrics
     assert "latencyMsP95" in metrics.to_wire()
+
+
+# --- the static face of Metrics ---------------------------------------------------------
+
+
+def test_metrics_base_declares_only_real_fields_with_their_types() -> None:
+    """``MetricsBase`` tells the type checker what ``Metrics`` holds; the run-time model must agree.
+
+    The declarations sit under ``if TYPE_CHECKING:`` (they must not become fields of
+    their own), so they are read from the source: each names a field of the built model,
+    with the same annotation, and the base adds no field at run time.
+    """
+    import ast
+    import inspect
+
+    from pytest_groundeval.core import metrics as module
+    from pytest_groundeval.core.metrics import MetricsBase
+
+    assert issubclass(Metrics, MetricsBase)
+    assert MetricsBase.model_fields == {}
+    tree = ast.parse(inspect.getsource(MetricsBase))
+    declared = {
+        node.target.id: node.annotation
+        for node in ast.walk(tree)
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+    }
+    assert set(declared) == {
+        "evidence_risk_score",
+        "latency_ms_p50",
+        "latency_ms_p95",
+        "tokens_per_query",
+        "errors",
+        "items",
+        "items_by_kind",
+    }
+    for name, annotation in declared.items():
+        static = eval(ast.unparse(annotation), vars(module))
+        assert static == _without_constraints(Metrics.model_fields[name].annotation), name
+
+
+def _without_constraints(annotation: object) -> object:
+    """``annotation`` with every ``Annotated[T, ...]`` inside it replaced by ``T``."""
+    import functools
+    import operator
+    import typing
+
+    if typing.get_origin(annotation) is typing.Annotated:
+        return typing.get_args(annotation)[0]
+    args = tuple(_without_constraints(arg) for arg in typing.get_args(annotation))
+    if typing.get_origin(annotation) is typing.Union:
+        return functools.reduce(operator.or_, args)
+    if typing.get_origin(annotation) is dict:
+        return dict[args]
+    return annotation

@@ -7,11 +7,11 @@ import os
 import platform
 import shutil
 import subprocess
-import tomllib
 from importlib import metadata
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from pytest_groundeval import cli
 from pytest_groundeval.core.evidence import EvidenceReview

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from pytest_groundeval.cli import main
-from pytest_groundeval.history import HistoryStore
 from pytest_groundeval.cli.history import history_main
 from pytest_groundeval.cli.rejudge import rejudge_main
+from pytest_groundeval.history import HistoryStore
 
 from . import _data
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from pytest_groundeval.history import HistoryError, HistoryStore
 from pytest_groundeval.cli.history import history_main
+from pytest_groundeval.history import HistoryError, HistoryStore
 
 SMOKE = Path(__file__).resolve().parents[2] / "datasets" / "smoke"
 

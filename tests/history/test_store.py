@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from pytest_groundeval.history import HistoryError, HistoryStore, RunRecorder, new_run_id, schema
 from pytest_groundeval.cli.history import history_main
 from pytest_groundeval.cli.rejudge import rejudge_main
+from pytest_groundeval.core.metrics import compute_metrics
+from pytest_groundeval.history import HistoryError, HistoryStore, RunRecorder, new_run_id, schema
 from pytest_groundeval.history.migrations import V1_METADATA, create_version, stored_version
 from pytest_groundeval.history.queries import compare_runs, group_items, list_runs, show_run
 from pytest_groundeval.history.records import ITEM_CONTEXT_KEYS, outcome_from_rows
 from pytest_groundeval.history.rejudge import JudgeVerdict, rejudge_run
-from pytest_groundeval.core.metrics import compute_metrics
 
 from . import _data
 

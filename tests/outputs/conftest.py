@@ -21,8 +21,8 @@ import pytest
 
 from pytest_groundeval.core.gate import DEFAULT_FLOORS, evaluate_gate, summarize_baseline
 from pytest_groundeval.core.metrics import compute_metrics
-from pytest_groundeval.core.sharding import shard_info, shard_of
 from pytest_groundeval.core.report import parse_report
+from pytest_groundeval.core.sharding import shard_info, shard_of
 
 DATA = Path(__file__).parent / "data"
 REPO = Path(__file__).resolve().parents[2]

@@ -8,7 +8,6 @@ the tests can compare what was sent with what ran.
 from __future__ import annotations
 
 import json
-import shutil
 from collections import defaultdict
 from pathlib import Path
 

@@ -154,6 +154,24 @@ def test_items_can_use_fixtures(run, pytester, smoke):
     result.stdout.fnmatch_lines(["*fixture saw 3 items*"])
 
 
+def test_an_exception_other_than_a_shortfall_is_reported_as_a_failure(run, pytester, smoke):
+    # EvalItem.repr_failure passed style= on to pytest.Function.repr_failure, which takes no
+    # style: any call-phase exception other than the item's own shortfall became an INTERNALERROR.
+    pytester.makeconftest(
+        """
+        import pytest
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_runtest_call(item):
+            raise RuntimeError("boom from a plugin")
+        """
+    )
+    result = run(f"--eval-dataset={smoke}", "-k", "adv-smoke-echo")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*RuntimeError: boom from a plugin*"])
+    assert "INTERNALERROR" not in result.stdout.str()
+
+
 def test_help_lists_every_option_in_one_group(run, pytester):
     result = pytester.runpytest("-p", "no:benchmark", "--help")
     result.stdout.fnmatch_lines(["groundeval: gate grounded-answer quality:"])

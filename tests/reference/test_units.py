@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from pytest_groundeval.mock import MockProvider, embed_text
 from pytest_groundeval.reference.bitemporal import Version, is_visible, parse_instant
+from pytest_groundeval.reference.decompose import parse_decomposition
 from pytest_groundeval.reference.provider import (
     ProviderClient,
     ProviderError,
@@ -24,7 +25,6 @@ from pytest_groundeval.reference.provider import (
     read_chat_stream,
 )
 from pytest_groundeval.reference.retrieval import bm25_scores, canonical_document, paragraph_spans, render_chunk
-from pytest_groundeval.reference.decompose import parse_decomposition
 from pytest_groundeval.reference.verify import novel_content_words, same_word, verify_claim
 
 T = TypeVar("T")

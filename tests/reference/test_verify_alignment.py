@@ -22,9 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_groundeval.reference.app import ReferenceConfig, ServerState, new_verifier, verify_answer, verify_workers
 from pytest_groundeval.cli._args import UsageError
 from pytest_groundeval.cli.reference import config_from_args
+from pytest_groundeval.core.scoring import claim_is_true, tokenize
+from pytest_groundeval.reference.app import ReferenceConfig, ServerState, new_verifier, verify_answer, verify_workers
 from pytest_groundeval.reference.pool import pool_worker_init
 from pytest_groundeval.reference.verify import (
     EvidenceIndex,
@@ -33,7 +34,6 @@ from pytest_groundeval.reference.verify import (
     verify_claim,
     verify_claims,
 )
-from pytest_groundeval.core.scoring import claim_is_true, tokenize
 
 FERRY = (
     "The harbour opened in 1998. The new ferry carries seven cars and two buses on each crossing. "

@@ -18,9 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from pytest_groundeval.targets import HttpTarget, SpawnConfig, SpawnedTarget, TargetError, TargetUnavailable, connect_url
+from pytest_groundeval.targets import (
+    HttpTarget,
+    SpawnConfig,
+    SpawnedTarget,
+    TargetError,
+    TargetUnavailable,
+    connect_url,
+)
 from pytest_groundeval.targets.protocol import DEFAULT_MAX_RESPONSE_BYTES
-
 
 Reply = sys.modules["groundeval_scripted_server"].Reply  # loaded by conftest.py from servers/scripted.py
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from pytest_groundeval.core.contract import TEMPORAL_LABEL_SEPARATOR
+from pytest_groundeval.core.kinds.temporal import namespace_label, substitute
 from pytest_groundeval.targets import (
     MOCK_LLM_API_KEY,
     HttpTarget,
@@ -33,7 +34,6 @@ from pytest_groundeval.targets import (
     connect_url,
     reference_command,
 )
-from pytest_groundeval.core.kinds.temporal import namespace_label, substitute
 
 PYTHON = shlex.quote(sys.executable)
 FAKE_SCRIPT = str(Path(__file__).parent / "servers" / "fake_target.py")

@@ -13,13 +13,16 @@ This package does not import pytest.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from . import manifest as _manifest
 from .corpus import CHUNK_SIZE, HASH_BUFFER_SIZE, CorpusDocument, canonical_json, canonical_text, hash_file
 from .errors import DatasetError
 from .loader import Dataset, load_dataset
 from .manifest import CorpusEntry, Manifest, item_adapter, version_problem
-from . import manifest as _manifest
+
+if TYPE_CHECKING:
+    from .manifest import ITEM_ADAPTER, AnyItem, Item
 
 
 def __getattr__(name: str) -> Any:

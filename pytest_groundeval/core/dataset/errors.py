@@ -12,10 +12,13 @@ import difflib
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from ..kinds import KIND_NAMES, all_kinds, generation
-from ..kinds.base import ID_PATTERN, MARKER_NAME_PATTERN, RuleError, TAG_PATTERN
+from ..kinds.base import ID_PATTERN, MARKER_NAME_PATTERN, TAG_PATTERN, RuleError
 
 HASH_PATTERN = r"^[0-9a-f]{16}$"
 """xxh3_64 digests: 16 lower-case hex digits (docs/dataset.md)."""
@@ -56,12 +59,10 @@ class DatasetError(Exception):
         return self.message
 
 
-def _all_aliases(root: type) -> dict[str, str]:
+def _all_aliases(root: type[BaseModel]) -> dict[str, str]:
     """Every field name and alias of ``root`` and the models nested in it -> its camelCase alias."""
-    from pydantic import BaseModel
-
     aliases: dict[str, str] = {}
-    seen: set[type] = set()
+    seen: set[type[BaseModel]] = set()
     pending: list[type[BaseModel]] = [root, *(kind.model for kind in all_kinds())]
     while pending:
         model = pending.pop()
@@ -76,13 +77,9 @@ def _all_aliases(root: type) -> dict[str, str]:
     return aliases
 
 
-def _models_in(annotation: Any) -> list[type]:
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
     """The pydantic models an annotation mentions (inside unions, lists, Annotated)."""
-    from typing import get_args
-
-    from pydantic import BaseModel
-
-    found: list[type] = []
+    found: list[type[BaseModel]] = []
     stack = [annotation]
     while stack:
         node = stack.pop()
@@ -117,7 +114,9 @@ def _aliases() -> dict[str, str]:
     return _ALIASES
 
 
-def describe_validation_error(exc: Any, raw: dict[str, Any], manifest_path: Path, root: type) -> DatasetError:
+def describe_validation_error(
+    exc: ValidationError, raw: dict[str, Any], manifest_path: Path, root: type[BaseModel]
+) -> DatasetError:
     """One plain ``DatasetError`` for a pydantic ``ValidationError`` of the manifest model ``root``.
 
     The message names the manifest, the item (by id, else ``items[i]``) and the JSON
@@ -143,7 +142,7 @@ def _describe_errors(exc: ValidationError, raw: dict[str, Any], manifest_path: P
     return DatasetError(message, path=manifest_path, item_id=first.item_id, json_path=first.json_path)
 
 
-def _describe(error: Any, raw: dict[str, Any], manifest_path: Path) -> DatasetError:
+def _describe(error: ErrorDetails, raw: dict[str, Any], manifest_path: Path) -> DatasetError:
     loc = tuple(error.get("loc", ()))
     json_path = _json_path(loc, raw)
     rule = (error.get("ctx") or {}).get("error")
@@ -217,7 +216,7 @@ def _is_tag_here(node: dict[str, Any], segment: str) -> bool:
     return node.get("kind") == segment or node.get("call") == segment
 
 
-def _what_was_expected(error: Any, loc: tuple[Any, ...]) -> str:
+def _what_was_expected(error: ErrorDetails, loc: tuple[Any, ...]) -> str:
     kind = error.get("type", "")
     ctx = error.get("ctx") or {}
     value = error.get("input")

@@ -14,20 +14,17 @@ import bisect
 import gc
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
-from .corpus import CorpusDocument, _decode_utf8, _hash_mismatch, _json_error, _load_document, _read_hashed
 from ..kinds import kind_of
 from ..kinds.base import ID_PATTERN, ItemBase, RuleError
 from ..scoring import EvidenceSearch
-from .errors import DatasetError, _key_part, describe_validation_error
-from .manifest import Manifest, item_adapter, version_problem
 from ..strict_json import (
     DECODER,
     LENIENT,
@@ -38,6 +35,9 @@ from ..strict_json import (
     duplicate_key_message,
     first_problem,
 )
+from .corpus import CorpusDocument, _decode_utf8, _hash_mismatch, _json_error, _load_document, _read_hashed
+from .errors import DatasetError, _key_part, describe_validation_error
+from .manifest import Manifest, item_adapter, version_problem
 
 
 @dataclass
@@ -128,6 +128,9 @@ def _locate(path: Path) -> tuple[Path, Path]:
 
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+# The bound C matcher, called as skip(text, pos).end() in the hot loops. `*` matches the
+# empty string, so the match never fails: typed without the None that Pattern.match allows.
+_SKIP_WS = cast(Callable[[str, int], re.Match[str]], _WHITESPACE.match)
 
 
 class _Flagged(Exception):
@@ -167,7 +170,7 @@ def _read_manifest(manifest_path: Path) -> tuple[dict[str, Any], list[int]]:
     except json.JSONDecodeError as exc:
         raise _json_error(exc, manifest_path) from None
     except Refused as exc:
-        raise _refusal(text, first_problem(text, _WHITESPACE.match(text).end()), exc, manifest_path) from None
+        raise _refusal(text, first_problem(text, _SKIP_WS(text, 0).end()), exc, manifest_path) from None
     except (ValueError, RecursionError) as exc:
         raise DatasetError(f"{manifest_path}: unreadable JSON: {exc}", path=manifest_path) from None
     if not isinstance(parsed, dict):
@@ -193,7 +196,7 @@ def _scan_manifest(text: str) -> tuple[dict[str, Any], list[int], list[tuple[int
     Raises:
         _Flagged: a value holds something ``strict_json`` refuses; says which value.
     """
-    skip = _WHITESPACE.match
+    skip = _SKIP_WS
     decode = DECODER.raw_decode
     pos = skip(text, 0).end()
     if text[pos] != "{":
@@ -241,7 +244,7 @@ def _scan_manifest(text: str) -> tuple[dict[str, Any], list[int], list[tuple[int
 
 
 def _scan_items(text: str, pos: int) -> tuple[list[Any], list[int], int]:
-    skip = _WHITESPACE.match
+    skip = _SKIP_WS
     decode = DECODER.raw_decode
     items: list[Any] = []
     offsets: list[int] = []
@@ -295,7 +298,7 @@ def _check_surrogate_escapes(
             continue
         walked.add(where)
         if where[0] < 0:
-            problem = first_problem(text, _WHITESPACE.match(text).end())
+            problem = first_problem(text, _SKIP_WS(text, 0).end())
         elif where[1] >= 0:
             problem = first_problem(text, offsets[where[1]], ("items", where[1]))
         else:

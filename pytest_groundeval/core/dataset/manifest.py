@@ -9,19 +9,21 @@ The union follows the registry: when a kind is registered at run time
 from __future__ import annotations
 
 import json
+import operator
 import re
 import unicodedata
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import PurePosixPath
-from typing import Annotated, Any, Literal, Union
+from types import GenericAlias
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union, cast
 
 import regex
 from pydantic import Field, StringConstraints, TypeAdapter, ValidationInfo, field_validator, model_validator
 
 from ..floors import FloorsError, check_floors
 from ..kinds import all_kinds, kind_of, on_change
-from ..kinds.base import ManifestIndex, NonEmpty, RuleError
+from ..kinds.base import ItemBase, ManifestIndex, NonEmpty, RuleError
 from ..wire import WireModel
 from .errors import HASH_PATTERN
 
@@ -75,28 +77,38 @@ Digest = Annotated[str, StringConstraints(pattern=HASH_PATTERN)]
 class _ItemTypes:
     """The item types of the registry as it is: ``AnyItem``, ``Item`` and ``ITEM_ADAPTER``."""
 
-    any_item: Any
+    any_item: object
     """Any one of the registered kinds' item models (a ``Union``)."""
-    item: Any
+    item: object
     """A dataset item: that union discriminated on ``kind`` (docs/dataset.md)."""
-    adapter: TypeAdapter[Any]
+    adapter: TypeAdapter[ItemBase]
     """Validates one item (built once per registry; ``Manifest`` validates all items in one pass)."""
 
 
 def _item_types() -> _ItemTypes:
-    any_item = Union[tuple(kind.model for kind in all_kinds())]  # type: ignore[valid-type]
-    item = Annotated[any_item, Field(discriminator="kind")]
-    return _ItemTypes(any_item, item, TypeAdapter(item))
+    # The union is made of whatever kinds are registered now, so it is built with getitem:
+    # a subscript would be read by the type checker as a static type it cannot know.
+    any_item = operator.getitem(Union, tuple(kind.model for kind in all_kinds()))
+    item = operator.getitem(Annotated, (any_item, Field(discriminator="kind")))
+    adapter: TypeAdapter[ItemBase] = TypeAdapter(item)
+    return _ItemTypes(any_item, item, adapter)
 
 
 _types = [_item_types()]
 """The current ``_ItemTypes`` (one slot, replaced when the registry changes)."""
 
-_Item = _types[0].item
-"""``Manifest.items``' item type when the class is built; ``_rebuild`` replaces it in the field."""
+if TYPE_CHECKING:
+    # What the type checker knows of an item of any kind: every kind's model is an ItemBase.
+    _Item: TypeAlias = ItemBase
+    AnyItem: TypeAlias = ItemBase
+    Item: TypeAlias = ItemBase
+    ITEM_ADAPTER: TypeAdapter[ItemBase]
+else:
+    _Item = _types[0].item
+    """``Manifest.items``' item type when the class is built; ``_rebuild`` replaces it in the field."""
 
 
-def item_adapter() -> TypeAdapter[Any]:
+def item_adapter() -> TypeAdapter[ItemBase]:
     """The validator of one dataset item, for the kinds registered now."""
     return _types[0].adapter
 
@@ -206,7 +218,7 @@ class Manifest(WireModel):
         return None if self.mention_pattern is None else compile_mention_pattern(self.mention_pattern)
 
     @model_validator(mode="after")
-    def _cross_references(self, info: ValidationInfo) -> "Manifest":
+    def _cross_references(self, info: ValidationInfo) -> Manifest:
         dataset = (info.context or {}).get("dataset", "DIR") if info is not None else "DIR"
         self._check_corpus(str(dataset))
         self._check_items()
@@ -259,7 +271,8 @@ class Manifest(WireModel):
 def _rebuild() -> None:
     """Rebuild the item union and ``Manifest`` after a kind was registered or removed."""
     _types[0] = _item_types()
-    Manifest.model_fields["items"].annotation = list[_types[0].item]  # type: ignore[valid-type]
+    # pydantic types FieldInfo.annotation as a class, but takes any annotation (here ``list[Union[...]]``).
+    Manifest.model_fields["items"].annotation = cast("type[Any]", GenericAlias(list, (_types[0].item,)))
     Manifest.model_rebuild(force=True)
 
 

@@ -87,6 +87,11 @@ class ItemBase(WireModel):
     tags: list[TagName] = Field(default_factory=list)
     """Names that become pytest markers on the item."""
 
+    if TYPE_CHECKING:
+        # Declared to the type checker only: each kind's model declares it as its own
+        # ``Literal[<name>]`` (the manifest's union tag; ``core.kinds.register`` checks it).
+        kind: str
+
     @field_validator("tags")
     @classmethod
     def _tags_not_reserved(cls, value: list[str]) -> list[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag
 
@@ -49,7 +49,7 @@ def _expected_evidence_tag(value: Any) -> str | None:
 
 
 ExpectedEvidenceValue = Annotated[
-    Union[Annotated[NonEmpty, Tag("string-evidence")], Annotated[ExpectedEvidence, Tag("document-evidence")]],
+    Annotated[NonEmpty, Tag("string-evidence")] | Annotated[ExpectedEvidence, Tag("document-evidence")],
     Discriminator(
         _expected_evidence_tag,
         custom_error_type="expected_evidence_type",

@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, cast
 
 from pydantic import BeforeValidator, Discriminator, Field, StringConstraints, Tag, field_validator, model_validator
 
@@ -77,7 +77,8 @@ def parse_reference(value: str) -> Reference | None:
         )
     kind, save, sign, digits = match.groups()
     offset = int(digits) if digits else 0
-    return Reference(kind, save, -offset if sign == "-" else offset)
+    # The pattern's first group is (tx|id).
+    return Reference(cast(Literal["tx", "id"], kind), save, -offset if sign == "-" else offset)
 
 
 _RFC3339_RE = re.compile(
@@ -193,7 +194,7 @@ class ValidTime(WireModel):
         return value
 
     @model_validator(mode="after")
-    def _end_after_start(self) -> "ValidTime":
+    def _end_after_start(self) -> ValidTime:
         if self.end is not None and parse_rfc3339(self.end) <= parse_rfc3339(self.start):
             raise RuleError(f"end {self.end!r} must be after start {self.start!r}", json_path="end")
         return self
@@ -216,7 +217,7 @@ class TemporalStep(WireModel):
     """Valid-time interval, or null for the target's default."""
 
     @model_validator(mode="after")
-    def _shape_of_op(self) -> "TemporalStep":
+    def _shape_of_op(self) -> TemporalStep:
         if self.op == "create":
             if self.target is not None:
                 raise RuleError("a create step has no target; use update or delete", json_path="target")
@@ -234,7 +235,7 @@ def _reject_bool_or_other(value: Any) -> Any:
     raise ValueError(f"expected integer milliseconds or a '$tx:<save>[+N|-N]' reference, got {value!r}")
 
 
-TxValue = Annotated[Union[int, str, None], BeforeValidator(_reject_bool_or_other)]
+TxValue = Annotated[int | str | None, BeforeValidator(_reject_bool_or_other)]
 
 
 class QueryProbe(WireModel):
@@ -274,7 +275,7 @@ class CompareProbe(WireModel):
     """Later transaction time: integer ms or a ``$tx:`` reference."""
 
 
-Probe = Annotated[Union[QueryProbe, CompareProbe], Field(discriminator="call")]
+Probe = Annotated[QueryProbe | CompareProbe, Field(discriminator="call")]
 
 
 class ExpectedRecord(WireModel):
@@ -316,7 +317,7 @@ def _expect_tag(value: Any) -> str | None:
 
 
 Expect = Annotated[
-    Union[Annotated[QueryExpect, Tag("query-expect")], Annotated[CompareExpect, Tag("compare-expect")]],
+    Annotated[QueryExpect, Tag("query-expect")] | Annotated[CompareExpect, Tag("compare-expect")],
     Discriminator(
         _expect_tag,
         custom_error_type="expect_type",
@@ -338,7 +339,7 @@ class TemporalItem(ItemBase):
     """What the probe must return; its shape follows ``probe.call``."""
 
     @model_validator(mode="after")
-    def _references_resolve(self) -> "TemporalItem":
+    def _references_resolve(self) -> TemporalItem:
         saves: dict[str, int] = {}
         for i, step in enumerate(self.setup):
             if step.target is not None:
@@ -391,7 +392,7 @@ def _check_reference(value: str, kind: str, saves: dict[str, int], where: str) -
 # --------------------------------------------------------------------------- judging
 
 
-def _check_query(expect: Any, result: dict) -> list[str]:
+def _check_query(expect: QueryExpect, result: dict[str, Any]) -> list[str]:
     """What a checked query response gets wrong against the item's ``expect`` (none: an empty list)."""
     records = result["records"]
     problems = []
@@ -408,7 +409,7 @@ def _check_query(expect: Any, result: dict) -> list[str]:
     return problems
 
 
-def _match_subsets(wanted: list[dict], have: list[dict]) -> dict[int, int]:
+def _match_subsets(wanted: list[dict[str, Any]], have: list[dict[str, Any]]) -> dict[int, int]:
     """Maximum bipartite matching of expected property subsets to returned records."""
     fits = [[j for j, h in enumerate(have) if all(h.get(k) == v for k, v in w.items())] for w in wanted]
     owner: dict[int, int] = {}
@@ -428,7 +429,7 @@ def _match_subsets(wanted: list[dict], have: list[dict]) -> dict[int, int]:
     return {i: j for j, i in owner.items()}
 
 
-def _check_compare(expect: Any, result: dict) -> list[str]:
+def _check_compare(expect: CompareExpect, result: dict[str, Any]) -> list[str]:
     """What a checked compare response gets wrong against the item's ``expect``."""
     problems = []
     for key in ("added", "removed", "changed"):
@@ -466,7 +467,7 @@ class TemporalKind(Kind):
         def label(value: Any) -> Any:
             return namespace_label(value, runner.run_id, scope) if isinstance(value, str) else value
 
-        saves: dict[str, dict] = {}
+        saves: dict[str, dict[str, Any]] = {}
         for step in item.setup:
             body = step.model_dump(mode="json", by_alias=True, exclude={"save"})
             body["label"] = label(body.get("label"))
@@ -476,7 +477,9 @@ class TemporalKind(Kind):
         probe = substitute(probe, saves)
         call = "compare" if isinstance(item.probe, CompareProbe) else "query"
         result = await runner.call(call, probe)
-        problems = _check_compare(item.expect, result) if call == "compare" else _check_query(item.expect, result)
+        # The item's validator pairs a compare probe with a compare expect, a query with a query's.
+        expect = item.expect
+        problems = _check_compare(expect, result) if isinstance(expect, CompareExpect) else _check_query(expect, result)
         detail = (
             "\n".join(problems) + f"\nprobe ({call}): {probe}" + f"\ntarget returned: {shorten(repr(result), 1200)}"
             if problems

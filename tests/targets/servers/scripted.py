@@ -59,7 +59,7 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client stopped reading (a limit or a deadline): expected
         self.close_connection = True
 
-    do_GET = do_POST = _serve  # noqa: N815
+    do_GET = do_POST = _serve
 
     def _write(self, reply: Reply) -> None:
         head = f"HTTP/1.1 {reply.status} Scripted\r\n"
