@@ -12,6 +12,14 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
+# Bytecode caches are written even under PYTHONDONTWRITEBYTECODE=1 (or ``python -B``), into the
+# usual ``__pycache__`` directories (git ignores them). The suite starts well over a hundred Python
+# processes (xdist workers, ``-n 2`` runs under test, subprocess runs, servers); without caches each
+# one compiles the package's modules again, and each worker parses and assertion-rewrites every test
+# module at collection (about 7 s of CPU of a worker's 10). The flag is read only by this process:
+# child processes keep the environment's setting and read the caches this one wrote.
+sys.dont_write_bytecode = False
+
 
 @pytest.fixture(scope="session")
 def load_script() -> Callable[[str], ModuleType]:

@@ -561,6 +561,11 @@ def test_compare_reports_added_removed_and_changed_between_two_tx_times(ref: Ref
 
 # ------------------------------------------------------------ provider faults
 
+INLINE = ("--verify-executor", "inline")
+"""A fault server verifies on its event loop: what these tests check is the provider call, and a
+process pool (a forkserver and a worker per core, started at start-up) costs each server about
+0.7 s of CPU."""
+
 
 @pytest.mark.parametrize(
     ("fault", "extra", "message"),
@@ -575,7 +580,7 @@ def test_compare_reports_added_removed_and_changed_between_two_tx_times(ref: Ref
 def test_generation_faults_are_502_naming_the_cause(
     mock: ThreadedMockProvider, tmp_path: Path, fault: str, extra: tuple[str, ...], message: str
 ) -> None:
-    with reference_server(tmp_path, mock.base_url, "--model-generate", f"mock-generate+fault={fault}", *extra) as server:
+    with reference_server(tmp_path, mock.base_url, "--model-generate", f"mock-generate+fault={fault}", *extra, *INLINE) as server:
         with server.client() as client:
             _ingest_notes(client, "FAULT")
             response = client.post("/v1/generate", json={"question": "Göteborg office", "find": "FAULT"})
@@ -587,7 +592,7 @@ def test_generation_faults_are_502_naming_the_cause(
 def test_a_429_with_retry_after_is_retried_and_then_succeeds(mock: ThreadedMockProvider, tmp_path: Path) -> None:
     model = "mock-generate+fault=429x1"
     mock.reset_faults()
-    with reference_server(tmp_path, mock.base_url, "--model-generate", model) as server:
+    with reference_server(tmp_path, mock.base_url, "--model-generate", model, *INLINE) as server:
         with server.client() as client:
             _ingest_notes(client, "RETRY")
             mock.clear_log()
@@ -601,7 +606,7 @@ def test_a_429_with_retry_after_is_retried_and_then_succeeds(mock: ThreadedMockP
 
 
 def test_an_embedding_fault_fails_ingest_with_502_and_stores_nothing(mock: ThreadedMockProvider, tmp_path: Path) -> None:
-    with reference_server(tmp_path, mock.base_url, "--model-embed", "mock-embed+fault=500", "--provider-timeout", "5") as server:
+    with reference_server(tmp_path, mock.base_url, "--model-embed", "mock-embed+fault=500", "--provider-timeout", "5", *INLINE) as server:
         with server.client() as client:
             body = {"name": "n.txt", "label": "EMB", "format": "text", "contentHash": "h", "content": "Some text."}
             error = _error(client.post("/v1/documents", json=body), 502)
