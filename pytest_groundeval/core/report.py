@@ -22,12 +22,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError, model_serializer
 
 from .finalize import EXTRA_CHECKS, RunFlags, RunOutcomes, finalize_run
 from .gate import RETRIEVAL_RECALL, FloorsError, GateResult, check_recorded_floors
 from .lineage import BaselineInfo, MergeInfo, ModelLineage
+from .kinds import on_change
 from .metrics import Metrics, compute_metrics
+from .metrics import refresh as refresh_metrics
 from .outcome import ItemOutcome
 from .wire import WireModel
 
@@ -123,8 +125,28 @@ class Report(WireModel):
     """The baseline the run compared retrieval recall with; None when it had none, and in
     reports written before it was recorded (``groundeval gate`` then has no baseline unless
     given ``--baseline``)."""
+    extensions: dict[str, Any] | None = None
+    """What extensions added to the report (docs/extending.md): extension name -> any JSON value,
+    set by a ``pytest_groundeval_report`` hook. Kept by every reader, checked by none; written only
+    when an extension added something, so other reports keep the shape they always had."""
     items: list[ItemOutcome] = Field(default_factory=list)
     """Per-item outcomes, in the order they finished."""
+
+    @model_serializer(mode="wrap")
+    def _omit_extensions_when_none(self, handler: Any) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.extensions is None:
+            data.pop("extensions", None)
+        return data
+
+
+def _rebuild_report() -> None:
+    """Rebuild ``Report``'s validator after the registry of kinds changed (``Metrics`` gained or lost fields)."""
+    refresh_metrics()
+    Report.model_rebuild(force=True)
+
+
+on_change(_rebuild_report)
 
 
 def environment_info(cwd: str | Path | None = None) -> dict[str, Any]:
@@ -508,6 +530,7 @@ class ReportWriter:
         floors: dict[str, float] | None = None,
         shard: ShardInfo | dict[str, Any] | None = None,
         baseline: BaselineInfo | dict[str, Any] | None = None,
+        extensions: dict[str, Any] | None = None,
     ) -> Path:
         """Write the report (header, every added item, trailer) and move it into place atomically.
 
@@ -523,6 +546,7 @@ class ReportWriter:
             floors: The complete bounds the gate applied (``Report.floors``).
             shard: The part of the dataset this run covered (``Report.shard``).
             baseline: The baseline recall check's input (``core.gate.summarize_baseline``).
+            extensions: What extensions added (``Report.extensions``, docs/extending.md), or None.
 
         Returns:
             The report path.
@@ -545,6 +569,7 @@ class ReportWriter:
             floors=floors,
             shard=shard,
             baseline=baseline,
+            extensions=extensions,
         ).to_wire()
         del header["items"]
         out = _temp_file(self.path, ".tmp")
