@@ -17,6 +17,8 @@ import os
 import platform
 import subprocess
 import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from types import TracebackType
@@ -597,6 +599,20 @@ class ReportWriter:
                 first = False
         out.write("\n]}")
 
+    def items(self) -> Iterator[dict[str, Any]]:
+        """The outcomes added so far, as wire dicts, read back from the spool in the order they were added.
+
+        Raises:
+            RuntimeError: The writer was already finished or aborted.
+        """
+        if self._items is None:
+            raise RuntimeError(f"report writer for {self.path} is closed")
+        self._items.flush()
+        with open(self._items.name, encoding="utf-8") as spool:
+            for line in spool:
+                if not line.startswith(_CONTEXT_PREFIX):
+                    yield json.loads(line)
+
     def header(self, **fields: Any) -> dict[str, Any]:
         """The report's header as wire JSON (``finish``'s arguments), without ``items``.
 
@@ -620,6 +636,34 @@ class ReportWriter:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.abort()
+
+
+@dataclass
+class FinishedReport:
+    """One dataset's finished report as a ``pytest_groundeval_report`` hook sees it (docs/extending.md).
+
+    Attributes:
+        data: The report as it will be written, without ``items`` (wire JSON: ``datasetVersion``,
+            ``metrics``, ``gate``, ...). Read it; changing it changes nothing.
+        path: The file the report is written to (``--eval-report``), or None when none is.
+        extensions: Fill it to add to the report: extension name -> JSON value (dicts, lists,
+            strings, finite numbers, booleans, None). Written as the report's ``extensions``
+            object when not empty; every reader keeps it and checks nothing in it.
+    """
+
+    data: dict[str, Any]
+    path: Path | None = None
+    extensions: dict[str, Any] = field(default_factory=dict)
+    item_source: Callable[[], Iterator[dict[str, Any]]] | None = field(default=None, repr=False)
+    """Reads the items back (``ReportWriter.items``); None when no report file is written."""
+
+    def items(self) -> Iterator[dict[str, Any]]:
+        """The report's item outcomes (wire dicts), in the order they finished.
+
+        Streamed from the report's spool, so memory stays flat; empty when no report file is
+        written (``path`` is None): without ``--eval-report`` the run keeps no items.
+        """
+        return self.item_source() if self.item_source is not None else iter(())
 
 
 def write_session(path: str | Path, parts: list[tuple[ReportWriter, dict[str, Any]]]) -> Path:
