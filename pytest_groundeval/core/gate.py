@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ConfigDict, model_serializer
 
 from ..targets.protocol import UNKNOWN_MODEL
+from .floors import RECALL_MARGIN_KEY, FloorsError, _check_bound, _describe, _valid_names, check_floors
 from .kinds import all_kinds, get, on_change
 from .kinds.base import MetricDirection  # noqa: F401  (re-exported: the gate's vocabulary)
 from .kinds.qa import RETRIEVAL_RECALL
-from .floors import RECALL_MARGIN_KEY, FloorsError, _check_bound, _describe, _valid_names, check_floors
 from .lineage import BaselineInfo, MergeInfo, ModelLineage
 from .metrics import METRIC_DIRECTIONS, LiveNameSet, Metrics, format_value, metric_specs
 from .metrics import refresh as refresh_metrics
@@ -75,14 +75,14 @@ def _refresh() -> None:
     _default_floors.clear()
     _default_floors.update({spec.wire: spec.default_bound for spec in specs if spec.default_bound is not None})
     _default_floors[RECALL_MARGIN_KEY] = DEFAULT_RECALL_MARGIN
-    for table, entries in (
-        (_SILENT, {spec.wire: spec.silent for spec in specs if spec.silent is not None}),
-        (_ARMED, {spec.wire: (spec.armed_by, spec.armed_bound) for spec in specs if spec.armed_by}),
-        (_USELESS, {spec.wire: (spec.useless_at, spec.useless_reason) for spec in specs if spec.useless_at is not None}),
-        (_KIND_OF_METRIC, {spec.wire: kind.name for kind in all_kinds() for spec in kind.metrics}),
-    ):
-        table.clear()
-        table.update(entries)  # type: ignore[attr-defined]
+    _SILENT.clear()
+    _SILENT.update({spec.wire: spec.silent for spec in specs if spec.silent is not None})
+    _ARMED.clear()
+    _ARMED.update({spec.wire: (spec.armed_by, spec.armed_bound) for spec in specs if spec.armed_by})
+    _USELESS.clear()
+    _USELESS.update({spec.wire: (spec.useless_at, spec.useless_reason) for spec in specs if spec.useless_at is not None})
+    _KIND_OF_METRIC.clear()
+    _KIND_OF_METRIC.update({spec.wire: kind.name for kind in all_kinds() for spec in kind.metrics})
     NOT_QUALITY._replace({"errors", *_ARMED, "notRun", "run", "items"})  # type: ignore[attr-defined]
 
 

@@ -28,8 +28,8 @@ from pydantic import ConfigDict, Field, ValidationError, model_serializer
 
 from .finalize import EXTRA_CHECKS, RunFlags, RunOutcomes, finalize_run
 from .gate import RETRIEVAL_RECALL, FloorsError, GateResult, check_recorded_floors
-from .lineage import BaselineInfo, MergeInfo, ModelLineage
 from .kinds import on_change
+from .lineage import BaselineInfo, MergeInfo, ModelLineage
 from .metrics import Metrics, compute_metrics
 from .metrics import refresh as refresh_metrics
 from .outcome import ItemOutcome

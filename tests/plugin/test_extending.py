@@ -10,7 +10,6 @@ import importlib
 import json
 import re
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -74,7 +73,9 @@ def test_a_broken_variant_of_the_docs_kind_fails_its_floor(pytester: pytest.Pyte
     conftest = pytester.path / "conftest.py"
     found = "found = [word for word in item.keywords if word.lower() in answer.lower()]"
     assert found in conftest.read_text(encoding="utf-8")
-    conftest.write_text(conftest.read_text(encoding="utf-8").replace(found, "found = item.keywords[:0]"), encoding="utf-8")
+    conftest.write_text(
+        conftest.read_text(encoding="utf-8").replace(found, "found = item.keywords[:0]"), encoding="utf-8"
+    )
     result = run(pytester, "--eval-dataset=datasets/keywords", *mode)
     assert result.ret == 1, result.stdout.str()
     result.stdout.re_match_lines([r"keywordRecall\s+0\.0000 >= 0\.9000\s+FAIL", r"gate: FAIL"])
@@ -83,7 +84,9 @@ def test_a_broken_variant_of_the_docs_kind_fails_its_floor(pytester: pytest.Pyte
 
 def test_the_docs_kind_items_carry_its_marker(pytester: pytest.Pytester) -> None:
     write_example(pytester, "kind")
-    result = run(pytester, "--eval-dataset=datasets/keywords", "-m", "keywords and astronomy", "--strict-markers", "-n", "0")
+    result = run(
+        pytester, "--eval-dataset=datasets/keywords", "-m", "keywords and astronomy", "--strict-markers", "-n", "0"
+    )
     assert result.ret == 0, result.stdout.str()
     result.assert_outcomes(passed=1, deselected=2)
 
@@ -100,7 +103,9 @@ def test_the_docs_judge_replaces_the_http_judge(pytester: pytest.Pytester) -> No
 def test_the_docs_report_hook_adds_extensions_that_readers_keep(pytester: pytest.Pytester) -> None:
     write_example(pytester, "kind")
     (pytester.path / "datasets/keywords/manifest.json").write_text(
-        (pytester.path / "datasets/keywords/manifest.json").read_text().replace('"answer": "Jupiter', '"answer": "Saturn'),
+        (pytester.path / "datasets/keywords/manifest.json")
+        .read_text()
+        .replace('"answer": "Jupiter', '"answer": "Saturn'),
         encoding="utf-8",
     )
     write_example(pytester, "report")
