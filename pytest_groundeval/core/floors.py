@@ -12,13 +12,13 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from .metrics import METRIC_DIRECTIONS, metric_specs
+from .metrics import GATED_COUNTS, METRIC_DIRECTIONS
 
 RECALL_MARGIN_KEY = "retrievalRecallMargin"
 """Floors-file key for the baseline tolerance: recall must be >= baseline - margin."""
 
-_COUNTS = frozenset(spec.wire for spec in metric_specs() if spec.type_ == "count" and spec.direction is not None)
-"""Metrics that count items (``errors``): their bound is a whole number."""
+_COUNTS = GATED_COUNTS
+"""Metrics that count items (``errors``): their bound is a whole number (follows the registry of kinds)."""
 
 
 class FloorsError(ValueError):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
@@ -21,12 +22,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ConfigDict, model_serializer
 
 from ..targets.protocol import UNKNOWN_MODEL
-from .kinds import all_kinds, get
+from .floors import RECALL_MARGIN_KEY, FloorsError, _check_bound, _describe, _valid_names, check_floors
+from .kinds import all_kinds, get, on_change
 from .kinds.base import MetricDirection  # noqa: F401  (re-exported: the gate's vocabulary)
 from .kinds.qa import RETRIEVAL_RECALL
-from .floors import RECALL_MARGIN_KEY, FloorsError, _check_bound, _describe, _valid_names, check_floors
 from .lineage import BaselineInfo, MergeInfo, ModelLineage
-from .metrics import METRIC_DIRECTIONS, Metrics, format_value, metric_specs
+from .metrics import METRIC_DIRECTIONS, LiveNameSet, Metrics, format_value, metric_specs
+from .metrics import refresh as refresh_metrics
 from .wire import WireModel
 
 if TYPE_CHECKING:
@@ -38,32 +40,54 @@ CheckOutcome = Literal["PASS", "FAIL", "SKIP"]
 DEFAULT_RECALL_MARGIN = 0.02
 """Default baseline tolerance for ``retrievalRecall`` (docs/gate.md)."""
 
-DEFAULT_FLOORS: Mapping[str, float] = MappingProxyType(
-    {
-        **{spec.wire: spec.default_bound for spec in metric_specs() if spec.default_bound is not None},
-        RECALL_MARGIN_KEY: DEFAULT_RECALL_MARGIN,
-    }
-)
-"""Bounds applied when no floors file says otherwise: each metric spec's ``default_bound`` (docs/gate.md)."""
+_default_floors: dict[str, float] = {}
 
-_SILENT = {spec.wire: spec.silent for spec in metric_specs() if spec.silent is not None}
+DEFAULT_FLOORS: Mapping[str, float] = MappingProxyType(_default_floors)
+"""Bounds applied when no floors file says otherwise: each metric spec's ``default_bound`` (docs/gate.md).
+
+A live view, like every table of this block: it follows the registry of kinds (``_refresh``), so a
+kind registered at run time (``core.kinds.register``) has its metrics' default bounds applied."""
+
+_SILENT: dict[str, Any] = {}
 """Metrics whose None, with their items run, FAILs a bound (``MetricSpec.silent``)."""
 
-_ARMED = {spec.wire: (spec.armed_by, spec.armed_bound) for spec in metric_specs() if spec.armed_by}
+_ARMED: dict[str, tuple[tuple[str, ...], float]] = {}
 """Metrics given a bound by a bound on another metric (``MetricSpec.armed_by``, ``armed_bound``): a judge
 bound arms ``judgeErrors <= 0`` and ``unparseableRate <= 0.05``."""
 
-_USELESS = {spec.wire: (spec.useless_at, spec.useless_reason) for spec in metric_specs() if spec.useless_at is not None}
+_USELESS: dict[str, tuple[float, str]] = {}
 """Ceiling rates that FAIL at one value even with no bound set (``MetricSpec.useless_at``): ``unparseableRate`` 1.0."""
 
 _NOT_MEASURED = "no items measured this metric (n/a)"
 
-_KIND_OF_METRIC = {spec.wire: kind.name for kind in all_kinds() for spec in kind.metrics}
+_KIND_OF_METRIC: dict[str, str] = {}
 """Metric wire name -> the item kind that measures it; metrics every kind shares are absent."""
 
-NOT_QUALITY = frozenset({"errors", *_ARMED, "notRun", "run", "items"})
+NOT_QUALITY: AbstractSet[str] = LiveNameSet()
 """Checks that count what could not be measured (items that errored or never ran, unjudged
 paragraphs, an interrupted run): none of them is a quality bound (docs/gate.md: nothing gated)."""
+
+
+def _refresh() -> None:
+    """Rebuild the gate's tables from the metric specs of the kinds registered now (``core.kinds.on_change``)."""
+    refresh_metrics()  # first: the gate reads METRIC_DIRECTIONS too
+    specs = metric_specs()
+    _default_floors.clear()
+    _default_floors.update({spec.wire: spec.default_bound for spec in specs if spec.default_bound is not None})
+    _default_floors[RECALL_MARGIN_KEY] = DEFAULT_RECALL_MARGIN
+    _SILENT.clear()
+    _SILENT.update({spec.wire: spec.silent for spec in specs if spec.silent is not None})
+    _ARMED.clear()
+    _ARMED.update({spec.wire: (spec.armed_by, spec.armed_bound) for spec in specs if spec.armed_by})
+    _USELESS.clear()
+    _USELESS.update({spec.wire: (spec.useless_at, spec.useless_reason) for spec in specs if spec.useless_at is not None})
+    _KIND_OF_METRIC.clear()
+    _KIND_OF_METRIC.update({spec.wire: kind.name for kind in all_kinds() for spec in kind.metrics})
+    NOT_QUALITY._replace({"errors", *_ARMED, "notRun", "run", "items"})  # type: ignore[attr-defined]
+
+
+_refresh()
+on_change(_refresh)
 
 NOTHING_GATED = "qualityBounds"
 """The metric name of the check that fails a run whose gate compared no quality metric with a bound."""

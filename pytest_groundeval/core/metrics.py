@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, Field, create_model
 
-from .kinds import KIND_NAMES, all_kinds
+from .kinds import KIND_NAMES, all_kinds, generation, on_change
 from .kinds.base import Kind, MetricDirection, MetricSpec, ratio
 from .outcome import ItemOutcome
 from .wire import WireModel
@@ -162,20 +163,86 @@ if TYPE_CHECKING:
     Metrics = MetricsBase
 else:
     Metrics = _build_metrics_model()
-"""The metrics of a run: a pydantic model built from the kinds' and the common metric specs."""
+"""The metrics of a run: a pydantic model built from the kinds' and the common metric specs.
 
-METRIC_DIRECTIONS: Mapping[str, MetricDirection] = MappingProxyType(
-    {spec.wire: spec.direction for spec in metric_specs() if spec.direction is not None}
-)
-"""Every gate-able metric (wire name) and whether its bound is a floor or a ceiling, in print order."""
+It follows the registry of kinds: when a kind is registered or removed its fields are rebuilt in
+place (``refresh``), so every module that imported ``Metrics`` keeps the current class."""
 
-WHOLE_NUMBER_METRICS: frozenset[str] = frozenset(
-    {"items", "notRun", "qualityBounds"} | {spec.wire for spec in metric_specs() if spec.type_ == "count" and spec.direction is not None}
-)
+
+class LiveNameSet(AbstractSet[str]):
+    """A read-only view of a set of metric names that ``refresh`` rebuilds in place."""
+
+    def __init__(self) -> None:
+        self._names: set[str] = set()
+
+    def _replace(self, names: Iterable[str]) -> None:
+        self._names.clear()
+        self._names.update(names)
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    @classmethod
+    def _from_iterable(cls, values: Iterable[Any]) -> frozenset[Any]:
+        # ``|``, ``&`` and ``-`` give a plain frozenset, a snapshot.
+        return frozenset(values)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({sorted(self._names)!r})"
+
+
+_directions: dict[str, MetricDirection] = {}
+
+METRIC_DIRECTIONS: Mapping[str, MetricDirection] = MappingProxyType(_directions)
+"""Every gate-able metric (wire name) and whether its bound is a floor or a ceiling, in print order.
+
+A live view: it follows the registry of kinds (``refresh``)."""
+
+WHOLE_NUMBER_METRICS: AbstractSet[str] = LiveNameSet()
 """Gate-able counts (``errors``, ``judgeErrors``, …) and the gate's own counts, printed as whole numbers."""
 
-TABLE_METRICS: frozenset[str] = frozenset(spec.wire for spec in metric_specs() if spec.type_ == "table")
+GATED_COUNTS: AbstractSet[str] = LiveNameSet()
+"""Gate-able metrics that count items (``errors``, ``judgeErrors``, …): their bound is a whole number."""
+
+TABLE_METRICS: AbstractSet[str] = LiveNameSet()
 """Metrics whose value is a JSON object of counts (``verdictDistribution``, …): reported, never gated."""
+
+_built = [-1]
+"""The registry generation (``core.kinds.generation``) the derived tables were built for."""
+
+
+def refresh() -> None:
+    """Rebuild ``Metrics``, ``METRIC_DIRECTIONS`` and the metric name sets for the kinds registered now.
+
+    Called when the registry of kinds changes (``core.kinds.on_change``); a no-op when they
+    are current, so modules deriving tables from these (the gate, the report) call it first.
+    ``Metrics`` keeps its identity: its fields are replaced and its validator rebuilt, in
+    registry order, so a run with only the built-in kinds gets the same model as ever.
+    """
+    if _built[0] == generation():
+        return
+    specs = metric_specs()
+    if _built[0] != -1:
+        fresh = _build_metrics_model()
+        Metrics.__pydantic_fields__ = dict(fresh.__pydantic_fields__)
+        Metrics.model_rebuild(force=True)
+    _directions.clear()
+    _directions.update({spec.wire: spec.direction for spec in specs if spec.direction is not None})
+    counts = {spec.wire for spec in specs if spec.type_ == "count" and spec.direction is not None}
+    GATED_COUNTS._replace(counts)  # type: ignore[attr-defined]
+    WHOLE_NUMBER_METRICS._replace({"items", "notRun", "qualityBounds"} | counts)  # type: ignore[attr-defined]
+    TABLE_METRICS._replace(spec.wire for spec in specs if spec.type_ == "table")  # type: ignore[attr-defined]
+    _built[0] = generation()
+
+
+refresh()
+on_change(refresh)
 
 
 def format_table(value: Mapping[str, Any]) -> str:

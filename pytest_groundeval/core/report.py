@@ -17,17 +17,21 @@ import os
 import platform
 import subprocess
 import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError, model_serializer
 
 from .finalize import EXTRA_CHECKS, RunFlags, RunOutcomes, finalize_run
 from .gate import RETRIEVAL_RECALL, FloorsError, GateResult, check_recorded_floors
+from .kinds import on_change
 from .lineage import BaselineInfo, MergeInfo, ModelLineage
 from .metrics import Metrics, compute_metrics
+from .metrics import refresh as refresh_metrics
 from .outcome import ItemOutcome
 from .wire import WireModel
 
@@ -123,8 +127,28 @@ class Report(WireModel):
     """The baseline the run compared retrieval recall with; None when it had none, and in
     reports written before it was recorded (``groundeval gate`` then has no baseline unless
     given ``--baseline``)."""
+    extensions: dict[str, Any] | None = None
+    """What extensions added to the report (docs/extending.md): extension name -> any JSON value,
+    set by a ``pytest_groundeval_report`` hook. Kept by every reader, checked by none; written only
+    when an extension added something, so other reports keep the shape they always had."""
     items: list[ItemOutcome] = Field(default_factory=list)
     """Per-item outcomes, in the order they finished."""
+
+    @model_serializer(mode="wrap")
+    def _omit_extensions_when_none(self, handler: Any) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.extensions is None:
+            data.pop("extensions", None)
+        return data
+
+
+def _rebuild_report() -> None:
+    """Rebuild ``Report``'s validator after the registry of kinds changed (``Metrics`` gained or lost fields)."""
+    refresh_metrics()
+    Report.model_rebuild(force=True)
+
+
+on_change(_rebuild_report)
 
 
 def environment_info(cwd: str | Path | None = None) -> dict[str, Any]:
@@ -508,6 +532,7 @@ class ReportWriter:
         floors: dict[str, float] | None = None,
         shard: ShardInfo | dict[str, Any] | None = None,
         baseline: BaselineInfo | dict[str, Any] | None = None,
+        extensions: dict[str, Any] | None = None,
     ) -> Path:
         """Write the report (header, every added item, trailer) and move it into place atomically.
 
@@ -523,6 +548,7 @@ class ReportWriter:
             floors: The complete bounds the gate applied (``Report.floors``).
             shard: The part of the dataset this run covered (``Report.shard``).
             baseline: The baseline recall check's input (``core.gate.summarize_baseline``).
+            extensions: What extensions added (``Report.extensions``, docs/extending.md), or None.
 
         Returns:
             The report path.
@@ -545,6 +571,7 @@ class ReportWriter:
             floors=floors,
             shard=shard,
             baseline=baseline,
+            extensions=extensions,
         ).to_wire()
         del header["items"]
         out = _temp_file(self.path, ".tmp")
@@ -572,6 +599,20 @@ class ReportWriter:
                 first = False
         out.write("\n]}")
 
+    def items(self) -> Iterator[dict[str, Any]]:
+        """The outcomes added so far, as wire dicts, read back from the spool in the order they were added.
+
+        Raises:
+            RuntimeError: The writer was already finished or aborted.
+        """
+        if self._items is None:
+            raise RuntimeError(f"report writer for {self.path} is closed")
+        self._items.flush()
+        with open(self._items.name, encoding="utf-8") as spool:
+            for line in spool:
+                if not line.startswith(_CONTEXT_PREFIX):
+                    yield json.loads(line)
+
     def header(self, **fields: Any) -> dict[str, Any]:
         """The report's header as wire JSON (``finish``'s arguments), without ``items``.
 
@@ -595,6 +636,34 @@ class ReportWriter:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.abort()
+
+
+@dataclass
+class FinishedReport:
+    """One dataset's finished report as a ``pytest_groundeval_report`` hook sees it (docs/extending.md).
+
+    Attributes:
+        data: The report as it will be written, without ``items`` (wire JSON: ``datasetVersion``,
+            ``metrics``, ``gate``, ...). Read it; changing it changes nothing.
+        path: The file the report is written to (``--eval-report``), or None when none is.
+        extensions: Fill it to add to the report: extension name -> JSON value (dicts, lists,
+            strings, finite numbers, booleans, None). Written as the report's ``extensions``
+            object when not empty; every reader keeps it and checks nothing in it.
+    """
+
+    data: dict[str, Any]
+    path: Path | None = None
+    extensions: dict[str, Any] = field(default_factory=dict)
+    item_source: Callable[[], Iterator[dict[str, Any]]] | None = field(default=None, repr=False)
+    """Reads the items back (``ReportWriter.items``); None when no report file is written."""
+
+    def items(self) -> Iterator[dict[str, Any]]:
+        """The report's item outcomes (wire dicts), in the order they finished.
+
+        Streamed from the report's spool, so memory stays flat; empty when no report file is
+        written (``path`` is None): without ``--eval-report`` the run keeps no items.
+        """
+        return self.item_source() if self.item_source is not None else iter(())
 
 
 def write_session(path: str | Path, parts: list[tuple[ReportWriter, dict[str, Any]]]) -> Path:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .fixtures import groundeval_mock, groundeval_offline_runner, groundeval_runner, groundeval_target
 from .hooks import (
+    pytest_addhooks,
     pytest_addoption,
     pytest_collect_file,
     pytest_collection_modifyitems,
@@ -23,6 +24,7 @@ __all__ = [
     "groundeval_offline_runner",
     "groundeval_runner",
     "groundeval_target",
+    "pytest_addhooks",
     "pytest_addoption",
     "pytest_collect_file",
     "pytest_collection_modifyitems",

@@ -33,6 +33,7 @@ that decides is the merged one (``groundeval merge``).
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterable, Mapping
@@ -46,7 +47,7 @@ from ..core.gate import FloorsError, baseline_version_problem, merge_floors, sum
 from ..core.kinds import errored_outcome, get
 from ..core.kinds.base import ItemBase
 from ..core.outcome import ItemOutcome
-from ..core.report import Report, ReportWriter, environment_info, write_session
+from ..core.report import FinishedReport, Report, ReportWriter, environment_info, write_session
 from ..core.sharding import shard_info
 from ..outputs.write import shown_path, write_session_outputs
 from .history import SessionHistory
@@ -460,6 +461,7 @@ class Controller:
             run.metrics, run.gate, run.baseline_record = end.metrics, end.gate, end.baseline
             run.shard = self._shard_block(run)
         parts = self._parts(interrupted)
+        self._call_report_hooks(parts)
         self._write_report(parts)
         self._write_outputs(parts)
         log_gates_to_junit(self.config, self.runs.values(), self.gate_fails_session, self.settings.shard)
@@ -555,6 +557,38 @@ class Controller:
                 )
             )
         return parts
+
+    def _call_report_hooks(self, parts: list[tuple[DatasetRun, ReportFields]]) -> None:
+        """Show each dataset's finished report to ``pytest_groundeval_report`` and keep what it added.
+
+        What the hooks put in ``FinishedReport.extensions`` becomes the report's ``extensions``
+        (and the outputs'); a value that is not JSON is dropped and fails the session as an
+        output that could not be written does (docs/extending.md).
+        """
+        hook = self.config.hook.pytest_groundeval_report
+        if not hook.get_hookimpls():
+            return
+        for run, fields in parts:
+            data = Report(**fields).to_wire()
+            del data["items"]
+            writer = run.writer
+            finished = FinishedReport(
+                data=data,
+                path=self.settings.report,
+                item_source=writer.items if writer is not None else None,
+            )
+            hook(config=self.config, report=finished)
+            if not finished.extensions:
+                continue
+            try:
+                json.dumps(finished.extensions, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                self.output_errors.append(
+                    f"the report of {run.manifest_version()}: extensions added by pytest_groundeval_report "
+                    f"are not JSON ({exc}); they were left out (docs/extending.md)"
+                )
+                continue
+            fields["extensions"] = dict(finished.extensions)
 
     def _write_report(self, parts: list[tuple[DatasetRun, ReportFields]]) -> None:
         if self.settings.report is None:

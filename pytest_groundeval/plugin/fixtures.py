@@ -252,11 +252,14 @@ def judging_clients(
     Resolves ``mock`` (``--eval-judge=mock``, ``--eval-scorer-url=mock``) to the session's mock
     provider, starting it (and nothing else) when no one has. The clients are built by the
     returned coroutine so that they live on the event loop that runs the items
-    (``install_judging``). docs/citation.md.
+    (``install_judging``). docs/citation.md. A judge or scorer from the
+    ``pytest_groundeval_make_judge`` / ``_make_scorer`` hooks replaces the HTTP one (docs/extending.md).
     """
     from .options import MOCK
 
-    if not settings.judging:
+    hook = request.config.hook
+    extended = any(h.get_hookimpls() for h in (hook.pytest_groundeval_make_judge, hook.pytest_groundeval_make_scorer))
+    if not settings.judging and not extended:
         return None
     mock = request.getfixturevalue("groundeval_mock") if settings.uses_mock_for_judging else None
     judge_url = mock.base_url if settings.judge == MOCK else settings.judge_url
@@ -267,9 +270,9 @@ def judging_clients(
         from ..judge.client import JudgeClient
         from ..judge.scorer import CoverageScorer
 
-        judge: Judge | None = None
-        scorer: Scorer | None = None
-        if judge_url:
+        judge: Judge | None = hook.pytest_groundeval_make_judge(config=request.config)
+        scorer: Scorer | None = hook.pytest_groundeval_make_scorer(config=request.config)
+        if judge is None and judge_url:
             judge = JudgeClient(
                 judge_url,
                 settings.judge_model or "",
@@ -277,7 +280,7 @@ def judging_clients(
                 concurrency=settings.judge_concurrency,
                 cache=JudgeCache(settings.judge_cache) if settings.judge_cache is not None else None,
             )
-        if scorer_url:
+        if scorer is None and scorer_url:
             scorer = CoverageScorer(
                 scorer_url, settings.scorer_model, cap=settings.scorer_cap, concurrency=settings.judge_concurrency
             )

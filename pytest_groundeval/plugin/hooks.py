@@ -12,13 +12,16 @@ level, is imported and registered only for a session with a dataset.
 
 from __future__ import annotations
 
+import functools
 import os
+from importlib.metadata import entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..core.kinds import KIND_NAMES
+from ..core.kinds import KIND_NAMES, register, unregister
+from . import hookspecs
 from . import options as _options
 from .record import SESSION_WORKERINPUT, attach, session_key, settings_key
 from .session import GateSession
@@ -29,11 +32,55 @@ if TYPE_CHECKING:
     from .options import Settings
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """Add the plugin's own hooks (``plugin.hookspecs``, docs/extending.md)."""
+    pluginmanager.add_hookspecs(hookspecs)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     _options.add_options(parser)
 
 
+KINDS_ENTRY_POINTS = "pytest_groundeval.kinds"
+"""The entry-point group through which an installed package adds item kinds (docs/extending.md)."""
+
+
+def register_extension_kinds(config: pytest.Config) -> list[str]:
+    """Register the kinds of installed packages (``KINDS_ENTRY_POINTS``) and of ``pytest_groundeval_register_kinds``.
+
+    Each is removed again when the session ends (``config.add_cleanup``), so a pytester run in
+    the same process leaves the registry as it found it. An entry point names a ``Kind``
+    subclass or instance, e.g. ``echo = "mypkg.kinds:EchoKind"``.
+
+    Returns:
+        The names registered, in order: entry points' first (sorted by name), then the hook's.
+
+    Raises:
+        pytest.UsageError: an entry point does not load, or a kind cannot be registered (its
+            name is taken or malformed, its model has no fitting ``kind`` field).
+    """
+    found: list[tuple[str, Any]] = []
+    for point in sorted(entry_points(group=KINDS_ENTRY_POINTS), key=lambda p: p.name):
+        source = f"entry point {point.name} = {point.value} ({KINDS_ENTRY_POINTS})"
+        try:
+            found.append((source, point.load()))
+        except Exception as exc:  # noqa: BLE001 - any import failure of a third-party package
+            raise pytest.UsageError(f"cannot load the item kind of {source}: {type(exc).__name__}: {exc}") from None
+    for kinds in config.hook.pytest_groundeval_register_kinds(config=config):
+        found.extend(("pytest_groundeval_register_kinds", kind) for kind in kinds or ())
+    names = []
+    for source, kind in found:
+        try:
+            instance = register(kind)
+        except (ValueError, TypeError) as exc:
+            raise pytest.UsageError(f"cannot register the item kind {kind!r} from {source}: {exc}") from None
+        config.add_cleanup(functools.partial(unregister, instance.name))
+        names.append(instance.name)
+    return names
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    register_extension_kinds(config)
     for kind in KIND_NAMES:
         config.addinivalue_line("markers", f"{kind}: groundeval dataset items of kind {kind}")
     config.addinivalue_line("markers", "groundeval: every groundeval dataset item")

@@ -101,6 +101,13 @@ def unregister(name: str) -> None:
     _remove(name)
 
 
+register_kind = register
+"""``register`` under the name the package exports it by (``pytest_groundeval.register_kind``)."""
+
+unregister_kind = unregister
+"""``unregister`` under the name the package exports it by (``pytest_groundeval.unregister_kind``)."""
+
+
 def errored_outcome(items_by_id: Mapping[str, object] | None, kind: str, item_id: str, error: str, *,
                     not_run: bool = False) -> ItemOutcome:  # fmt: skip
     """The errored outcome of an item that produced none, counted as its kind counts an error.
@@ -139,5 +146,7 @@ __all__ = [
     "names",
     "on_change",
     "register",
+    "register_kind",
     "unregister",
+    "unregister_kind",
 ]

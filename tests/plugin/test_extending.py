@@ -1,0 +1,196 @@
+"""The public extension API runs as docs/extending.md shows it (the examples are read from the page).
+
+Each example is a fenced block preceded by ``<!-- example: NAME FILE -->``; the tests write
+those blocks, unchanged, into the pytester directory, so the page and the tests cannot drift.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import textwrap
+
+import pytest
+
+from pytest_groundeval.core import kinds
+from pytest_groundeval.core.gate import DEFAULT_FLOORS
+from pytest_groundeval.core.metrics import METRIC_DIRECTIONS, Metrics
+from pytest_groundeval.core.report import read_report
+
+from .conftest import NO_THIRD_PARTY_PLUGINS, ROOT
+
+DOC = ROOT / "docs" / "extending.md"
+CITATION_SMOKE = ROOT / "datasets" / "citation-smoke"
+_EXAMPLE = re.compile(r"<!-- example: (\w+) (\S+) -->\n```\w*\n(.*?)```", re.S)
+MODES = pytest.mark.parametrize("mode", [["-n", "0"], ["-n", "2"]], ids=["n0", "n2"])
+
+
+def examples(name: str) -> dict[str, str]:
+    """File name -> the code of example ``name`` in docs/extending.md."""
+    found = {file: code for example, file, code in _EXAMPLE.findall(DOC.read_text(encoding="utf-8")) if example == name}
+    assert found, f"docs/extending.md has no example {name!r}"
+    return found
+
+
+def write_example(pytester: pytest.Pytester, name: str, *, append: str = "") -> None:
+    for file, code in examples(name).items():
+        path = pytester.path / file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        old = path.read_text(encoding="utf-8") + "\n\n" if path.exists() else ""
+        path.write_text(old + code + append, encoding="utf-8")
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest(*NO_THIRD_PARTY_PLUGINS, "-p", "no:cacheprovider", *args)
+
+
+def assert_registry_is_built_in() -> None:
+    assert "keywords" not in kinds.KIND_NAMES
+    assert "keyword_recall" not in Metrics.model_fields
+    assert "keywordRecall" not in METRIC_DIRECTIONS and "keywordRecall" not in DEFAULT_FLOORS
+
+
+@MODES
+def test_the_docs_kind_is_measured_reported_and_gated(pytester: pytest.Pytester, mode: list[str]) -> None:
+    write_example(pytester, "kind")
+    result = run(pytester, "--eval-dataset=datasets/keywords", "--eval-report=report.json", *mode)
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.re_match_lines([r"keywordRecall\s+1\.0000 >= 0\.9000\s+PASS", r"gate: PASS"])
+    result.assert_outcomes(passed=3)
+    report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
+    assert report["metrics"]["keywordRecall"] == 1.0
+    assert report["metrics"]["itemsByKind"]["keywords"] == 3
+    assert report["floors"]["keywordRecall"] == 0.9
+    assert [c["outcome"] for c in report["gate"]["checks"] if c["metric"] == "keywordRecall"] == ["PASS"]
+    assert "extensions" not in report
+    assert_registry_is_built_in()
+
+
+@MODES
+def test_a_broken_variant_of_the_docs_kind_fails_its_floor(pytester: pytest.Pytester, mode: list[str]) -> None:
+    write_example(pytester, "kind")
+    conftest = pytester.path / "conftest.py"
+    found = "found = [word for word in item.keywords if word.lower() in answer.lower()]"
+    assert found in conftest.read_text(encoding="utf-8")
+    conftest.write_text(
+        conftest.read_text(encoding="utf-8").replace(found, "found = item.keywords[:0]"), encoding="utf-8"
+    )
+    result = run(pytester, "--eval-dataset=datasets/keywords", *mode)
+    assert result.ret == 1, result.stdout.str()
+    result.stdout.re_match_lines([r"keywordRecall\s+0\.0000 >= 0\.9000\s+FAIL", r"gate: FAIL"])
+    assert_registry_is_built_in()
+
+
+def test_the_docs_kind_items_carry_its_marker(pytester: pytest.Pytester) -> None:
+    write_example(pytester, "kind")
+    result = run(
+        pytester, "--eval-dataset=datasets/keywords", "-m", "keywords and astronomy", "--strict-markers", "-n", "0"
+    )
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=1, deselected=2)
+
+
+def test_the_docs_judge_replaces_the_http_judge(pytester: pytest.Pytester) -> None:
+    write_example(pytester, "judge")
+    result = run(pytester, f"--eval-dataset={CITATION_SMOKE}", "--eval-report=report.json", "-n", "0")
+    result.stdout.fnmatch_lines(["*judge word-overlap: unsupported*", "citation judge: 7 paragraph(s): *"])
+    (report,) = [read_report(pytester.path / "report.json")]
+    assert sum(report.metrics.verdict_distribution.values()) == 7
+    assert report.metrics.judge_errors == 0
+
+
+def test_the_docs_report_hook_adds_extensions_that_readers_keep(pytester: pytest.Pytester) -> None:
+    write_example(pytester, "kind")
+    (pytester.path / "datasets/keywords/manifest.json").write_text(
+        (pytester.path / "datasets/keywords/manifest.json")
+        .read_text()
+        .replace('"answer": "Jupiter', '"answer": "Saturn'),
+        encoding="utf-8",
+    )
+    write_example(pytester, "report")
+    result = run(pytester, "--eval-dataset=datasets/keywords", "--eval-report=report.json", "-n", "0")
+    report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
+    assert report["extensions"] == {"triage": {"verdict": "FAIL", "failedItems": ["kw-planets"]}}, result.stdout.str()
+    assert list(report)[-2:] == ["extensions", "items"]
+    kinds.register(_load_kind(pytester))
+    try:
+        assert read_report(pytester.path / "report.json").extensions == report["extensions"]
+    finally:
+        kinds.unregister("keywords")
+
+
+def test_extensions_that_are_not_json_are_left_out_and_fail_the_run(pytester: pytest.Pytester) -> None:
+    write_example(pytester, "kind")
+    with (pytester.path / "conftest.py").open("a", encoding="utf-8") as f:
+        f.write("\n\ndef pytest_groundeval_report(config, report):\n    report.extensions['bad'] = {1, 2}\n")
+    result = run(pytester, "--eval-dataset=datasets/keywords", "--eval-report=report.json", "-n", "0")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*extensions added by pytest_groundeval_report are not JSON*"])
+    assert "extensions" not in json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
+
+
+def _load_kind(pytester: pytest.Pytester) -> type:
+    """The docs' ``KeywordsKind``, imported from a module holding the example (pytester restores ``sys.modules``)."""
+    (pytester.path / "docs_keywords_kind.py").write_text(examples("kind")["conftest.py"], encoding="utf-8")
+    pytester.syspathinsert()
+    return importlib.import_module("docs_keywords_kind").KeywordsKind  # type: ignore[no-any-return]
+
+
+def test_an_installed_package_adds_a_kind_through_the_entry_point_group(pytester: pytest.Pytester) -> None:
+    write_example(pytester, "kind")
+    code = (pytester.path / "conftest.py").read_text(encoding="utf-8")
+    (pytester.path / "conftest.py").unlink()
+    site = pytester.mkdir("site")
+    (site / "keywords_kind.py").write_text(code.replace("def pytest_groundeval_register_kinds", "def _unused"))
+    info = site / "keywords_kind-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: keywords-kind\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pytest_groundeval.kinds]\nkeywords = keywords_kind:KeywordsKind\n")
+    pytester.syspathinsert(site)
+    result = run(pytester, "--eval-dataset=datasets/keywords", "-n", "0")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.re_match_lines([r"keywordRecall\s+1\.0000 >= 0\.9000\s+PASS"])
+    assert_registry_is_built_in()
+
+
+def test_an_entry_point_that_does_not_load_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    site = pytester.mkdir("site")
+    info = site / "broken_kind-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-kind\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pytest_groundeval.kinds]\nbroken = no_such_module:Kind\n")
+    pytester.syspathinsert(site)
+    result = run(pytester, "--co")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*cannot load the item kind of entry point broken = no_such_module:Kind*"])
+
+
+def test_a_kind_registered_for_a_session_is_removed_when_it_ends(pytester: pytest.Pytester) -> None:
+    write_example(pytester, "kind")
+    pytester.makepyfile(
+        test_seen=textwrap.dedent(
+            """
+            from pytest_groundeval.core.gate import DEFAULT_FLOORS
+            from pytest_groundeval.core.kinds import KIND_NAMES
+
+            def test_registered_during_the_session():
+                assert "keywords" in KIND_NAMES and DEFAULT_FLOORS["keywordRecall"] == 0.9
+            """
+        )
+    )
+    fields = list(Metrics.model_fields)
+    result = run(pytester, "test_seen.py", "-n", "0")
+    result.assert_outcomes(passed=1)
+    assert_registry_is_built_in()
+    assert list(Metrics.model_fields) == fields
+
+
+def test_a_kind_name_taken_twice_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    write_example(pytester, "kind")
+    with (pytester.path / "conftest.py").open("a", encoding="utf-8") as f:
+        f.write("\n\ndef pytest_groundeval_register_kinds(config):\n    return [KeywordsKind, KeywordsKind]\n")
+    result = run(pytester, "--co")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*cannot register the item kind*a kind named 'keywords' is registered already*"])
+    assert_registry_is_built_in()
