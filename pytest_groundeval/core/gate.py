@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ConfigDict, model_serializer
 
 from ..targets.protocol import UNKNOWN_MODEL
-from .floors import RECALL_MARGIN_KEY, FloorsError, _check_bound, _describe, _valid_names, check_floors
+from .floors import RECALL_MARGIN_KEY, _check_bound, _describe, _valid_names, check_floors
+from .floors import FloorsError as FloorsError  # re-exported: the gate's error for bad floors
 from .kinds import all_kinds, get, on_change
 from .kinds.base import MetricDirection  # noqa: F401  (re-exported: the gate's vocabulary)
-from .kinds.qa import RETRIEVAL_RECALL
+from .kinds.qa import RETRIEVAL_RECALL as RETRIEVAL_RECALL  # re-exported
 from .lineage import BaselineInfo, MergeInfo, ModelLineage
 from .metrics import METRIC_DIRECTIONS, LiveNameSet, Metrics, format_value, metric_specs
 from .metrics import refresh as refresh_metrics
@@ -134,7 +135,7 @@ class GateResult(WireModel):
 
     @model_serializer(mode="wrap")
     def _omit_gated_when_true(self, handler: Any) -> dict[str, Any]:
-        data = handler(self)
+        data: dict[str, Any] = handler(self)
         if self.gated:
             data.pop("gated", None)
         return data
@@ -149,7 +150,7 @@ def verdict(result: GateResult | Mapping[str, Any]) -> str:
     """
     if isinstance(result, Mapping):
         passed, gated = bool(result.get("passed")), result.get("gated", True) is not False
-        failed = [c.get("metric") for c in result.get("checks", ()) if isinstance(c, Mapping) and c.get("outcome") == "FAIL"]
+        failed = [str(c.get("metric")) for c in result.get("checks", ()) if isinstance(c, Mapping) and c.get("outcome") == "FAIL"]
     else:
         passed, gated = result.passed, result.gated
         failed = [c.metric for c in result.checks if c.outcome == "FAIL"]
@@ -395,9 +396,14 @@ def summarize_baseline(baseline: Report, qa_ids: Collection[str] | None, path: s
         qa_ids: Ids of the qa items that ran in this run; None for the overall figure.
         path: The baseline file as the run named it, for people reading the report.
     """
-    common = {"path": path, "dataset_version": baseline.dataset_version, "models": baseline.models}
+    overall = baseline.metrics.retrieval_recall
     if qa_ids is None or not baseline.items:
-        return BaselineInfo(**common, retrieval_recall=baseline.metrics.retrieval_recall)
+        return BaselineInfo(
+            path=path,
+            dataset_version=baseline.dataset_version,
+            models=baseline.models,
+            retrieval_recall=overall if isinstance(overall, float) else None,
+        )
     wanted = set(qa_ids)
     expected = found = every = 0
     for item in baseline.items:
@@ -409,7 +415,9 @@ def summarize_baseline(baseline: Report, qa_ids: Collection[str] | None, path: s
             expected += item.evidence_expected
             found += item.evidence_found
     return BaselineInfo(
-        **common,
+        path=path,
+        dataset_version=baseline.dataset_version,
+        models=baseline.models,
         retrieval_recall=found / expected if expected and not wanted else None,
         qa_items=len(set(qa_ids)),
         baseline_qa_items=every,

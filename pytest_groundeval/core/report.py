@@ -188,7 +188,7 @@ def _git_commit(cwd: str | Path | None) -> str | None:
 # --- reading ---------------------------------------------------------------------------------
 
 
-def _loc(loc: tuple) -> str:
+def _loc(loc: tuple[int | str, ...]) -> str:
     """A validation error's location as a JSON path: ``items[3].evidenceFound``."""
     text = ""
     for part in loc:
@@ -209,7 +209,7 @@ def _same_figure(stored: Any, recomputed: Any) -> bool:
             return False
         # Both come from the same exact computation; the tolerance only absorbs JSON's last digit.
         return math.isclose(stored, recomputed, rel_tol=1e-9, abs_tol=1e-12)
-    return stored == recomputed
+    return bool(stored == recomputed)
 
 
 def check_metrics(report: Report, source: str) -> None:
@@ -316,7 +316,7 @@ def expected_gate(report: Report, source: str) -> tuple[bool, list[tuple[str, st
     return passed, [_check_key(c) for c in evaluated], required
 
 
-def _without_last(keys: list, metric: str, name: Any) -> tuple[list, Any]:
+def _without_last(keys: list[Any], metric: str, name: Any) -> tuple[list[Any], Any]:
     """``keys`` without its last entry whose ``name(entry)`` is ``metric``, and that entry (None when none)."""
     for n in range(len(keys) - 1, -1, -1):
         if name(keys[n]) == metric:
@@ -559,19 +559,22 @@ class ReportWriter:
         """
         if self._items is None:
             raise RuntimeError(f"report writer for {self.path} is closed")
-        header = Report(
-            dataset_version=dataset_version,
-            models=models,
-            started_at_ms=started_at_ms,
-            duration_ms=duration_ms,
-            metrics=metrics,
-            gate=gate,
-            environment=environment if environment is not None else environment_info(),
-            interrupted=interrupted,
-            floors=floors,
-            shard=shard,
-            baseline=baseline,
-            extensions=extensions,
+        # model_validate, not Report(...): the header's parts may come as models or as their wire dicts.
+        header = Report.model_validate(
+            {
+                "dataset_version": dataset_version,
+                "models": models,
+                "started_at_ms": started_at_ms,
+                "duration_ms": duration_ms,
+                "metrics": metrics,
+                "gate": gate,
+                "environment": environment if environment is not None else environment_info(),
+                "interrupted": interrupted,
+                "floors": floors,
+                "shard": shard,
+                "baseline": baseline,
+                "extensions": extensions,
+            }
         ).to_wire()
         del header["items"]
         out = _temp_file(self.path, ".tmp")
@@ -688,7 +691,7 @@ def write_session(path: str | Path, parts: list[tuple[ReportWriter, dict[str, An
         return writer.finish(**fields)
     out = _temp_file(target, ".tmp")
     try:
-        out.write('{"schemaVersion": %d, "datasets": [' % SCHEMA_VERSION)
+        out.write(f'{{"schemaVersion": {SCHEMA_VERSION:d}, "datasets": [')
         for i, (writer, fields) in enumerate(parts):
             out.write("\n" if i == 0 else ",\n")
             writer._write(out, writer.header(**fields))
