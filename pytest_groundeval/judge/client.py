@@ -296,7 +296,8 @@ class JudgeClient:
         return self._scrubber.text(text)
 
 
-def _message(exc: Any) -> str:
+def _message(exc: BaseException) -> str:
+    """The error message an API error's JSON body carries (at most 200 characters), else the error's type name."""
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
         error = body.get("error", body)
