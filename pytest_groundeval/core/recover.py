@@ -13,13 +13,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
 from .dataset import load_dataset
 from .finalize import RunFlags, RunOutcomes, finalize_run
-from .gate import FloorsError, check_recorded_floors
+from .floors import FloorsError
+from .gate import check_recorded_floors
 from .kinds import KIND_NAMES, errored_outcome
 from .lineage import BaselineInfo
 from .outcome import ItemOutcome
@@ -72,7 +73,7 @@ def recover_report(path: str | Path) -> Recovered:
     spools = spools_beside(target)
     if not spools:
         raise ReportError(f"nothing to recover: no spool (.{target.name}.*.items.tmp) beside {target}")
-    by_session: dict[str, list[tuple[Path, dict, list[ItemOutcome]]]] = {}
+    by_session: dict[str, list[tuple[Path, dict[str, Any], list[ItemOutcome]]]] = {}
     for spool in spools:
         context, items = _read_spool(spool)
         by_session.setdefault(str(context.get("session")), []).append((spool, context, items))
@@ -122,7 +123,7 @@ def recover_report(path: str | Path) -> Recovered:
     return Recovered(target, ran, not_run)
 
 
-def _recorded_gate(spool: Path, context: dict) -> tuple[dict[str, float] | None, BaselineInfo | None]:
+def _recorded_gate(spool: Path, context: dict[str, Any]) -> tuple[dict[str, float] | None, BaselineInfo | None]:
     """The floors and the baseline a spool's context records (None for what it does not record)."""
     floors = context.get("floors")
     try:
@@ -137,7 +138,7 @@ def _recorded_gate(spool: Path, context: dict) -> tuple[dict[str, float] | None,
     return floors, baseline
 
 
-def _never_ran(spool: Path, context: dict, ran: set[str]) -> list[ItemOutcome]:
+def _never_ran(spool: Path, context: dict[str, Any], ran: set[str]) -> list[ItemOutcome]:
     """A ``notRun`` error for each item the context lists as collected and no outcome line holds."""
     collected = context.get("items") or {}
     if not isinstance(collected, dict):
@@ -151,13 +152,13 @@ def _never_ran(spool: Path, context: dict, ran: set[str]) -> list[ItemOutcome]:
     items_by_id: Mapping[str, object] | None
     try:
         items_by_id = load_dataset(context["manifest"]).by_id
-    except Exception:  # the dataset moved or changed: the items still count, as plain errors
+    except Exception:  # noqa: BLE001 - the dataset moved or changed: the items still count, as plain errors
         items_by_id = None
     return [errored_outcome(items_by_id, kind, item_id, NOT_RUN_KILLED, not_run=True) for item_id, kind in missing]
 
 
-def _read_spool(spool: Path) -> tuple[dict, list[ItemOutcome]]:
-    context: dict | None = None
+def _read_spool(spool: Path) -> tuple[dict[str, Any], list[ItemOutcome]]:
+    context: dict[str, Any] | None = None
     items: list[ItemOutcome] = []
     with open(spool, encoding="utf-8") as handle:
         for line in handle:

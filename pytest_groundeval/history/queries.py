@@ -439,7 +439,8 @@ def regressions(
     Args:
         floors: Complete bounds (``gate.parse_floors`` output), metric → bound.
     """
-    from ..core.gate import DEFAULT_RECALL_MARGIN, RECALL_MARGIN_KEY, same_lineage
+    from ..core.floors import RECALL_MARGIN_KEY
+    from ..core.gate import DEFAULT_RECALL_MARGIN, same_lineage
 
     if b.finished_ms is None:
         return [f"run B {b.id[:12]} has no finish time: it was killed or is still running"]
@@ -490,7 +491,8 @@ def recorded_floors(config: Mapping[str, Any] | None, run_id: str) -> dict[str, 
     Raises:
         HistoryError: A recorded bound is invalid (unknown metric, value out of range).
     """
-    from ..core.gate import DEFAULT_FLOORS, FloorsError, parse_floors
+    from ..core.floors import FloorsError
+    from ..core.gate import DEFAULT_FLOORS, parse_floors
 
     recorded = (config or {}).get("floors")
     if not isinstance(recorded, Mapping):

@@ -34,13 +34,16 @@ import asyncio
 import email.utils
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.judging import UNPARSEABLE, JudgeInput, JudgeResult
 from ..core.secrets import Scrubber
 from .cache import JudgeCache, cache_key
 from .parse import UnparseableReply, parse_verdict, reply_content
 from .prompt import JUDGE_SCHEMA, JUDGE_SCHEMA_NAME, PROMPT_VERSION, judge_messages
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 __all__ = ["JudgeClient", "JudgeResult", "retry_after_seconds"]
 
@@ -235,7 +238,7 @@ class JudgeClient:
         """Judge several paragraphs concurrently (bounded by ``concurrency``); results in input order."""
         return list(await asyncio.gather(*(self.judge(p) for p in payloads)))
 
-    async def _complete(self, messages: list[dict[str, str]], result: JudgeResult) -> str | None:
+    async def _complete(self, messages: list[ChatCompletionMessageParam], result: JudgeResult) -> str | None:
         """One reply's content, with the bounded transport retries.
 
         Raises:
@@ -293,12 +296,13 @@ class JudgeClient:
         return self._scrubber.text(text)
 
 
-def _message(exc: Any) -> str:
+def _message(exc: BaseException) -> str:
+    """The error message an API error's JSON body carries (at most 200 characters), else the error's type name."""
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
         error = body.get("error", body)
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return error["message"][:200]
-        if isinstance(body.get("message"), str):
-            return body["message"][:200]
+        if isinstance(error, dict) and isinstance(message := error.get("message"), str):
+            return message[:200]
+        if isinstance(message := body.get("message"), str):
+            return message[:200]
     return type(exc).__name__

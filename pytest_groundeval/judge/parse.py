@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from ..core.judging import JUDGE_VERDICTS
 
@@ -31,7 +30,7 @@ def unwrap_fence(text: str) -> str:
     return match.group(1).strip() if match else stripped
 
 
-def reply_content(completion: Any) -> str | None:
+def reply_content(completion: object) -> str | None:
     """The message content of a chat completion as the ``openai`` SDK returned it.
 
     A judge endpoint may answer HTTP 200 with something that is not a chat completion:

@@ -13,17 +13,21 @@ never reused.
 
 The verdicts (``core.judging.JUDGE_VERDICTS``) and the input's shape
 (``core.judging.judge_input``, re-exported here) are defined in ``core.judging``, which
-the citation kind reads too; this module imports nothing else of the package and
-nothing beyond the standard library.
+the citation kind reads too; this module imports nothing else of the package and,
+at run time, nothing beyond the standard library (the openai SDK's message type is
+read by the type checker only).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.judging import JUDGE_VERDICTS, JudgeInput, judge_input
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 __all__ = [
     "GENERATE_INPUT_HEADER",
@@ -110,8 +114,11 @@ SEED_SNIPPET_CHARS = 500
 """Characters of a corpus record shown to the generator by the seeded strategy."""
 
 
-def judge_messages(payload: JudgeInput | Mapping[str, Any]) -> list[dict[str, str]]:
-    """Chat messages of a judge request for an input from ``core.judging.judge_input``."""
+def judge_messages(payload: JudgeInput | Mapping[str, Any]) -> list[ChatCompletionMessageParam]:
+    """Chat messages of a judge request for an input from ``core.judging.judge_input``.
+
+    Two plain dicts, ``{"role": "system" | "user", "content": str}``: the system prompt, then the input.
+    """
     return [
         {"role": "system", "content": JUDGE_PROMPT + "\n" + _JUDGE_RULES.strip()},
         {"role": "user", "content": JUDGE_INPUT_HEADER + "\n" + _dumps(payload)},

@@ -39,7 +39,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from html import escape
-from typing import Any
+from typing import Any, TypedDict
 
 from ..core.gate import verdict as gate_verdict
 from ..core.kinds import KIND_NAMES, all_kinds, get
@@ -86,7 +86,7 @@ def _known_extra() -> frozenset[str]:
 def _kind_counts(item: Mapping[str, Any]) -> dict[str, str]:
     """What the item's kind lists under "counts" (``Kind.drilldown_counts``); none for an unknown kind."""
     kind = item.get("kind")
-    if kind not in KIND_NAMES:
+    if not isinstance(kind, str) or kind not in KIND_NAMES:
         return {}
     return {str(label): str(value) for label, value in get(kind).drilldown_counts(item).items()}
 
@@ -395,12 +395,22 @@ def _charts_section(report: Mapping[str, Any], items: Sequence[Mapping[str, Any]
     return "".join(parts)
 
 
-def _history_section(report: Mapping[str, Any], history: Sequence[Mapping[str, Any]]) -> tuple[str, list[Any]]:
+class _TrendRun(TypedDict):
+    """One run of the trends and the two-run comparison, as the page's script reads it (``data.runs``)."""
+
+    id: str
+    startedAt: str
+    metrics: dict[str, Any]
+
+
+def _history_section(
+    report: Mapping[str, Any], history: Sequence[Mapping[str, Any]]
+) -> tuple[str, list[_TrendRun]]:
     runs = [
-        {"id": str(run.get("id")), "startedAt": _when(run.get("startedAt")), "metrics": dict(run.get("metrics") or {})}
+        _TrendRun(id=str(run.get("id")), startedAt=_when(run.get("startedAt")), metrics=dict(run.get("metrics") or {}))
         for run in history
     ][-(HISTORY_RUNS - 1) :]
-    runs.append({"id": "this run", "startedAt": _when(report.get("startedAtMs")), "metrics": dict(report["metrics"])})
+    runs.append(_TrendRun(id="this run", startedAt=_when(report.get("startedAtMs")), metrics=dict(report["metrics"])))
     bounds = {c["metric"]: c.get("bound") for c in report["gate"]["checks"] if c.get("bound") is not None}
     labels = [run["id"] for run in runs]
     figures = []

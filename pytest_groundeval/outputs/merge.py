@@ -17,12 +17,12 @@ report has. No pytest import here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..core.finalize import RunFlags, RunOutcomes, finalize_run
 from ..core.lineage import BaselineInfo, MergeInfo
-from ..core.report import Report, ReportError, parse_report
+from ..core.report import Report, ReportError, ShardInfo, parse_report
 from ..core.sharding import ids_digest, shard_of
 
 _IDS_SHOWN = 5
@@ -38,7 +38,19 @@ def _ids_list(ids: Iterable[str]) -> str:
     return shown + (f" and {len(ids) - _IDS_SHOWN} more" if len(ids) > _IDS_SHOWN else "")
 
 
-def _same(reports: Sequence[tuple[str, Report]], what: str, value: Any) -> None:
+def _shard(report: Report) -> ShardInfo:
+    """The shard ``report`` records: every report past ``_validated`` records one."""
+    assert report.shard is not None  # _validated refused a report without one
+    return report.shard
+
+
+def _baseline(report: Report) -> BaselineInfo:
+    """The baseline ``report`` records, once ``_recorded_baseline`` has seen that every report records one."""
+    assert report.baseline is not None  # all or none record one, and the first does
+    return report.baseline
+
+
+def _same(reports: Sequence[tuple[str, Report]], what: str, value: Callable[[Report], object]) -> None:
     """Refuse the merge unless ``value(report)`` is the same for every report."""
     first_source, first = reports[0]
     expected = value(first)
@@ -73,8 +85,8 @@ def _validated(reports: Sequence[Mapping[str, Any] | Report], sources: Sequence[
 def _check_compatible(reports: list[tuple[str, Report]], floors_given: bool) -> None:
     _same(reports, "dataset version", lambda r: r.dataset_version)
     _same(reports, "model lineage", lambda r: r.models.to_wire())
-    _same(reports, "shard count", lambda r: r.shard.count)
-    _same(reports, "dataset", lambda r: (r.shard.dataset_items, r.shard.dataset_items_digest))
+    _same(reports, "shard count", lambda r: _shard(r).count)
+    _same(reports, "dataset", lambda r: (_shard(r).dataset_items, _shard(r).dataset_items_digest))
     _same(reports, "plugin version", lambda r: r.environment.plugin_version)
     _same(reports, "git commit", lambda r: r.environment.git_commit)
     _same(reports, "floors", lambda r: r.floors)
@@ -89,9 +101,9 @@ def _check_partition(reports: list[tuple[str, Report]]) -> dict[str, str]:
     """Every item in exactly one report and in the shard that report ran; returns id -> source."""
     seen_index: dict[int, str] = {}
     owner: dict[str, str] = {}
-    count = reports[0][1].shard.count
+    count = _shard(reports[0][1]).count
     for source, report in reports:
-        index = report.shard.index
+        index = _shard(report).index
         if index in seen_index:
             raise MergeError(f"cannot merge: shard {index}/{count} given twice ({seen_index[index]} and {source})")
         seen_index[index] = source
@@ -120,18 +132,18 @@ def _check_partition(reports: list[tuple[str, Report]]) -> dict[str, str]:
 def _missing(
     reports: list[tuple[str, Report]], owner: Mapping[str, str], dataset_ids: Sequence[str] | None
 ) -> MergeInfo:
-    shard = reports[0][1].shard
+    shard = _shard(reports[0][1])
     count, total = shard.count, shard.dataset_items
-    present = sorted(report.shard.index for _, report in reports)
+    present = sorted(_shard(report).index for _, report in reports)
     missing_shards = [f"{k}/{count}" for k in range(1, count + 1) if k not in set(present)]
     if len(owner) > total:
         raise MergeError(
             f"cannot merge: the shards hold {len(owner)} distinct items but their dataset has {total}"
         )
     for source, report in reports:
-        if len(report.items) > report.shard.assigned:
+        if len(report.items) > _shard(report).assigned:
             raise MergeError(
-                f"cannot merge: {source} holds {len(report.items)} items but its shard has {report.shard.assigned}"
+                f"cannot merge: {source} holds {len(report.items)} items but its shard has {_shard(report).assigned}"
             )
     missing_ids: list[str] | None = None
     if dataset_ids is not None:
@@ -177,20 +189,22 @@ def _recorded_baseline(reports: list[tuple[str, Report]]) -> BaselineInfo | None
         reports,
         "baseline",
         lambda r: (
-            r.baseline.path, r.baseline.dataset_version, r.baseline.models.to_wire(),
-            r.baseline.baseline_qa_items, r.baseline.qa_items is None,
-            r.baseline.retrieval_recall if r.baseline.qa_items is None else None,
+            _baseline(r).path, _baseline(r).dataset_version, _baseline(r).models.to_wire(),
+            _baseline(r).baseline_qa_items, _baseline(r).qa_items is None,
+            _baseline(r).retrieval_recall if _baseline(r).qa_items is None else None,
         ),
     )  # fmt: skip
     info = first.baseline
     if info.qa_items is None:  # every shard compared with the baseline's overall figure
         return info
-    expected = sum(r.baseline.evidence_expected or 0 for _, r in reports)
-    found = sum(r.baseline.evidence_found or 0 for _, r in reports)
-    missing = sum(r.baseline.missing_items for _, r in reports)
+    baselines = [_baseline(r) for _, r in reports]
+    expected = sum(b.evidence_expected or 0 for b in baselines)
+    found = sum(b.evidence_found or 0 for b in baselines)
+    missing = sum(b.missing_items for b in baselines)
     return info.model_copy(
         update={
-            "qa_items": sum(r.baseline.qa_items for _, r in reports),
+            # Every shard's qa_items is set: _same above compared "qa_items is None" with the first's.
+            "qa_items": sum(b.qa_items or 0 for b in baselines),
             "missing_items": missing,
             "evidence_expected": expected,
             "evidence_found": found,
@@ -239,7 +253,7 @@ def merge_reports(
     """
     validated = _validated(reports, sources)
     _check_compatible(validated, floors is not None)
-    validated.sort(key=lambda pair: pair[1].shard.index)
+    validated.sort(key=lambda pair: _shard(pair[1]).index)
     owner = _check_partition(validated)
     info = _missing(validated, owner, dataset_ids)
     first = validated[0][1]

@@ -10,6 +10,7 @@ shows them (docs/ci.md, "Outputs").
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -18,6 +19,8 @@ from ..core.kinds import KIND_NAMES, get
 
 if TYPE_CHECKING:
     from ..core.outcome import ItemOutcome
+    from ..mock import ThreadedMockProvider
+    from ..targets.spawn import SpawnedTarget
     from .options import Settings
 
 OUTCOME_ATTR = "groundeval_outcome"
@@ -35,27 +38,27 @@ SESSION_WORKERINPUT = "groundeval_session"
 session_key = pytest.StashKey[str]()
 """The session id (``config.stash``): the controller's, or on a worker the one it was given."""
 
-settings_key = pytest.StashKey["Settings"]()
+settings_key: pytest.StashKey[Settings] = pytest.StashKey()
 """The resolved options (``config.stash``)."""
-mock_key = pytest.StashKey[Any]()
+mock_key: pytest.StashKey[ThreadedMockProvider] = pytest.StashKey()
 """The session's ``ThreadedMockProvider`` (``session.stash``), when one started."""
-spawned_key = pytest.StashKey[Any]()
+spawned_key: pytest.StashKey[SpawnedTarget] = pytest.StashKey()
 """The session's ``SpawnedTarget`` (``session.stash``), when the target was spawned."""
-position_key = pytest.StashKey[dict]()
+position_key = pytest.StashKey[dict[str, int]]()
 """Node id -> index in ``session.items`` (``session.stash``), built on first use."""
-outcome_key = pytest.StashKey[dict]()
+outcome_key = pytest.StashKey[dict[str, Any]]()
 """The item's outcome as a wire dict (``item.stash``), copied onto its reports."""
-run_key = pytest.StashKey[dict]()
+run_key = pytest.StashKey[dict[str, Any]]()
 """The item's dataset version and lineage (``item.stash``), copied onto its reports."""
 
-def kind_figures(wire: dict) -> list[tuple[str, Any]]:
+def kind_figures(wire: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """The figures an outcome's kind declares (``Kind.junit_figures``) as ``(name, value)``, nulls left out.
 
     A figure is an outcome wire key, or a key of its ``extra`` (where a kind keeps its own
     per-item figures); an outcome of a kind no longer registered has none.
     """
     kind = wire.get("kind")
-    if kind not in KIND_NAMES:
+    if not isinstance(kind, str) or kind not in KIND_NAMES:
         return []
     extra = wire.get("extra") or {}
     figures = []
@@ -66,7 +69,7 @@ def kind_figures(wire: dict) -> list[tuple[str, Any]]:
     return figures
 
 
-def record_run(item: pytest.Item, dataset_version: str, models: dict) -> None:
+def record_run(item: pytest.Item, dataset_version: str, models: Mapping[str, str]) -> None:
     """Attach the run's dataset version and lineage to the item's reports (for the controller)."""
     item.stash[run_key] = {"datasetVersion": dataset_version, "models": dict(models)}
 
@@ -78,7 +81,7 @@ def record_outcome(item: pytest.Item, outcome: ItemOutcome) -> None:
     record_figures(item, wire)
 
 
-def record_figures(item: pytest.Item, wire: dict) -> None:
+def record_figures(item: pytest.Item, wire: Mapping[str, Any]) -> None:
     """Add the outcome's key figures to ``item.user_properties`` (what ``record_property`` does).
 
     Only figures: the outcome (pass, fail, error), latency in ms, the figures its kind

@@ -17,7 +17,7 @@ from __future__ import annotations
 import signal
 import time
 import uuid
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -57,7 +57,8 @@ class GateSession:
         """The crash journal of the xdist workers (``plugin.crash``), set by ``XdistHooks``."""
         self.controller: Controller | None = None
         """The run's controller when the session has a dataset (``plugin.controller``)."""
-        self._previous_sigterm: Any = None
+        self._previous_sigterm: Callable[[int, FrameType | None], Any] | int | signal.Handlers | None = None
+        """The SIGTERM handler ``install_sigterm`` replaced (what ``signal.signal`` returned), restored at the end."""
 
     # -- SIGTERM ------------------------------------------------------------------
 

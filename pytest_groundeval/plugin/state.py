@@ -18,7 +18,8 @@ import pytest
 
 from ..core.dataset import Dataset, load_dataset
 from ..core.finalize import RunOutcomes
-from ..core.gate import FloorsError, GateResult, check_floors, read_floors_file
+from ..core.floors import FloorsError, check_floors
+from ..core.gate import GateResult, read_floors_file
 from ..core.lineage import BaselineInfo
 from ..core.metrics import Metrics
 from ..core.report import Report, ReportError, ReportWriter, read_report
@@ -113,7 +114,7 @@ class DatasetRun:
             return None
 
     def manifest_floors(self) -> dict[str, float | None] | None:
-        """The manifest's own ``floors`` layer (``core.gate.check_floors``), or None.
+        """The manifest's own ``floors`` layer (``core.floors.check_floors``), or None.
 
         Raises:
             FloorsError: the manifest's floors are invalid (collection refuses such a

@@ -60,7 +60,7 @@ class XdistHooks:
         journal = self.session.journal
         if journal is None or eval_node_kind(crashitem) is None:
             return None
-        worker = report.node.gateway.id  # type: ignore[attr-defined]  # xdist sets the report's node
+        worker: str = report.node.gateway.id  # xdist sets the report's node (its WorkerController)
         in_flight = journal.in_flight.get(worker, [])
         if crashitem in in_flight:
             report.longrepr = crash_message(worker, in_flight)

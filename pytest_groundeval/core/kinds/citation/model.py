@@ -84,7 +84,7 @@ class CitationItem(ItemBase):
     """Where a generated item came from, e.g. ``{"strategy": "seeded", "document": …, "record": 3}``; not evaluated."""
 
     @model_validator(mode="after")
-    def _question_or_response(self) -> "CitationItem":
+    def _question_or_response(self) -> CitationItem:
         if not self.question and self.response is None:
             raise RuleError("a citation item needs a question or a recorded response", "question")
         labelled: dict[int, int] = {}
