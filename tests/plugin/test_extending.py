@@ -194,3 +194,27 @@ def test_a_kind_name_taken_twice_is_a_usage_error(pytester: pytest.Pytester) -> 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*cannot register the item kind*a kind named 'keywords' is registered already*"])
     assert_registry_is_built_in()
+
+
+def test_a_hook_kind_is_accepted_by_the_history_junit_and_html(pytester: pytest.Pytester) -> None:
+    # The kind list is defined once (docs/architecture.md): a kind added through the hook is
+    # recorded by the history, carries its declared JUnit figures and is drawn in the HTML page.
+    import sqlite3
+    import xml.etree.ElementTree as ET
+
+    write_example(pytester, "kind")
+    result = run(
+        pytester, "--eval-dataset=datasets/keywords", "--eval-history=sqlite:///h.db", "--junitxml=j.xml",
+        "--eval-html=r.html", "--eval-no-step-summary", "-n", "2",
+    )  # fmt: skip
+    assert result.ret == 0, result.stdout.str()
+    with sqlite3.connect(pytester.path / "h.db") as db:
+        assert db.execute("SELECT kind, COUNT(*) FROM items GROUP BY kind").fetchall() == [("keywords", 3)]
+    cases = [c for c in ET.parse(pytester.path / "j.xml").iter("testcase") if c.get("name", "").startswith("kw-")]
+    assert len(cases) == 3, ET.tostring(ET.parse(pytester.path / "j.xml").getroot())[:2000]
+    for case in cases:
+        properties = {p.get("name"): p.get("value") for p in case.iter("property")}
+        assert properties.get("keywordsFound") not in (None, "0"), properties
+    page = (pytester.path / "r.html").read_text(encoding="utf-8")
+    assert "kw-planets" in page and "keywordRecall" in page
+    assert_registry_is_built_in()
