@@ -10,7 +10,7 @@ from ..core.floors import FloorsError
 from ..core.gate import baseline_version_problem, load_floors
 from ..core.render import format_check
 from ..core.report import ReportError, read_report
-from ..outputs.merge import MergeError, merge_reports
+from ..core.shard_merge import MergeError, merge_reports
 from ..outputs.write import OutputError, write_text_atomic
 from ._args import Parser, ParserExit, UsageError
 from ._outputs import add_output_arguments, output_collision, outputs_from_args, trends_from_args
@@ -59,7 +59,7 @@ def merge_main(argv: list[str]) -> int:
 
     Outputs: ``[--html OUT] [--markdown OUT] [--history URL | --trends FILE]`` (``cli._outputs``).
 
-    Writes the merged report (see ``outputs.merge.merge_reports``), prints one line per
+    Writes the merged report (see ``core.shard_merge.merge_reports``), prints one line per
     gate check and ``gate: PASS`` or ``gate: FAIL``.
 
     Returns:

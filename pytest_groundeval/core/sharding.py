@@ -7,7 +7,7 @@ others are added or removed, and the shards are balanced in expectation (xxh3 is
 uniform; 691 v1 items over 3 shards give 257/206/228).
 
 Collection (``--eval-shard K/N``, ``parse_shard``) keeps the items of shard K; the
-report records the ``shard`` block (``shard_info``); ``outputs.merge.merge_reports``
+report records the ``shard`` block (``shard_info``); ``core.shard_merge.merge_reports``
 checks the shards' reports against the same functions. No pytest import here.
 """
 

@@ -1,17 +1,14 @@
-"""Outputs made from a saved report: the HTML page, the Markdown gate table, and shard merging (the shards
-themselves are ``core.sharding``).
+"""Outputs made from a saved report: the HTML page and the Markdown gate table.
 
 Everything here works on a report's JSON (``pytest_groundeval.core.report``) with no
-pytest import, so the ``groundeval`` CLI and the plugin share it (docs/ci.md).
+pytest import, so the ``groundeval`` CLI and the plugin share it (docs/ci.md). Merging
+a sharded run's reports is ``core.shard_merge``; the shards themselves are ``core.sharding``.
 """
 
 from .html import render_html
 from .markdown import render_markdown
-from .merge import MergeError, merge_reports
 
 __all__ = [
-    "MergeError",
-    "merge_reports",
     "render_html",
     "render_markdown",
 ]

@@ -14,7 +14,7 @@ from pytest_groundeval.core.gate import evaluate_gate, summarize_baseline
 from pytest_groundeval.core.metrics import compute_metrics
 from pytest_groundeval.core.report import parse_report
 from pytest_groundeval.core.sharding import shard_of
-from pytest_groundeval.outputs.merge import MergeError, merge_reports
+from pytest_groundeval.core.shard_merge import MergeError, merge_reports
 
 
 def recount(*shards: dict) -> None:

@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..core.finalize import RunFlags, RunOutcomes, finalize_run
-from ..core.lineage import BaselineInfo, MergeInfo
-from ..core.report import Report, ReportError, ShardInfo, parse_report
-from ..core.sharding import ids_digest, shard_of
+from .finalize import RunFlags, RunOutcomes, finalize_run
+from .lineage import BaselineInfo, MergeInfo
+from .report import Report, ReportError, ShardInfo, parse_report
+from .sharding import ids_digest, shard_of
 
 _IDS_SHOWN = 5
 
