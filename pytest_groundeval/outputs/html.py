@@ -370,8 +370,7 @@ def _charts_section(report: Mapping[str, Any], items: Sequence[Mapping[str, Any]
     parts += ["<h2>Latency of <code>/v1/generate</code></h2>", charts.histogram(latencies)]
     paragraphs = [
         p
-        for i in items
-        if i.get("kind") == "citation"
+        for i in items  # any kind whose outcomes record judged paragraphs (citation's ``citationParagraphs``)
         for p in _list((i.get("extra") or {}).get("citationParagraphs"))
         if isinstance(p, Mapping)
     ]
