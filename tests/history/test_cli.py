@@ -11,7 +11,7 @@ from pytest_groundeval.cli.history import history_main
 from pytest_groundeval.cli.rejudge import rejudge_main
 from pytest_groundeval.history import HistoryStore
 
-from . import _data
+from tests._support import history_records as _data
 
 
 def _run(store: HistoryStore, records, *, label: str, started_ms: int) -> str:

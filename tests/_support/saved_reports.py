@@ -1,4 +1,4 @@
-"""Fixtures for the outputs tests: real saved reports, and shard reports made from them.
+"""Fixtures for the outputs and merge tests: real saved reports, and shard reports made from them.
 
 ``data/report-v1.json.gz`` is the report of a real run of datasets/v1 (version v1, 621
 items) against the reference target and mock (``--eval-report``), and
@@ -24,7 +24,7 @@ from pytest_groundeval.core.metrics import compute_metrics
 from pytest_groundeval.core.report import parse_report
 from pytest_groundeval.core.sharding import shard_info, shard_of
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "outputs" / "data"
 REPO = Path(__file__).resolve().parents[2]
 V1_BASELINE = DATA / "baseline-v1.json.gz"
 
