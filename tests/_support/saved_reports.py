@@ -107,3 +107,28 @@ def make_shards(v1_baseline) -> Callable[..., list[dict[str, Any]]]:
         return shards
 
     return make
+
+
+def recount(*shards: dict) -> None:
+    """Give shards whose items a test changed the metrics of those items, as a shard run writes them."""
+    for shard in shards:
+        shard["metrics"] = compute_metrics(shard["items"]).to_wire()
+        regate(shard)
+
+
+def regate(report: dict[str, Any]) -> dict[str, Any]:
+    """Re-gate a report edited by a test, as the plugin would have gated it: its metrics, its recorded
+    floors and baseline, plus the interrupted check (a report's gate must be its own, docs/gate.md)."""
+    from pytest_groundeval.core.gate import interrupted_check
+    from pytest_groundeval.core.report import BaselineInfo
+
+    gate = evaluate_gate(
+        compute_metrics(report["items"]),
+        floors=report["floors"],
+        baseline=BaselineInfo.model_validate(report["baseline"]) if report.get("baseline") else None,
+        dataset_version=report["datasetVersion"],
+        models=report["models"],
+    )
+    checks = [*gate.checks, interrupted_check(len(report["items"]))] if report.get("interrupted") else gate.checks
+    report["gate"] = {"passed": all(c.outcome != "FAIL" for c in checks), "checks": [c.to_wire() for c in checks]}
+    return report
