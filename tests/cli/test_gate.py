@@ -12,9 +12,13 @@ from pathlib import Path
 import pytest
 
 from pytest_groundeval import cli
+from pytest_groundeval.cli import main
 from pytest_groundeval.core.gate import evaluate_gate, parse_floors, summarize_baseline
 from pytest_groundeval.core.report import Report, read_report, write_report
+from pytest_groundeval.history import HistoryStore
+from tests._support import history_records as _data
 from tests._support.gate_reports import MODELS, report
+from tests._support.history_records import measured_run, recorded_run
 
 
 def check_line(lines: list[str], metric: str, containing: str = "") -> str:
@@ -216,3 +220,56 @@ def test_cli_gate_refuses_a_baseline_of_another_dataset_version(saved, capsys):
     assert cli.main(["gate", "--report", path, "--baseline", other]) == 2
     err = capsys.readouterr().err
     assert "is a report of dataset 'v0', but this run is dataset 'v1'" in err
+
+
+# --- groundeval gate --run RUN --history URL (issue 19) ------------------------------------------
+
+
+def test_gate_takes_the_run_with_run_and_the_database_with_history(store: HistoryStore, history_url: str,
+                                                                   capsys) -> None:  # fmt: skip
+    measured_run(store, [_data.qa("q1"), _data.qa("q2")], started_ms=1_700_000_000_000)
+    assert main(["gate", "--run", "latest", "--history", history_url]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[-1] == "gate: PASS" and captured.err == ""
+    assert "claimSupportPrecision" in captured.out
+
+
+@pytest.mark.parametrize(
+    ("argv", "warned"),
+    [
+        (["--history", "latest", "--history-url", "{url}"], ["--history-url URL", "--history RUN"]),
+        (["--run", "latest", "--history-url", "{url}"], ["--history-url URL"]),
+        (["--history", "latest"], ["--history RUN"]),  # the database from GROUNDEVAL_HISTORY
+    ],
+)
+def test_gates_old_spellings_still_work_and_warn(store: HistoryStore, history_url: str, capsys, monkeypatch,
+                                                 argv, warned) -> None:  # fmt: skip
+    measured_run(store, [_data.qa("q1")], started_ms=1_700_000_000_000)
+    monkeypatch.setenv("GROUNDEVAL_HISTORY", history_url)
+    assert main(["gate", *(arg.format(url=history_url) for arg in argv)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    use = {"--history-url URL": "use --history URL", "--history RUN": "use --run RUN"}
+    assert [line.split(" is deprecated; ")[0] for line in err] == [f"groundeval gate: {old}" for old in warned]
+    assert all(use[old] in line for old, line in zip(warned, err))
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--history", "sqlite"], "--history URL names the database of --run RUN"),
+        (["--report", "r.json", "--history", "sqlite"], "a --report needs none"),
+        (["--run", "latest", "--history", "sqlite", "--history-url", "sqlite"], "both name the history database"),
+    ],
+)
+def test_gate_history_usage_errors_exit_2(argv, message, capsys) -> None:
+    assert main(["gate", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_stored_run_whose_metrics_are_not_its_items_is_refused(store: HistoryStore, history_url: str,
+                                                                 capsys) -> None:  # fmt: skip
+    # recorded_run stores metrics that claim no items and precision 1.0 over an item it lists.
+    recorded_run(store, [_data.qa("q1", passed=False)], label="x", started_ms=1)
+    assert main(["gate", "--run", "latest", "--history", history_url]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("groundeval gate: history run latest: metrics.items is 0 but the report's 1 item(s) give 1")

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from pytest_groundeval import cli
+from pytest_groundeval.cli import main
 from pytest_groundeval.core.gate import evaluate_gate
 from pytest_groundeval.core.outcome import ItemOutcome
 from pytest_groundeval.core.report import Report, read_report, write_report
+from pytest_groundeval.history import HistoryStore
+from tests._support import history_records as _data
+from tests._support.history_records import measured_run
 from tests._support.sample_report import (
     MODELS,
     failed_report_wire,
@@ -122,3 +128,44 @@ def test_cli_gate_fails_a_report_with_not_run_items_whatever_its_interrupted_fla
     assert cli.main(["gate", "--report", str(path)]) == 1
     out = capsys.readouterr().out
     assert "1 of 2 collected items never ran" in out and out.splitlines()[-1] == "gate: FAIL"
+
+
+# --- trends from the history database ----------------------------------------------------------
+
+
+def test_report_draws_html_trends_from_the_history_database(store: HistoryStore, history_url: str, tmp_path,
+                                                                capsys) -> None:  # fmt: skip
+    from pytest_groundeval.core.report import write_report
+    from pytest_groundeval.history.stored_report import report_from_history
+
+    first = measured_run(store, [_data.qa("q1")], started_ms=1_700_000_000_000)
+    second = measured_run(store, [_data.qa("q1"), _data.qa("q2")], started_ms=1_700_000_100_000)
+    report = write_report(tmp_path / "r.json", report_from_history(store, second))
+    out = tmp_path / "r.html"
+    assert main(["report", str(report), "--html", str(out), "--history", history_url]) == 0
+    captured = capsys.readouterr()
+    assert f"wrote {out}" in captured.out and captured.err == ""
+    page = out.read_text(encoding="utf-8")
+    assert "Trends over the last 2 runs" in page and first[:12] in page
+    # --trends FILE reads the JSON list --history FILE used to.
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps([{"id": "run-from-file", "startedAt": 1, "metrics": {"errors": 0}}]))
+    assert main(["report", str(report), "--html", str(out), "--trends", str(runs)]) == 0
+    assert "run-from-file" in out.read_text(encoding="utf-8") and capsys.readouterr().err == ""
+
+
+def test_report_history_file_is_a_deprecated_spelling_of_trends(store: HistoryStore, history_url: str, tmp_path,
+                                                                capsys) -> None:  # fmt: skip
+    from pytest_groundeval.core.report import write_report
+    from pytest_groundeval.history.stored_report import report_from_history
+
+    run_id = measured_run(store, [_data.qa("q1")], started_ms=1_700_000_000_000)
+    report = write_report(tmp_path / "r.json", report_from_history(store, run_id))
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps([{"id": "run-from-file", "startedAt": 1, "metrics": {"errors": 0}}]))
+    out = tmp_path / "r.html"
+    assert main(["report", str(report), "--html", str(out), "--history", str(runs)]) == 0
+    assert "run-from-file" in out.read_text(encoding="utf-8")
+    assert "groundeval report: --history FILE (a JSON list of runs) is deprecated; use --trends FILE" in (
+        capsys.readouterr().err
+    )
