@@ -10,7 +10,6 @@ from sqlalchemy import text
 from pytest_groundeval.history import HistoryStore
 from pytest_groundeval.history.queries import group_items
 from pytest_groundeval.history.rejudge import JudgeVerdict, rejudge_run
-
 from tests._support import history_records as _data
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "history.md"
