@@ -10,6 +10,9 @@ from types import ModuleType
 
 import pytest
 
+# Fixtures shared across test directories, defined once (tests/_support/__init__.py says why).
+pytest_plugins = ["tests._support.postgres", "tests._support.saved_reports", "tests._support.datasets"]
+
 REPO = Path(__file__).resolve().parent.parent
 
 # Bytecode caches are written even under PYTHONDONTWRITEBYTECODE=1 (or ``python -B``), into the

@@ -1,4 +1,4 @@
-"""Tests of pytest_groundeval.dataset: manifest v1 models, corpus loading, hash-corpus (docs/dataset.md, docs/evidence-risk.md, docs/citation.md)."""
+"""Tests of pytest_groundeval.dataset: manifest v1 models, corpus loading, hashing (docs/dataset.md, docs/evidence-risk.md, docs/citation.md)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import json
 import math
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +16,6 @@ import xxhash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_groundeval import cli
 from pytest_groundeval.core.dataset import (
     CHUNK_SIZE,
     ITEM_ADAPTER,
@@ -43,109 +41,18 @@ from pytest_groundeval.core.kinds.temporal import (
     parse_reference,
     parse_rfc3339,
 )
+from tests._support.datasets import ADVERSARIAL, CITATION, ITEMS, NOTES, QA, REVIEW, TEMPORAL, write_dataset
 
 REPO = Path(__file__).resolve().parents[2]
 
 # --------------------------------------------------------------------------- builders
-
-NOTES = [
-    {"title": "Smörgåsbord i Göteborg", "body": "Öppet året runt."},
-    {"body": "東京の会議は火曜日です。", "title": "会議"},
-]
-LOG_TEXT = "First line\r\nÅsa wrote: 東京\rlast line\n"
-
-QA = {
-    "id": "qa-project-alpha",
-    "kind": "qa",
-    "question": "When is the Tokyo meeting?",
-    "find": "PROJECT_NOTE",
-    "expectedEvidence": ["火曜日", {"document": "eval/notes.json", "text": "Göteborg"}],
-    "truths": ["The meeting is on Tuesday."],
-    "tags": ["smoke"],
-}
-ADVERSARIAL = {"id": "adv-moon", "kind": "adversarial", "question": "ECHO-CITED:  The moon is cheese. ", "find": None}
-TEMPORAL = {
-    "id": "temporal-price",
-    "kind": "temporal",
-    "setup": [
-        {
-            "op": "create",
-            "save": "v1",
-            "label": "PRICE",
-            "properties": {"sku": "A", "price": 10},
-            "validTime": {"start": "2024-01-01T00:00:00Z", "end": None},
-        },
-        {"op": "update", "save": "v2", "target": "$id:v1", "label": "PRICE", "properties": {"sku": "A", "price": 12}},
-    ],
-    "probe": {"call": "query", "label": "PRICE", "asOfTx": "$tx:v2-1", "asOfValid": "2024-06-01T12:00:00.123456789+02:00"},
-    "expect": {"count": 1, "records": [{"properties": {"price": 10}}]},
-    "tags": ["temporal"],
-}
-CITATION = {
-    "id": "cite-debate",
-    "kind": "citation",
-    "question": "What did the speakers say?",
-    "find": "LOG",
-    "sources": [{"marker": "S1", "document": "eval/log.txt", "metadata": {"speaker": "Åsa Berg", "party": "S"}}],
-}
-REVIEW = {
-    "id": "review-dose",
-    "kind": "review",
-    "response": {"answer": "Take 2 tablets daily."},
-    "evidence": {
-        "profile": "clinical",
-        "minScore": 0.5,
-        "claims": [{"id": "c1", "text": "2 tablets daily", "assertiveness": "definitive", "sourceIds": ["s1"]}],
-        "sources": [{"id": "s1", "url": "https://example.org", "declaredTier": "official"}],
-    },
-}
-ITEMS = [QA, ADVERSARIAL, TEMPORAL, CITATION, REVIEW]
-
-
-def write_dataset(
-    root: Path,
-    items: list[Any] | None = None,
-    *,
-    hashes: dict[str, str] | None = None,
-    extra: dict[str, Any] | None = None,
-    corpus: list[dict[str, Any]] | None = None,
-    files: dict[str, bytes] | None = None,
-) -> Path:
-    """Write a dataset under ``root``; hashes are computed from ``files`` unless given."""
-    files = files if files is not None else {
-        "notes.json": json.dumps(NOTES, ensure_ascii=False).encode("utf-8"),
-        "log.txt": LOG_TEXT.encode("utf-8"),
-    }
-    (root / "corpus").mkdir(parents=True, exist_ok=True)
-    for name, data in files.items():
-        (root / "corpus" / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / "corpus" / name).write_bytes(data)
-    manifest = {
-        "version": "v1",
-        "corpus": corpus
-        if corpus is not None
-        else [
-            {"name": "eval/notes.json", "label": "PROJECT_NOTE", "file": "notes.json", "format": "json"},
-            {"name": "eval/log.txt", "label": "LOG", "file": "log.txt", "format": "text"},
-        ],
-        "corpusHashes": hashes if hashes is not None else {n: xxhash.xxh3_64_hexdigest(d) for n, d in files.items()},
-        "items": ITEMS if items is None else items,
-    }
-    manifest.update(extra or {})
-    (root / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
-    return root
+# The dataset itself (write_dataset, dataset_dir): tests/_support/datasets.py.
 
 
 def load_error(root: Path) -> DatasetError:
     with pytest.raises(DatasetError) as info:
         load_dataset(root)
     return info.value
-
-
-@pytest.fixture
-def dataset_dir(tmp_path: Path) -> Path:
-    """A valid dataset holding one item of every kind."""
-    return write_dataset(tmp_path / "ds")
 
 
 # --------------------------------------------------------------------------- loading a valid dataset
@@ -1021,72 +928,7 @@ def test_arbitrary_json_in_the_manifest_raises_only_dataset_error(fuzz_dir: Path
         assert str(error).startswith(str(fuzz_dir / "manifest.json")) or str(fuzz_dir / "corpus") in str(error)
 
 
-# --------------------------------------------------------------------------- groundeval hash-corpus
-
-
-def pasted(output: str) -> dict[str, str]:
-    """What the output becomes when pasted between the braces of corpusHashes."""
-    return json.loads("{" + output + "}")
-
-
-def test_hash_corpus_prints_sorted_pasteable_lines(dataset_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["hash-corpus", "--dataset", str(dataset_dir)]) == 0
-    out = capsys.readouterr().out
-    lines = out.strip().splitlines()
-    assert [line.split(":")[0] for line in lines] == ['"log.txt"', '"notes.json"']
-    assert lines[0].endswith(",") and not lines[-1].endswith(",")
-    assert pasted(out) == {
-        name: xxhash.xxh3_64_hexdigest((dataset_dir / "corpus" / name).read_bytes()) for name in ("log.txt", "notes.json")
-    }
-
-
-def test_hash_corpus_fixes_wrong_hashes(dataset_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (dataset_dir / "corpus" / "log.txt").write_bytes("ändrad\n".encode())
-    with pytest.raises(DatasetError, match="hash mismatch"):
-        load_dataset(dataset_dir)
-    assert cli.main(["hash-corpus", "--dataset", str(dataset_dir / "manifest.json")]) == 0
-    captured = capsys.readouterr()
-    assert "changed or new since manifest.json: log.txt" in captured.err
-    manifest = json.loads((dataset_dir / "manifest.json").read_text(encoding="utf-8"))
-    manifest["corpusHashes"] = pasted(captured.out)
-    (dataset_dir / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    assert load_dataset(dataset_dir).documents["eval/log.txt"].canonical == "ändrad\n"
-
-
-def test_hash_corpus_falls_back_to_every_corpus_file(dataset_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (dataset_dir / "manifest.json").write_text("{ not json", encoding="utf-8")
-    (dataset_dir / "corpus" / "sub").mkdir()
-    (dataset_dir / "corpus" / "sub" / "extra.txt").write_bytes(b"extra")
-    assert cli.main(["hash-corpus", "--dataset", str(dataset_dir)]) == 0
-    hashes = pasted(capsys.readouterr().out)
-    assert list(hashes) == ["log.txt", "notes.json", "sub/extra.txt"]
-    assert hashes["sub/extra.txt"] == xxhash.xxh3_64_hexdigest(b"extra")
-
-
-def test_hash_corpus_unreadable_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["hash-corpus", "--dataset", str(tmp_path / "missing")]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "groundeval hash-corpus:" in err and "not a dataset directory" in err
-    root = write_dataset(tmp_path / "ds")
-    (root / "corpus" / "log.txt").unlink()
-    assert cli.main(["hash-corpus", "--dataset", str(root)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "log.txt" in err and "No such file" in err
-
-
-def test_hash_corpus_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["hash-corpus"]) == 2
-    assert "--dataset" in capsys.readouterr().err
-
-
-def test_groundeval_script_runs_hash_corpus(dataset_dir: Path) -> None:
-    script = shutil.which("groundeval", path=str(Path(sys.executable).parent)) or shutil.which("groundeval")
-    assert script is not None, "the groundeval console script is not installed"
-    result = subprocess.run(
-        [script, "hash-corpus", "--dataset", str(dataset_dir)], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert result.returncode == 0, result.stderr
-    assert pasted(result.stdout) == json.loads((dataset_dir / "manifest.json").read_text(encoding="utf-8"))["corpusHashes"]
+# --------------------------------------------------------------------------- the rest (groundeval hash-corpus: tests/cli/test_dataset.py)
 
 
 def test_module_imports_without_pytest() -> None:
@@ -1109,19 +951,6 @@ def test_two_corpus_entries_may_share_one_file(tmp_path: Path) -> None:
 def test_float_min_score_bounds_accept_edges() -> None:
     item = ITEM_ADAPTER.validate_python({**REVIEW, "evidence": {**REVIEW["evidence"], "minScore": 1}})
     assert math.isclose(item.evidence.min_score, 1.0)
-
-
-def test_hash_corpus_refuses_paths_outside_corpus(dataset_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    manifest = json.loads((dataset_dir / "manifest.json").read_text(encoding="utf-8"))
-    manifest["corpus"][0]["file"] = "../manifest.json"
-    (dataset_dir / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    assert cli.main(["hash-corpus", "--dataset", str(dataset_dir)]) == 2
-    assert "corpus file '../manifest.json' is not a path inside corpus/" in capsys.readouterr().err
-
-
-def test_hash_corpus_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["hash-corpus", "--help"]) == 0
-    assert "corpusHashes" in capsys.readouterr().out
 
 
 def test_garbage_collector_state_is_restored(dataset_dir: Path, tmp_path: Path) -> None:

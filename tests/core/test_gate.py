@@ -1,19 +1,12 @@
-"""Tests for pytest_groundeval.gate (docs/gate.md): floors, baseline lineage, formatting, the CLI."""
+"""Tests for pytest_groundeval.gate (docs/gate.md): floors, baseline lineage, formatting (groundeval gate: tests/cli)."""
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
-import shutil
-import subprocess
-import sys
-from fractions import Fraction
-from pathlib import Path
 
 import pytest
 
-from pytest_groundeval import cli
 from pytest_groundeval.core.gate import (
     DEFAULT_FLOORS,
     METRIC_DIRECTIONS,
@@ -24,90 +17,12 @@ from pytest_groundeval.core.gate import (
     load_floors,
     parse_floors,
     same_lineage,
-    summarize_baseline,
 )
-from pytest_groundeval.core.metrics import Metrics, compute_metrics
+from pytest_groundeval.core.metrics import Metrics
 from pytest_groundeval.core.outcome import ItemOutcome
 from pytest_groundeval.core.render import format_check
-from pytest_groundeval.core.report import Report, read_report, write_report
-
-MODELS = {"generate": "gen-a", "embed": "emb-a"}
-
-GOOD = dict(
-    retrieval_recall=0.92,
-    claim_support_precision=0.95,
-    claim_support_recall=0.93,
-    falsehood_rejection=1.0,
-    temporal_accuracy=1.0,
-    latency_ms_p50=12.25,
-    latency_ms_p95=40.0,
-    tokens_per_query=180.0,
-    errors=0,
-    items=10,
-    items_by_kind={"qa": 6, "adversarial": 2, "temporal": 2, "citation": 0, "review": 0},
-)
-
-
-def metrics(**overrides) -> Metrics:
-    return Metrics(**{**GOOD, **overrides})
-
-
-def outcomes(
-    retrieval_recall: float | None = 0.92,
-    claim_support_precision: float = 0.95,
-    claim_support_recall: float = 0.93,
-    falsehood_rejection: float = 1.0,
-    temporal_accuracy: float = 1.0,
-    errors: int = 0,
-) -> list[ItemOutcome]:
-    """Items whose metrics (``compute_metrics``) are exactly these rates and this many errors."""
-
-    def share(rate: float) -> Fraction:
-        fraction = Fraction(rate).limit_denominator(100)
-        assert float(fraction) == rate, rate
-        return fraction
-
-    precision, recall = share(claim_support_precision), share(claim_support_recall)
-    evidence = share(retrieval_recall) if retrieval_recall is not None else Fraction(0)
-    items = [
-        ItemOutcome(
-            id="qa-1", kind="qa", passed=True, latency_ms=12.25, prompt_tokens=150, completion_tokens=30,
-            evidence_expected=evidence.denominator if retrieval_recall is not None else 0,
-            evidence_found=evidence.numerator, claims_supported=precision.denominator,
-            claims_supported_true=precision.numerator, claims_true_cited=recall.denominator,
-            claims_true_cited_supported=recall.numerator,
-        )
-    ]  # fmt: skip
-    rejected = share(falsehood_rejection)
-    items += [
-        ItemOutcome(id=f"adv-{i}", kind="adversarial", passed=i < rejected.numerator,
-                    falsehood_supported=i >= rejected.numerator)
-        for i in range(rejected.denominator)
-    ]  # fmt: skip
-    accurate = share(temporal_accuracy)
-    items += [
-        ItemOutcome(id=f"tmp-{i}", kind="temporal", passed=i < accurate.numerator) for i in range(accurate.denominator)
-    ]
-    items += [ItemOutcome(id=f"err-{i}", kind="qa", passed=False, error="target down") for i in range(errors)]
-    return items
-
-
-def report(dataset_version: str = "v1", models: dict | None = None, **metric_overrides) -> Report:
-    """A report whose items give ``GOOD``'s rates, with ``metric_overrides`` (see ``outcomes``)."""
-    rates = {key: value for key, value in GOOD.items() if key in inspect.signature(outcomes).parameters}
-    items = outcomes(**{**rates, **metric_overrides})
-    m = compute_metrics(items)
-    gate = evaluate_gate(m, dataset_version=dataset_version, models=models or MODELS)
-    return Report(
-        dataset_version=dataset_version,
-        models=models or MODELS,
-        started_at_ms=1_700_000_000_000,
-        duration_ms=1234.5,
-        metrics=m,
-        gate=gate,
-        environment={"pluginVersion": "0.1.0", "python": "3.11", "platform": "linux", "gitCommit": None},
-        items=items,
-    )
+from pytest_groundeval.core.report import Report
+from tests._support.gate_reports import MODELS, metrics, report
 
 
 def check_for(result, metric: str) -> GateCheck:
@@ -228,7 +143,6 @@ def test_same_lineage_baseline_fails_when_recall_drops_beyond_margin():
 
 
 def _with_items(baseline: Report) -> Report:
-    from pytest_groundeval.core.outcome import ItemOutcome
 
     items = [
         ItemOutcome(id="qa-a", kind="qa", passed=True, evidence_expected=2, evidence_found=2),
@@ -433,152 +347,7 @@ def test_format_check_one_line_with_units():
     assert recall.endswith("no items measured this metric (n/a)")
 
 
-# --- CLI --------------------------------------------------------------------------------------------
-
-
-def check_line(lines: list[str], metric: str, containing: str = "") -> str:
-    """The one line of ``groundeval gate`` output for ``metric`` (and ``containing``)."""
-    found = [line for line in lines if line.split(" ", 1)[0] == metric and containing in line]
-    assert len(found) == 1, lines
-    return found[0]
-
-
-@pytest.fixture
-def saved(tmp_path):
-    def save(name: str, rep: Report) -> str:
-        return str(write_report(tmp_path / name, rep))
-
-    return save
-
-
-def test_cli_gate_pass_exits_0(saved, capsys):
-    path = saved("r.json", report())
-    assert cli.main(["gate", "--report", path]) == 0
-    out = capsys.readouterr().out.splitlines()
-    assert out[-1] == "gate: PASS"
-    assert any(line.startswith("claimSupportPrecision") and "PASS" in line for line in out)
-
-
-def test_cli_gate_fail_exits_1(saved, capsys):
-    path = saved("r.json", report(falsehood_rejection=0.5))
-    assert cli.main(["gate", "--report", path]) == 1
-    out = capsys.readouterr().out.splitlines()
-    assert out[-1] == "gate: FAIL"
-    assert any(line.startswith("falsehoodRejection") and "FAIL" in line for line in out)
-
-
-def test_cli_gate_reapplies_floors_and_baseline(saved, tmp_path, capsys):
-    path = saved("r.json", report(retrieval_recall=0.80))
-    base = saved("b.json", report(retrieval_recall=0.95))
-    assert cli.main(["gate", "--report", path, "--baseline", base]) == 1
-    assert "retrievalRecall" in capsys.readouterr().out
-    floors = tmp_path / "floors.json"
-    floors.write_text(json.dumps({"retrievalRecallMargin": 0.2}))
-    assert cli.main(["gate", "--report", path, "--baseline", base, "--floors", str(floors)]) == 0
-
-
-def _drop_keys(path: str, *keys: str) -> str:
-    wire = json.loads(Path(path).read_text())
-    for key in keys:
-        del wire[key]
-    Path(path).write_text(json.dumps(wire))
-    return path
-
-
-def test_cli_gate_applies_the_floors_and_baseline_a_report_records(saved, tmp_path, capsys):
-    base = read_report(saved("b.json", report(retrieval_recall=0.95)))
-    run_floors = parse_floors({"falsehoodRejection": 0.5, "retrievalRecallMargin": 0.1}, "t")
-    run = report(retrieval_recall=0.80, falsehood_rejection=0.6)
-    record = summarize_baseline(base, None, "b.json")
-    gate = evaluate_gate(run.metrics, floors=run_floors, baseline=record, dataset_version="v1", models=MODELS)
-    recorded = run.model_copy(update={"floors": run_floors, "baseline": record, "gate": gate})
-    path = saved("r.json", recorded)
-    assert cli.main(["gate", "--report", path]) == 1
-    out = capsys.readouterr().out.splitlines()
-    assert out[0] == "applied: floors recorded in the report; baseline b.json as recorded in the report"
-    assert check_line(out, "falsehoodRejection").split()[4] == "PASS"  # 0.6 >= the run's 0.5, not the default 0.95
-    assert "FAIL  0.8000 < 0.8500 (baseline 0.9500 - margin 0.1000)" in check_line(out, "retrievalRecall", "baseline")
-    # --no-baseline and --baseline cannot both be given.
-    assert cli.main(["gate", "--report", path, "--no-baseline", "--baseline", path]) == 2
-    assert "not allowed with argument" in capsys.readouterr().err
-
-
-def test_cli_gate_reads_a_report_written_before_floors_and_baseline_were_recorded(saved, capsys):
-    path = _drop_keys(saved("old.json", report(falsehood_rejection=0.9)), "floors", "shard", "merge", "baseline")
-    assert cli.main(["gate", "--report", path]) == 1
-    out = capsys.readouterr().out.splitlines()
-    assert out[0] == "applied: default floors (the report records none); no baseline (the report records none)"
-    assert check_line(out, "falsehoodRejection").split()[4] == "FAIL"  # the default 0.95
-    assert "no baseline given" in check_line(out, "retrievalRecall", "baseline")
-
-
-@pytest.mark.parametrize(
-    ("setup", "message"),
-    [
-        ("missing-report", "cannot read report"),
-        ("bad-json-report", "not valid JSON"),
-        ("bad-baseline", "unknown schemaVersion 99"),
-        ("bad-floors", "is not a valid floor for claimSupportPrecision"),
-        ("no-args", "one of the arguments --report --run is required"),
-    ],
-)
-def test_cli_gate_unusable_input_exits_2(saved, tmp_path, capsys, setup, message):
-    good = saved("r.json", report())
-    bad = tmp_path / "bad.json"
-    argv = ["gate", "--report", good]
-    if setup == "missing-report":
-        argv = ["gate", "--report", str(tmp_path / "nope.json")]
-    elif setup == "bad-json-report":
-        bad.write_text('{"schemaVersion": 1,')
-        argv = ["gate", "--report", str(bad)]
-    elif setup == "bad-baseline":
-        bad.write_text(json.dumps({**report().to_wire(), "schemaVersion": 99}))
-        argv += ["--baseline", str(bad)]
-    elif setup == "bad-floors":
-        bad.write_text(json.dumps({"claimSupportPrecision": 1.5}))
-        argv += ["--floors", str(bad)]
-    else:
-        argv = ["gate"]
-    assert cli.main(argv) == 2
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    err = captured.err.strip()
-    assert "\n" not in err
-    assert err.startswith("groundeval gate: ")
-    assert message in err
-
-
-def _groundeval_command() -> list[str]:
-    exe = shutil.which("groundeval", path=str(Path(sys.executable).parent)) or shutil.which("groundeval")
-    return [exe] if exe else [sys.executable, "-m", "pytest_groundeval.cli"]
-
-
-def test_installed_entry_point_exit_codes(saved):
-    passing = saved("pass.json", report())
-    failing = saved("fail.json", report(errors=3))
-    codes = []
-    for argv in (["gate", "--report", passing], ["gate", "--report", failing], ["gate", "--report", passing + "x"]):
-        proc = subprocess.run([*_groundeval_command(), *argv], capture_output=True, text=True, timeout=60)
-        codes.append(proc.returncode)
-        if proc.returncode == 1:
-            assert proc.stdout.splitlines()[-1] == "gate: FAIL"
-            assert "errors" in proc.stdout
-    assert codes == [0, 1, 2]
-
-
-@pytest.mark.parametrize(("metric_overrides", "status"), [({}, 0), ({"errors": 3}, 1)])
-def test_a_reader_that_stops_early_costs_output_not_a_traceback_or_the_status(saved, metric_overrides, status):
-    # `groundeval gate ... | head -1`: the reader is gone before the command writes.
-    path = saved("r.json", report(**metric_overrides))
-    proc = subprocess.Popen(
-        [*_groundeval_command(), "gate", "--report", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    proc.stdout.close()
-    with proc.stderr:
-        err = proc.stderr.read().decode()
-    assert proc.wait(timeout=60) == status
-    assert "BrokenPipeError" not in err and "Traceback" not in err
-    assert err == ""
+# --- a target that returns no claims --------------------------------------------------------------
 
 
 def test_a_target_that_returns_no_claims_fails_the_claim_floors():
@@ -596,54 +365,6 @@ def test_a_target_that_returns_no_claims_fails_the_claim_floors():
     sliced_result = evaluate_gate(sliced, dataset_version="v1", models=MODELS)
     assert not [c for c in sliced_result.checks if c.metric.startswith("claimSupport")]
     assert sliced_result.passed
-
-
-# --- re-gating trusts nothing it can recompute (issue 19) ----------------------------------------
-
-
-def _all_errored_under_perfect_metrics(wire: dict) -> None:
-    for item in wire["items"]:
-        item.update({"pass": False, "error": "target down: connection refused"})
-    for name, value in wire["metrics"].items():
-        if isinstance(value, float) and name not in ("latencyMsP50", "latencyMsP95", "tokensPerQuery"):
-            wire["metrics"][name] = 1.0
-
-
-HAND_EDITS = {
-    "every item errored under metrics of 1.0": (_all_errored_under_perfect_metrics, "metrics.retrievalRecall"),
-    "negative errors": (lambda w: w["metrics"].update(errors=-5), "metrics.errors"),
-    "items removed": (lambda w: w.update(items=[]), "metrics.items is 3 but the report's 0 item(s) give 0"),
-    "rate Infinity": (lambda w: w["metrics"].update(retrievalRecall=math.inf), "metrics.retrievalRecall"),
-    "rate NaN": (lambda w: w["metrics"].update(claimSupportRecall=math.nan), "metrics.claimSupportRecall"),
-    "rate 5.0": (lambda w: w["metrics"].update(falsehoodRejection=5.0), "metrics.falsehoodRejection"),
-    "rate true": (lambda w: w["metrics"].update(temporalAccuracy=True), "metrics.temporalAccuracy"),
-    "count true": (lambda w: w["metrics"].update(errors=True), "metrics.errors"),
-    "count 5.0": (lambda w: w["metrics"].update(items=3.0), "metrics.items"),
-    "errors hidden": (lambda w: w["metrics"].update(errors=0), "metrics.errors is 0 but the report's 5 item(s) give 2"),
-}
-
-
-@pytest.mark.parametrize("edit", HAND_EDITS, ids=list(HAND_EDITS))
-def test_a_hand_edited_report_is_refused_naming_the_field(saved, capsys, edit):
-    mutate, field = HAND_EDITS[edit]
-    base = report(errors=2) if edit == "errors hidden" else report()
-    wire = base.to_wire()
-    mutate(wire)
-    path = Path(saved("r.json", base)).with_name("edited.json")
-    path.write_text(json.dumps(wire))  # allow_nan: Infinity and NaN as Python's json writes them
-    for command in (["gate", "--report", str(path)], ["report", str(path)]):
-        assert cli.main(command) == 2, command
-        captured = capsys.readouterr()
-        assert captured.out == ""
-        assert captured.err.startswith(f"groundeval {command[0]}: {path}: ")
-        assert field in captured.err and "\n" not in captured.err.strip()
-
-
-def test_an_unedited_report_with_errors_still_gates(saved, capsys):
-    # The same report as "errors hidden", as written: it reads, and its errors fail the gate.
-    path = saved("r.json", report(errors=2))
-    assert cli.main(["gate", "--report", path]) == 1
-    assert "errors" in check_line(capsys.readouterr().out.splitlines(), "errors")
 
 
 # --- issue 19: nothing gated, manifest floors, NOT GATED, baselines of another version -----------
@@ -733,9 +454,3 @@ def test_a_baseline_of_another_lineage_leaves_the_absolute_recall_floor_to_decid
     assert not result.passed
 
 
-def test_cli_gate_refuses_a_baseline_of_another_dataset_version(saved, capsys):
-    path = saved("r.json", report())
-    other = saved("b.json", report(dataset_version="v0"))
-    assert cli.main(["gate", "--report", path, "--baseline", other]) == 2
-    err = capsys.readouterr().err
-    assert "is a report of dataset 'v0', but this run is dataset 'v1'" in err

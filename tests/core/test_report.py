@@ -1,4 +1,4 @@
-"""Tests for pytest_groundeval.report (docs/gate.md): model, reading, streaming writer, CLI."""
+"""Tests for pytest_groundeval.report (docs/gate.md): model, reading, streaming writer (groundeval report: tests/cli)."""
 
 from __future__ import annotations
 
@@ -13,58 +13,29 @@ from pathlib import Path
 import pytest
 import tomllib
 
-from pytest_groundeval import cli
-from pytest_groundeval.core.evidence import EvidenceReview
 from pytest_groundeval.core.gate import evaluate_gate
 from pytest_groundeval.core.metrics import compute_metrics
 from pytest_groundeval.core.outcome import ItemOutcome
 from pytest_groundeval.core.report import (
     SCHEMA_VERSION,
-    Report,
     ReportError,
     ReportWriter,
     environment_info,
     read_report,
     write_report,
 )
+from tests._support.sample_report import (
+    ENV,
+    MODELS,
+    failed_report_wire,
+    finish_kwargs,
+    sample_outcomes,
+    whole_report,
+    write_wire,
+)
 
-MODELS = {"generate": "mock-generate", "embed": "mock-embed"}
-ENV = {"pluginVersion": "0.1.0", "python": "3.11.7", "platform": "Linux", "gitCommit": None}
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 PYPROJECT_VERSION = tomllib.loads(PYPROJECT.read_text("utf-8"))["project"]["version"]
-
-
-def sample_outcomes() -> list[ItemOutcome]:
-    return [
-        ItemOutcome(id="qa-1", kind="qa", passed=True, trace_id="t-1", detail="ok", latency_ms=12.0,
-                    prompt_tokens=100, completion_tokens=30, evidence_expected=2, evidence_found=2,
-                    claims_supported=2, claims_supported_true=2, claims_true_cited=2,
-                    claims_true_cited_supported=2),
-        ItemOutcome(id="adv-ñ", kind="adversarial", passed=False, detail="supported \"the moon is cheese\"\nline 2",
-                    falsehood_supported=True, latency_ms=8.5),
-        ItemOutcome(id="tmp-1", kind="temporal", passed=False, error="target down: connection refused"),
-        ItemOutcome(id="rev-1", kind="review", passed=True,
-                    evidence_review=EvidenceReview(reviewed=True, risk_score=1 / 3, score=2 / 3)),
-        ItemOutcome(id="cit-1", kind="citation", passed=True, extra={"citationParagraphsJudged": 2,
-                                                                     "citationParagraphsMismatched": 0}),
-    ]  # fmt: skip
-
-
-def finish_kwargs(outcomes: list[ItemOutcome]) -> dict:
-    metrics = compute_metrics(outcomes)
-    return dict(
-        dataset_version="v1",
-        models=MODELS,
-        started_at_ms=1_700_000_000_000,
-        duration_ms=5000.0,
-        metrics=metrics,
-        gate=evaluate_gate(metrics, dataset_version="v1", models=MODELS),
-        environment=ENV,
-    )
-
-
-def whole_report(outcomes: list[ItemOutcome]) -> Report:
-    return Report(**finish_kwargs(outcomes), items=outcomes)
 
 
 # --- model and round trip -----------------------------------------------------------------------------
@@ -286,118 +257,23 @@ def test_environment_info_without_git_binary(monkeypatch, tmp_path):
     assert environment_info()["gitCommit"] is None
 
 
-# --- groundeval report ----------------------------------------------------------------------------------
-
-
-def test_cli_report_prints_metrics_gate_and_failed_items(tmp_path, capsys):
-    path = write_report(tmp_path / "r.json", whole_report(sample_outcomes()))
-    assert cli.main(["report", str(path)]) == 0
-    out = capsys.readouterr().out.splitlines()
-    assert out[0] == "dataset v1  models generate=mock-generate embed=mock-embed"
-    assert "  retrievalRecall            1.0000" in out
-    assert "  evidenceRiskScore          0.6667" in out
-    assert "  latencyMsP95               11.8 ms" in out
-    assert "gate: FAIL" in out  # one item errored
-    failed = [line for line in out if line.startswith(("FAIL", "ERROR"))]
-    assert failed == [
-        'FAIL  adversarial::adv-ñ  supported "the moon is cheese" line 2',
-        "ERROR temporal::tmp-1  target down: connection refused",
-    ]
-
-
-def test_cli_report_unreadable_exits_2(tmp_path, capsys):
-    path = tmp_path / "r.json"
-    path.write_text("{}")
-    assert cli.main(["report", str(path)]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("groundeval report: ") and "missing schemaVersion" in err
-    assert cli.main(["report"]) == 2
-
-
 # --- the stored gate is the gate of the report's own metrics, floors and baseline (docs/gate.md) ---------------
 
 
-def _failed_report(tmp_path, **extra):
-    wire = whole_report(sample_outcomes()).to_wire()
-    wire.update(extra)
-    assert wire["gate"]["passed"] is False
-    return wire
-
-
-def _write(tmp_path, wire, name="r.json"):
-    path = tmp_path / name
-    path.write_text(json.dumps(wire))
-    return path
-
-
-def test_report_with_gate_flipped_to_pass_is_refused(tmp_path, capsys):
-    wire = _failed_report(tmp_path)
-    wire["gate"]["passed"] = True
-    for check in wire["gate"]["checks"]:
-        check["outcome"] = "PASS" if check["outcome"] == "FAIL" else check["outcome"]
-    path = _write(tmp_path, wire)
-    for argv in (["report", str(path)], ["report", str(path), "--markdown", str(tmp_path / "r.md")],
-                 ["gate", "--report", str(path)]):  # fmt: skip
-        assert cli.main(argv) == 2, argv
-        err = capsys.readouterr().err
-        assert "gate.checks[" in err and "edited by hand" in err and str(path) in err
-    assert not (tmp_path / "r.md").exists()
-
-
 def test_report_with_only_gate_passed_flipped_is_refused(tmp_path):
-    wire = _failed_report(tmp_path)
+    wire = failed_report_wire(tmp_path)
     wire["gate"]["passed"] = True
     with pytest.raises(ReportError, match=r"gate\.passed is true but should be false"):
-        read_report(_write(tmp_path, wire))
-
-
-def test_report_with_recorded_floors_edited_is_refused(tmp_path, capsys):
-    from pytest_groundeval.core.gate import DEFAULT_FLOORS
-
-    wire = _failed_report(tmp_path, floors=dict(DEFAULT_FLOORS))
-    read_report(_write(tmp_path, wire))  # as written: reads
-    wire["floors"]["errors"] = 100
-    path = _write(tmp_path, wire)
-    assert cli.main(["gate", "--report", str(path)]) == 2
-    assert "gate.checks[" in capsys.readouterr().err
-
-
-def test_report_with_baseline_figure_edited_is_refused(tmp_path, capsys):
-    from pytest_groundeval.core.gate import summarize_baseline
-
-    outcomes = sample_outcomes()
-    base_outcomes = [o.model_copy(update={"evidence_found": 1}) if o.kind == "qa" else o for o in outcomes]
-    record = summarize_baseline(whole_report(base_outcomes), {"qa-1"}, "b.json")
-    kwargs = finish_kwargs(outcomes)
-    kwargs["gate"] = evaluate_gate(kwargs["metrics"], baseline=record, dataset_version="v1", models=MODELS)
-    wire = Report(**kwargs, baseline=record, items=outcomes).to_wire()
-    read_report(_write(tmp_path, wire))
-    wire["baseline"]["retrievalRecall"] = 1.0
-    path = _write(tmp_path, wire)
-    assert cli.main(["gate", "--report", str(path)]) == 2
-    assert "baseline.retrievalRecall is 1.0" in capsys.readouterr().err
+        read_report(write_wire(tmp_path, wire))
 
 
 def test_report_without_recorded_floors_is_checked_against_the_default_floors(tmp_path):
-    wire = _failed_report(tmp_path)
+    wire = failed_report_wire(tmp_path)
     assert wire["floors"] is None
-    read_report(_write(tmp_path, wire))
+    read_report(write_wire(tmp_path, wire))
     wire["gate"]["checks"] = [c for c in wire["gate"]["checks"] if c["metric"] != "errors"]  # the FAIL
     with pytest.raises(ReportError, match=r"gate\.checks"):
-        read_report(_write(tmp_path, wire))
-
-
-@pytest.mark.parametrize("option", ["--html", "--markdown"])
-def test_cli_report_never_writes_an_output_over_the_report(tmp_path, monkeypatch, capsys, option):
-    monkeypatch.chdir(tmp_path)
-    path = write_report(tmp_path / "r.json", whole_report(sample_outcomes()))
-    before = path.read_bytes()
-    assert cli.main(["report", "r.json", option, str(path)]) == 2
-    assert f"{option} names the input report" in capsys.readouterr().err
-    assert path.read_bytes() == before
-    assert cli.main(["report", "r.json", "--html", "o.x", "--markdown", "./o.x"]) == 2
-    assert "--html and --markdown name the same file" in capsys.readouterr().err
-    assert not (tmp_path / "o.x").exists()
+        read_report(write_wire(tmp_path, wire))
 
 
 # --- items that break the documented rules are refused, naming items[i].<field> (docs/gate.md) -------------
@@ -422,27 +298,3 @@ def test_read_refuses_an_item_that_breaks_the_rules(tmp_path, edit, field, messa
         read_report(path)
     text = str(info.value)
     assert field in text and message in text and "\n" not in text
-
-
-def test_read_refuses_duplicate_item_ids_even_with_metrics_to_match(tmp_path, capsys):
-    outcomes = sample_outcomes()
-    copies = [outcomes[0]] * 10 + outcomes[1:]
-    path = write_report(tmp_path / "r.json", whole_report(copies))
-    assert cli.main(["report", str(path)]) == 2
-    assert "items[1].id 'qa-1' is also items[0].id" in capsys.readouterr().err
-
-
-def test_cli_gate_fails_a_report_with_not_run_items_whatever_its_interrupted_flag(tmp_path, capsys):
-    from pytest_groundeval.core.gate import not_run_check, parse_floors
-
-    outcomes = [sample_outcomes()[0],
-                ItemOutcome(id="qa-2", kind="qa", passed=False, error="not run: the run was stopped", not_run=True)]  # fmt: skip
-    floors = parse_floors({"errors": 5}, "t")  # an error ceiling loose enough for the run's one error
-    kwargs = finish_kwargs(outcomes)
-    gate = evaluate_gate(kwargs["metrics"], floors=floors, dataset_version="v1", models=MODELS)
-    assert gate.passed  # only the item that never ran can fail it
-    kwargs["gate"] = gate.model_copy(update={"passed": False, "checks": [*gate.checks, not_run_check(1, 2)]})
-    path = write_report(tmp_path / "r.json", Report(**kwargs, floors=floors, interrupted=False, items=outcomes))
-    assert cli.main(["gate", "--report", str(path)]) == 1
-    out = capsys.readouterr().out
-    assert "1 of 2 collected items never ran" in out and out.splitlines()[-1] == "gate: FAIL"

@@ -10,8 +10,7 @@ from sqlalchemy import text
 from pytest_groundeval.history import HistoryStore
 from pytest_groundeval.history.queries import group_items
 from pytest_groundeval.history.rejudge import JudgeVerdict, rejudge_run
-
-from . import _data
+from tests._support import history_records as _data
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "history.md"
 BLOCKS = re.findall(r"```sql\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)

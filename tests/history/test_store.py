@@ -23,8 +23,7 @@ from pytest_groundeval.history.migrations import V1_METADATA, create_version, st
 from pytest_groundeval.history.queries import compare_runs, group_items, list_runs, show_run
 from pytest_groundeval.history.records import ITEM_CONTEXT_KEYS, outcome_from_rows
 from pytest_groundeval.history.rejudge import JudgeVerdict, rejudge_run
-
-from . import _data
+from tests._support import history_records as _data
 
 WRITER = Path(__file__).with_name("writer_process.py")
 REPO = Path(__file__).resolve().parents[2]

@@ -21,6 +21,7 @@ import pytest_groundeval.history.rejudge_judge
 import pytest_groundeval.history.stored_report  # noqa: F401
 from pytest_groundeval.cli import main as groundeval
 from pytest_groundeval.core.contract import dataset_run_id
+from tests._support.postgres import PostgresServer
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -262,14 +263,9 @@ def test_a_dead_or_prose_judge_never_destroys_stored_verdicts_nor_flips_the_run(
     assert "judgment set 4 [kept] rejudge judge judge-x" in out
 
 
-def _postgres_server():
-    """A throwaway PostgreSQL server (tests/history/conftest.py's ``PostgresServer``), loaded by path."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("_history_pg", ROOT / "tests" / "history" / "conftest.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.PostgresServer()
+def _postgres_server() -> PostgresServer:
+    """A throwaway PostgreSQL server of its own (the shared ``pg_server`` fixture must not be stopped)."""
+    return PostgresServer()
 
 
 STOP_PG_CONFTEST = """

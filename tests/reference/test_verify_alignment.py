@@ -14,7 +14,6 @@ import concurrent.futures
 import json
 import multiprocessing
 import os
-import re
 import subprocess
 import sys
 import time
@@ -22,8 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from pytest_groundeval.cli._args import UsageError
-from pytest_groundeval.cli.reference import config_from_args
 from pytest_groundeval.core.scoring import claim_is_true, tokenize
 from pytest_groundeval.reference.app import ReferenceConfig, ServerState, new_verifier, verify_answer, verify_workers
 from pytest_groundeval.reference.pool import pool_worker_init
@@ -253,25 +250,6 @@ def test_the_pool_is_sized_to_the_machine(monkeypatch: pytest.MonkeyPatch) -> No
     assert verify_workers(ReferenceConfig(data_dir=Path("."), llm_url="u", embed_url="u", verify_workers=3)) == 3
     with pytest.raises(ValueError, match="verify_executor"):
         new_verifier(ReferenceConfig(data_dir=Path("."), llm_url="u", embed_url="u", verify_executor="gpu"))
-
-
-@pytest.mark.parametrize(
-    ("argv", "env", "message"),
-    [
-        ([], {"GROUNDEVAL_VERIFY_EXECUTOR": "gpu"}, "GROUNDEVAL_VERIFY_EXECUTOR must be one of process, thread, inline, got 'gpu'"),
-        (["--verify-workers", "0"], {}, "--verify-workers must be at least 1, got 0"),
-        ([], {"GROUNDEVAL_VERIFY_WORKERS": "0"}, "--verify-workers must be at least 1, got 0"),
-    ],
-)
-def test_bad_verification_options_are_usage_errors(argv: list[str], env: dict[str, str], message: str) -> None:
-    with pytest.raises(UsageError, match=re.escape(message)):
-        config_from_args(["--llm-url", "http://127.0.0.1:9/v1", *argv], env)
-
-
-def test_verification_options_from_flags_and_env() -> None:
-    config = config_from_args(["--llm-url", "u", "--verify-executor", "thread"], {"GROUNDEVAL_VERIFY_WORKERS": "3"})
-    assert (config.verify_executor, config.verify_workers) == ("thread", 3)
-    assert config_from_args(["--llm-url", "u"], {}).verify_executor == "process"
 
 
 def test_near_miss_manifest_classes_are_the_ones_tested_here() -> None:

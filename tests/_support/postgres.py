@@ -1,4 +1,4 @@
-"""Fixtures for the history tests: a real PostgreSQL 15 server and a fresh database per test.
+"""Fixtures for the history tests (tests/history, tests/cli): a real PostgreSQL 15 server, a fresh database per test.
 
 Every store test runs twice, against SQLite (a file in ``tmp_path``) and against
 PostgreSQL (a server started once per session from the Debian binaries in

@@ -1,4 +1,4 @@
-"""Fixtures for the outputs tests: real saved reports, and shard reports made from them.
+"""Fixtures for the outputs and merge tests: real saved reports, and shard reports made from them.
 
 ``data/report-v1.json.gz`` is the report of a real run of datasets/v1 (version v1, 621
 items) against the reference target and mock (``--eval-report``), and
@@ -24,7 +24,7 @@ from pytest_groundeval.core.metrics import compute_metrics
 from pytest_groundeval.core.report import parse_report
 from pytest_groundeval.core.sharding import shard_info, shard_of
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "outputs" / "data"
 REPO = Path(__file__).resolve().parents[2]
 V1_BASELINE = DATA / "baseline-v1.json.gz"
 
@@ -107,3 +107,28 @@ def make_shards(v1_baseline) -> Callable[..., list[dict[str, Any]]]:
         return shards
 
     return make
+
+
+def recount(*shards: dict) -> None:
+    """Give shards whose items a test changed the metrics of those items, as a shard run writes them."""
+    for shard in shards:
+        shard["metrics"] = compute_metrics(shard["items"]).to_wire()
+        regate(shard)
+
+
+def regate(report: dict[str, Any]) -> dict[str, Any]:
+    """Re-gate a report edited by a test, as the plugin would have gated it: its metrics, its recorded
+    floors and baseline, plus the interrupted check (a report's gate must be its own, docs/gate.md)."""
+    from pytest_groundeval.core.gate import interrupted_check
+    from pytest_groundeval.core.report import BaselineInfo
+
+    gate = evaluate_gate(
+        compute_metrics(report["items"]),
+        floors=report["floors"],
+        baseline=BaselineInfo.model_validate(report["baseline"]) if report.get("baseline") else None,
+        dataset_version=report["datasetVersion"],
+        models=report["models"],
+    )
+    checks = [*gate.checks, interrupted_check(len(report["items"]))] if report.get("interrupted") else gate.checks
+    report["gate"] = {"passed": all(c.outcome != "FAIL" for c in checks), "checks": [c.to_wire() for c in checks]}
+    return report

@@ -1,8 +1,11 @@
-"""Item records for the history tests, shaped as ``ItemOutcome.to_wire()`` plus history context."""
+"""Item records and finished runs for the history tests (tests/history, tests/cli), records shaped as ``ItemOutcome.to_wire()`` plus history context."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_groundeval.history import HistoryStore
 
 
 def qa(item_id: str, *, passed: bool = True, latency: float = 10.0, tags=("geo",), tools=("search",),
@@ -104,3 +107,30 @@ def config(*, floors: dict | None = None, version: str = "2026.1") -> dict[str, 
         "floors": floors if floors is not None else {"claimSupportPrecision": 0.9, "errors": 0},
         "options": {"concurrency": 4},
     }
+
+
+def recorded_run(store: HistoryStore, records, *, label: str, started_ms: int) -> str:
+    """A finished run of ``records`` stored with fixed figures (no items counted, precision 1.0) and a passing gate:
+    not its items' own metrics, so a reader that recomputes them refuses it."""
+    run_id = store.open_run(config(), label=label, started_ms=started_ms)
+    store.add_items(run_id, records)
+    store.finish_run(run_id, metrics={"errors": 0, "claimSupportPrecision": 1.0}, gate={"passed": True, "checks": [
+        {"metric": "errors", "value": 0, "bound": 0, "op": "<=", "outcome": "PASS", "reason": "0 <= 0"}]},
+        finished_ms=started_ms + 1500)
+    return run_id
+
+
+def measured_run(store: HistoryStore, records, *, started_ms: int) -> str:
+    """A finished run whose stored metrics are its items' and whose gate applied its floors."""
+    from pytest_groundeval.core.gate import evaluate_gate, parse_floors
+    from pytest_groundeval.core.metrics import compute_metrics
+    from pytest_groundeval.history.stored_report import stored_outcomes
+
+    floors = parse_floors({"claimSupportPrecision": 0.9}, "test floors")
+    run_config = config(floors=floors)
+    run_id = store.open_run(run_config, label="main", started_ms=started_ms)
+    store.add_items(run_id, records)
+    metrics = compute_metrics(stored_outcomes(store, run_id))
+    gate = evaluate_gate(metrics, floors=floors, dataset_version="2026.1", models=run_config["models"])
+    store.finish_run(run_id, metrics=metrics.to_wire(), gate=gate.to_wire(), finished_ms=started_ms + 1500)
+    return run_id

@@ -1,0 +1,100 @@
+"""``groundeval history`` on both backends (docs/history.md): list, show, its HTML page, usage errors.
+
+``groundeval rejudge``: tests/cli/test_rejudge.py; ``gate --run`` and ``report --history``: test_gate.py, test_report.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_groundeval.cli import main
+from pytest_groundeval.cli.history import history_main
+from pytest_groundeval.history import HistoryStore
+from tests._support import history_records as _data
+from tests._support.history_records import recorded_run
+
+
+def test_list_show_and_group(store: HistoryStore, history_url: str, capsys, monkeypatch) -> None:
+    first = recorded_run(store, [_data.qa("q1")], label="main", started_ms=1_700_000_000_000)
+    second = recorded_run(store, [_data.qa("q1", passed=False, tools=("sql",)), _data.qa("q2", error="timeout")],
+                          label="pr-7", started_ms=1_700_000_100_000)
+    monkeypatch.setenv("GROUNDEVAL_HISTORY", history_url)  # the env fallback
+    assert main(["history", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith(second[:12]) and "2023-11-14 22:15:00" in lines[1] and lines[1].endswith("pr-7")
+    assert lines[2].startswith(first[:12]) and "PASS" in lines[2] and "1.5 s" in lines[2]
+    assert history_main(["list", "--label", "main"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 2
+    assert history_main(["list", "--dataset", "no-such-version"]) == 0
+    assert capsys.readouterr().out.strip() == "no runs recorded"
+
+    assert history_main(["show", "latest", "--by", "tool"]) == 0
+    out = capsys.readouterr().out
+    assert f"run {second}  label pr-7" in out and "1 failed, 1 errors" in out and "ERROR qa::q2  timeout" in out
+    assert "models generate=gen-1 embed=emb-1" in out and "gate: PASS" in out
+    sql_row = next(line for line in out.splitlines() if line.startswith("sql "))
+    assert sql_row.split()[1:4] == ["1", "1", "1.000"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["show"], "required"),
+        (["show", "latest", "--by", "model"], "invalid choice"),
+        (["frobnicate"], "invalid choice"),
+        (["show", "zzz"], "expected a run id"),
+        (["show", "latest~5"], "holds 0 run"),
+        (["list", "--limit", "0"], "--limit must be >= 1"),
+    ],
+)
+def test_usage_errors_exit_2(argv, message, history_url: str, capsys) -> None:
+    assert history_main([*argv, "--history", history_url]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_bad_url_exits_2(capsys) -> None:
+    assert history_main(["list", "--history", "mysql://x/y"]) == 2
+    assert "unknown database 'mysql'" in capsys.readouterr().err
+
+
+def test_show_writes_the_runs_html_report_with_trends(store: HistoryStore, history_url: str, tmp_path, capsys) -> None:
+    first = recorded_run(store, [_data.qa("q1")], label="main", started_ms=1_700_000_000_000)
+    second = recorded_run(store, [_data.qa("q1", passed=False), _data.qa("q2")], label="pr-7", started_ms=1_700_000_100_000)
+    out = tmp_path / "run.html"
+    assert history_main(["show", "latest", "--html", str(out), "--history", history_url]) == 0
+    assert f"wrote {out}" in capsys.readouterr().out
+    page = out.read_text(encoding="utf-8")
+    # The run's own page ("this run"), with a trend over the earlier run of the same dataset and lineage.
+    assert page.startswith("<!DOCTYPE html>") and first[:12] in page and _page_runs(page) == [first, "this run"]
+    assert second[:12] not in page
+
+
+def _page_runs(page: str) -> list[str]:
+    import re
+
+    island = re.search(r'<script type="application/json" id="ge-data">(.*?)</script>', page, flags=re.S)
+    assert island, "the page carries no data island"
+    return [run["id"] for run in json.loads(island.group(1))["runs"]]
+
+
+def test_show_html_compares_the_run_with_the_one_before_it_never_itself(
+    store: HistoryStore, history_url: str, tmp_path, capsys
+) -> None:
+    first = recorded_run(store, [_data.qa("q1")], label="main", started_ms=1_700_000_000_000)
+    out = tmp_path / "first.html"
+    assert history_main(["show", first, "--html", str(out), "--history", history_url]) == 0
+    page = out.read_text(encoding="utf-8")
+    # No earlier run: the page says so, and has no comparison that could set the run against itself.
+    assert _page_runs(page) == ["this run"]
+    assert 'id="cmp-none"' in page and "No earlier run of this dataset" in page and 'id="cmp-a"' not in page
+
+    second = recorded_run(store, [_data.qa("q1", passed=False)], label="pr-7", started_ms=1_700_000_100_000)
+    out = tmp_path / "second.html"
+    assert history_main(["show", "latest", "--html", str(out), "--history", history_url]) == 0
+    page = out.read_text(encoding="utf-8")
+    runs = _page_runs(page)
+    # The comparison's default pair is the last two runs: the one before it (A) and this run (B).
+    assert runs == [first, "this run"] and second not in runs
+    assert 'id="cmp-a"' in page and "cmp-none" not in page
