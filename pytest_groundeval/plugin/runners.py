@@ -17,7 +17,7 @@ import inspect
 import os
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any
+from pathlib import Path
 
 import pytest
 
@@ -153,7 +153,7 @@ def serve_runner(request: pytest.FixtureRequest, groundeval_target: Target) -> I
         return mock.tokens_total() - sum(mock.tokens_total(kind) for kind in judging_kinds)
 
     session = session_id(request.config)
-    keys: dict[Any, str] = {}
+    keys: dict[Path, str] = {}
 
     def call_run_id(dataset: Dataset) -> str:
         # The dataset's run id in the history: derived from the session id and the node ids' manifest part.
