@@ -8,6 +8,10 @@
   own modules inside a function, and no cycle runs through one (issue 20, "laziness
   by structure"). Imports only a type checker runs (``if TYPE_CHECKING:``) are not
   dependencies at run time and do not count.
+- Over the whole package, no cycle runs through an import inside a function either,
+  and the package's own modules are imported inside a function only by the hand-offs
+  in ``FUNCTION_LEVEL_IMPORTS``: the start-up shims that keep the plugin, the CLI and
+  the history writer light, each with its reason.
 """
 
 from __future__ import annotations
@@ -137,10 +141,19 @@ def test_no_module_is_over_800_lines():
 
 def _runtime_imports(name: str, path: Path) -> tuple[set[str], list[int]]:
     """``(modules imported anywhere, lines of function-level imports of the package)``; typing-only blocks skipped."""
+    found, nested = _scan_imports(name, path)
+    return found, sorted(nested)
+
+
+def _scan_imports(name: str, path: Path) -> tuple[set[str], dict[int, set[str]]]:
+    """``(modules imported anywhere, line -> package modules imported there inside a function)``.
+
+    Typing-only blocks (``if TYPE_CHECKING:``) are skipped.
+    """
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     package = _package_of(name, path)
     found: set[str] = set()
-    nested: list[int] = []
+    nested: dict[int, set[str]] = {}
 
     def visit(node: ast.AST, in_function: bool) -> None:
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
@@ -158,8 +171,9 @@ def _runtime_imports(name: str, path: Path) -> tuple[set[str], list[int]]:
                 module = node.module or ""
                 modules = {module} | {f"{module}.{a.name}" for a in node.names if f"{module}.{a.name}" in MODULES}
             found.update(modules)
-            if in_function and any(m == "pytest_groundeval" or m.startswith("pytest_groundeval.") for m in modules):
-                nested.append(node.lineno)
+            own = {m for m in modules if m == "pytest_groundeval" or m.startswith("pytest_groundeval.")}
+            if in_function and own:
+                nested[node.lineno] = own
             return
         inside = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
         for child in ast.iter_child_nodes(node):
@@ -200,3 +214,97 @@ def test_the_core_checks_see_an_import_inside_a_function(tmp_path):
     )
     found, nested = _runtime_imports("m", module)
     assert "pytest_groundeval.core.wire" in found and "pytest_groundeval.core.text" not in found and nested == [5]
+
+
+# -- the whole package: function-level imports count (issue 20) ----------------------------------
+
+FUNCTION_LEVEL_IMPORTS = {
+    ("plugin.fixtures", "plugin.runners"): (
+        "start-up: the plugin module is imported by every pytest run; its session fixtures hand off to the runner, "
+        "the targets' HTTP stack, the judge clients and the mock (pydantic, aiohttp, httpx) only when a session "
+        "asks for one (tests/test_package.py)"
+    ),
+    ("plugin.hooks", "plugin.controller"): (
+        "start-up: the controller (pydantic, core.report) is registered only for a session with a dataset "
+        "(tests/plugin/test_session.py)"
+    ),
+    ("plugin.hooks", "plugin.collect"): (
+        "start-up: collecting a manifest loads the dataset models (pydantic); a run without a dataset never does"
+    ),
+    ("history.writer", "history.migrations"): (
+        "start-up: the writer the plugin uses runs on the database driver alone; SQLAlchemy loads only to create "
+        "or migrate the schema (tests/history/test_engine.py)"
+    ),
+    ("cli.gate", "history.stored_report"): (
+        "start-up: SQLAlchemy loads only when groundeval gate reads a stored run (--run), not for --report"
+    ),
+    ("cli._outputs", "history.stored_report"): (
+        "start-up: SQLAlchemy loads only when groundeval report/merge draw trends from --history URL"
+    ),
+}
+"""(module, imported module) -> why that import waits for a function, package prefix left off.
+
+Each is a hand-off to a module that imports at top level with real types; nothing
+else in the package imports its own modules inside a function."""
+
+_PREFIX = "pytest_groundeval."
+
+
+def _known(module: str) -> str:
+    """The deepest module of the package that importing ``module`` runs."""
+    while module and module not in MODULES:
+        module = module.rpartition(".")[0]
+    return module
+
+
+def _function_level_pairs(modules: dict[str, Path]) -> dict[tuple[str, str], list[int]]:
+    pairs: dict[tuple[str, str], list[int]] = {}
+    for name, path in modules.items():
+        for line, imported in sorted(_scan_imports(name, path)[1].items()):
+            known = {_known(m) for m in imported} - {""}
+            # `from pkg import sub` names pkg and pkg.sub: the pair is the submodule's.
+            for module in {m for m in known if not any(o.startswith(m + ".") for o in known)}:
+                pairs.setdefault((name.removeprefix(_PREFIX), module.removeprefix(_PREFIX)), []).append(line)
+    return pairs
+
+
+def test_the_package_imports_itself_inside_functions_only_in_the_listed_hand_offs():
+    pairs = _function_level_pairs(MODULES)
+    unlisted = {pair: lines for pair, lines in pairs.items() if pair not in FUNCTION_LEVEL_IMPORTS}
+    assert unlisted == {}, "import these at top level, or hand off through a listed shim"
+    # A hand-off that is gone leaves the list: it stays the list of what waits, and why.
+    assert sorted(set(FUNCTION_LEVEL_IMPORTS) - set(pairs)) == []
+
+
+def _runtime_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    graph = {}
+    for name, path in modules.items():
+        targets = set()
+        for module in _scan_imports(name, path)[0]:
+            module = _known(module)
+            # A submodule importing its own package (a parent) is not a cycle (test_no_import_cycles).
+            if module and module != name and not name.startswith(module + "."):
+                targets.add(module)
+        graph[name] = targets
+    return graph
+
+
+def test_the_package_has_no_cycle_counting_imports_inside_functions():
+    assert _cycles(_runtime_graph(MODULES)) == []
+
+
+def test_the_package_checks_see_a_hand_off_and_a_hidden_cycle(tmp_path):
+    # Two modules of the package, faked on disk: b imports a at top level, a imports b inside a function.
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("def f():\n    from pytest_groundeval.core import text\n    from . import b\n")
+    b.write_text("from . import a\n")
+    modules = {"pytest_groundeval.cli.a": a, "pytest_groundeval.cli.b": b}
+    MODULES.update(modules)
+    try:
+        pairs = _function_level_pairs(modules)
+        cycles = _cycles(_runtime_graph(modules))
+    finally:
+        for name in modules:
+            del MODULES[name]
+    assert pairs == {("cli.a", "core.text"): [2], ("cli.a", "cli.b"): [3]}
+    assert cycles == [["pytest_groundeval.cli.a", "pytest_groundeval.cli.b", "pytest_groundeval.cli.a"]]

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..history.errors import HistoryError
+from ..history.urls import is_database_url
 from ..outputs.write import OutputError, read_history, write_outputs
 
 
@@ -55,17 +57,6 @@ def output_collision(outputs: list[tuple[str, str | None]], inputs: list[tuple[s
     return None
 
 
-def is_database_url(value: str) -> bool:
-    """Whether a ``--history`` value names a database (``scheme://…`` or a shorthand such as ``sqlite``).
-
-    Anything else is the JSON file of runs ``--history`` named before it meant the
-    database on every command: read as ``--trends FILE``, with a deprecation warning.
-    """
-    from ..history.urls import SHORTHANDS
-
-    return "://" in value or value.strip().lower() in SHORTHANDS
-
-
 def _trends(report: Mapping[str, Any], args: argparse.Namespace, prog: str) -> list[dict[str, Any]] | None:
     """The past runs the HTML page shows trends over, from ``--trends FILE`` or ``--history URL``.
 
@@ -84,15 +75,13 @@ def _trends(report: Mapping[str, Any], args: argparse.Namespace, prog: str) -> l
         return read_history(trends_file)
     if history_url is None or not getattr(args, "html", None):
         return None  # only the HTML page draws trends
-    from ..history.errors import HistoryError
-    from ..history.store import HistoryStore
-    from ..history.stored_report import earlier_runs
+    # SQLAlchemy loads only when a command reads the history database.
+    from ..history.stored_report import trends_at
 
     try:
-        with HistoryStore.open(history_url) as store:
-            return earlier_runs(
-                store, report.get("datasetVersion"), report.get("models"), int(report.get("startedAtMs") or 0) - 1
-            )
+        return trends_at(
+            history_url, report.get("datasetVersion"), report.get("models"), int(report.get("startedAtMs") or 0) - 1
+        )
     except HistoryError as exc:
         raise OutputError(f"--history: {exc}") from exc
 

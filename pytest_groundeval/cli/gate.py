@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from argparse import Namespace
 
 from ..core.finalize import RunFlags, RunOutcomes, finalize_run
 from ..core.gate import FloorsError, baseline_version_problem, check_recorded_floors, load_floors
 from ..core.render import format_check
 from ..core.report import Report, ReportError, check_metrics, read_report, read_reports
+from ..history.errors import HistoryError
+from ..history.urls import is_database_url, url_from_sources
 from ._args import Parser, ParserExit, UsageError
 
 
@@ -80,8 +82,6 @@ def gate_main(argv: list[str]) -> int:
         print(f"groundeval gate: {exc}", file=sys.stderr)
         return 2
     if args.run is not None:
-        from ..history.errors import HistoryError
-
         try:
             reports = [_stored_report(args)]
         except (HistoryError, ReportError) as exc:
@@ -124,7 +124,7 @@ def _deprecated(old: str, new: str) -> None:
     print(f"groundeval gate: {old} is deprecated; use {new}", file=sys.stderr)
 
 
-def _resolve_spellings(args: Any) -> None:
+def _resolve_spellings(args: Namespace) -> None:
     """Map the deprecated spellings onto ``--run RUN`` and ``--history URL`` (docs/history.md), warning on stderr.
 
     ``--history`` names the history database on every command. Before, ``gate`` took
@@ -136,8 +136,6 @@ def _resolve_spellings(args: Any) -> None:
         UsageError: neither or both of ``--report`` and ``--run``, or ``--history``
             without ``--run``.
     """
-    from ._outputs import is_database_url
-
     if args.history_url is not None:
         _deprecated("--history-url URL", "--history URL")
         if args.history is not None and args.run is None and args.report is None:
@@ -158,24 +156,22 @@ def _resolve_spellings(args: Any) -> None:
         raise UsageError("--history URL names the database of --run RUN; a --report needs none")
 
 
-def _stored_report(args: Any) -> Report:
+def _stored_report(args: Namespace) -> Report:
     """The stored run ``args.run`` as a report, its metrics checked against its items.
 
     Raises:
         HistoryError: no such run, or the database cannot be opened.
         ReportError: the run's stored metrics are not what its items give (``check_metrics``).
     """
-    from ..history.stored_report import report_from_history
-    from ..history.store import HistoryStore
-    from ..history.urls import url_from_sources
+    # SQLAlchemy loads only when a command reads the history database.
+    from ..history.stored_report import stored_report_at
 
-    with HistoryStore.open(url_from_sources(args.history)) as store:
-        report = report_from_history(store, args.run)
+    report = stored_report_at(url_from_sources(args.history), args.run)
     check_metrics(report, f"history run {args.run}")
     return report
 
 
-def _gate_one(report: Report, args: Any, explicit_baseline: Report | None, explicit_floors: dict | None) -> bool:
+def _gate_one(report: Report, args: Namespace, explicit_baseline: Report | None, explicit_floors: dict | None) -> bool:
     """Print one dataset's applied floors and baseline, its checks and its verdict; True when it passes.
 
     Raises:

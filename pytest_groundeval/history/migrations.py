@@ -59,7 +59,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.types import TypeEngine
 
 from . import schema
-from .engine import WRITE, HistoryError, describe_url, is_postgres
+from .engine import WRITE, HistoryError, create_history_engine, describe_url, is_postgres
 
 _LOCK_KEY = 0x67726E64  # "grnd": the advisory lock every groundeval writer takes to create or migrate
 
@@ -482,6 +482,25 @@ def create_version(conn: Connection, metadata: MetaData, version: int) -> None:
     conn.execute(
         schema.schema_info.insert().values(id=1, version=version, migrated_ms=_now_ms())
     )
+
+
+def ensure_schema_at(url: str) -> None:
+    """``ensure_schema`` on a resolved history URL, through an engine of its own, disposed after.
+
+    What ``history.writer`` calls when the database has no current schema: the writer
+    itself runs on the database driver alone, and SQLAlchemy loads only with this module.
+
+    Raises:
+        HistoryError: as ``ensure_schema``, or the database cannot be reached (the message
+            names the database, its password masked, and the driver's first line).
+    """
+    engine = create_history_engine(url)
+    try:
+        ensure_schema(engine)
+    except SQLAlchemyError as exc:
+        raise HistoryError(f"cannot open history database {describe_url(url)}: {_first_line(exc)}") from exc
+    finally:
+        engine.dispose()
 
 
 def ensure_schema(engine: Engine) -> int:

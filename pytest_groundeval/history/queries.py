@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from sqlalchemy import func, select
 
+from ..core.gate import DEFAULT_FLOORS, DEFAULT_RECALL_MARGIN, RECALL_MARGIN_KEY, FloorsError, parse_floors, same_lineage
 from ..core.judging import RECORDED_VERDICTS, UNJUDGED, JudgeVerdict
 from ..core.metrics import METRIC_DIRECTIONS, percentile
 from . import schema
@@ -439,9 +440,6 @@ def regressions(
     Args:
         floors: Complete bounds (``gate.parse_floors`` output), metric → bound.
     """
-    from ..core.floors import RECALL_MARGIN_KEY
-    from ..core.gate import DEFAULT_RECALL_MARGIN, same_lineage
-
     if b.finished_ms is None:
         return [f"run B {b.id[:12]} has no finish time: it was killed or is still running"]
     if b.interrupted:
@@ -491,9 +489,6 @@ def recorded_floors(config: Mapping[str, Any] | None, run_id: str) -> dict[str, 
     Raises:
         HistoryError: A recorded bound is invalid (unknown metric, value out of range).
     """
-    from ..core.floors import FloorsError
-    from ..core.gate import DEFAULT_FLOORS, parse_floors
-
     recorded = (config or {}).get("floors")
     if not isinstance(recorded, Mapping):
         return dict(DEFAULT_FLOORS)

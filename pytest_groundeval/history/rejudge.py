@@ -33,6 +33,7 @@ from ..core.finalize import RunFlags, RunOutcomes, finalize_run
 from ..core.gate import GateResult
 from . import schema
 from .engine import HistoryError
+from .queries import recorded_floors
 from .records import PARAGRAPHS_KEY, outcome_from_rows
 from .store import HistoryStore, now_ms
 
@@ -377,8 +378,6 @@ def default_recompute(
     against is not in the history, so the stored ``retrievalRecall`` checks (floor and
     baseline) and any ``run`` (interrupted) check are kept as they were.
     """
-    from .queries import recorded_floors
-
     dataset = config.get("dataset") if isinstance(config.get("dataset"), Mapping) else {}
     end = finalize_run(
         RunOutcomes.of(outcomes),

@@ -6,8 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import ValidationError
 from sqlalchemy import select
 
+from ..core.gate import GateResult
+from ..core.metrics import compute_metrics
+from ..core.report import Report
+from ..outputs.write import OutputError, write_outputs
 from . import schema
 from .errors import HistoryError
 from .queries import list_runs
@@ -27,7 +32,7 @@ def stored_outcomes(store: HistoryStore, run_id: str) -> list[dict[str, Any]]:
     return [outcome_from_rows(dict(row.outcome), by_item.get(row.id, [])) for row in rows]
 
 
-def report_from_history(store: HistoryStore, ref: str) -> Any:
+def report_from_history(store: HistoryStore, ref: str) -> Report:
     """The ``core.report.Report`` of a stored run: its metrics, gate, lineage, floors, baseline and items.
 
     A run with no finish time (killed, or still running) is ``interrupted``, and its
@@ -40,12 +45,6 @@ def report_from_history(store: HistoryStore, ref: str) -> Any:
     Raises:
         HistoryError: ``ref`` names no run, or what the run stored is not a valid report.
     """
-    from pydantic import ValidationError
-
-    from ..core.gate import GateResult
-    from ..core.metrics import compute_metrics
-    from ..core.report import Report
-
     run_id = store.resolve_run(ref)
     runs = schema.runs
     with store.engine.connect() as conn:
@@ -111,6 +110,32 @@ def earlier_runs(
     return list(reversed(earlier))
 
 
+def stored_report_at(url: str | None, ref: str) -> Report:
+    """``report_from_history`` on the database ``url`` names, opened for it and closed after.
+
+    Args:
+        url: A history URL or shorthand (``urls.resolve_url``); None is the default database.
+        ref: A run reference (full id, unique prefix, ``latest``, ``latest~N``).
+
+    Raises:
+        HistoryError: the database cannot be opened, ``ref`` names no run, or the run is not a valid report.
+    """
+    with HistoryStore.open(url) as store:
+        return report_from_history(store, ref)
+
+
+def trends_at(
+    url: str, dataset_version: str, models: Mapping[str, Any] | None, until_ms: int
+) -> list[dict[str, Any]]:
+    """``earlier_runs`` on the database ``url`` names, opened for it and closed after.
+
+    Raises:
+        HistoryError: the database cannot be opened or a stored run is not a valid report.
+    """
+    with HistoryStore.open(url) as store:
+        return earlier_runs(store, dataset_version, models, until_ms)
+
+
 def write_run_html(store: HistoryStore, ref: str, out: str) -> str:
     """Write the HTML report of stored run ``ref`` to ``out``, with trends over earlier runs.
 
@@ -121,8 +146,6 @@ def write_run_html(store: HistoryStore, ref: str, out: str) -> str:
     Raises:
         HistoryError: ``ref`` names no run, or the file cannot be written.
     """
-    from ..outputs.write import OutputError, write_outputs
-
     report = report_from_history(store, ref)
     run_id = store.resolve_run(ref)
     wire = report.to_wire()

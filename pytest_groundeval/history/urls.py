@@ -84,6 +84,15 @@ def resolve_url(value: str | None, cwd: str | Path | None = None) -> str:
     raise HistoryError(f"history URL {text!r}: unknown database {backend!r}; {VALID_FORMS}")
 
 
+def is_database_url(value: str) -> bool:
+    """Whether a ``--history`` value names a database (``scheme://…`` or a shorthand such as ``sqlite``).
+
+    Anything else is the JSON file of runs ``--history`` named before it meant the
+    database on every command: read as ``--trends FILE``, with a deprecation warning.
+    """
+    return "://" in value or value.strip().lower() in SHORTHANDS
+
+
 def url_from_sources(flag: str | None, env: dict[str, str] | None = None) -> str | None:
     """The history setting from a flag value, else ``GROUNDEVAL_HISTORY``; None when neither is set."""
     if flag is not None:
@@ -125,8 +134,6 @@ def check_server_encoding(connection: Any, url: str) -> None:
     Raises:
         HistoryError: the database's encoding is not UTF8; the message names it.
     """
-    from .errors import HistoryError
-
     cursor = connection.cursor()
     try:
         cursor.execute("SHOW server_encoding")

@@ -3,7 +3,7 @@
 This is what the pytest controller loads, so it imports neither pytest nor
 SQLAlchemy: ``sqlite3`` or ``psycopg`` directly, a handful of statements, and
 SQLAlchemy only when the database must first be created or migrated
-(``migrations.ensure_schema``). Readers (``queries``, ``rejudge``, the CLI) use
+(``migrations.ensure_schema_at``, the one import made inside a function). Readers (``queries``, ``rejudge``, the CLI) use
 SQLAlchemy through ``store.HistoryStore``.
 
 Writing, as the controller does it::
@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 
+from ..judge.prompt import PROMPT_VERSION
 from .errors import HistoryError
 from .records import item_row
 from .urls import (
@@ -88,12 +89,6 @@ _JSON_COLUMNS = frozenset(
     {"config", "tags", "sources", "trace", "tool_trace", "outcome", "hit_ids", "markers", "missing_markers",
      "metadata_mismatch", "metrics", "gate"}
 )
-
-
-def _prompt_version() -> str:
-    from ..judge.prompt import PROMPT_VERSION  # standard library only
-
-    return PROMPT_VERSION
 
 
 def now_ms() -> int:
@@ -198,18 +193,9 @@ class HistoryWriter:
         if row is not None and row[0] == SCHEMA_VERSION and self._tables_look_current():
             return
         # Creating or migrating needs the table definitions: only then is SQLAlchemy loaded.
-        from sqlalchemy.exc import SQLAlchemyError
+        from .migrations import ensure_schema_at  # the writer's one hand-off (module docstring)
 
-        from .engine import create_history_engine
-        from .migrations import ensure_schema
-
-        engine = create_history_engine(self.url)
-        try:
-            ensure_schema(engine)
-        except SQLAlchemyError as exc:
-            raise HistoryError(f"cannot open history database {describe_url(self.url)}: {_first_line(exc)}") from exc
-        finally:
-            engine.dispose()
+        ensure_schema_at(self.url)
 
     def _tables_look_current(self) -> bool:
         """Whether every table of the schema is there and ``schema_info`` has one row, checked
@@ -335,7 +321,7 @@ class HistoryWriter:
         judgment_set = {
             "run_id": run_id, "origin": "run", "judge_model": None if judged is None else str(judged),
             "scorer_model": None if config.get("scorerModel") is None else str(config["scorerModel"]),
-            "prompt_version": _prompt_version() if judged else None, "created_ms": row["started_ms"],
+            "prompt_version": PROMPT_VERSION if judged else None, "created_ms": row["started_ms"],
             "status": "incomplete", "is_current": True, "paragraphs": 0, "failed": 0,
         }  # fmt: skip
         try:

@@ -30,6 +30,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from ..core.dataset import Dataset, load_dataset
+from ..core.kinds.citation.text import paragraphs
 from .parse import unwrap_fence
 from .prompt import GENERATE_SCHEMA, GENERATE_SCHEMA_NAME, SEED_SNIPPET_CHARS, generate_messages
 
@@ -42,15 +44,13 @@ VERSION_SUFFIX = "-generated"
 """Appended to the source dataset's version for the generated dataset."""
 
 
-def corpus_records(dataset: Any) -> list[dict[str, Any]]:
+def corpus_records(dataset: Dataset) -> list[dict[str, Any]]:
     """Every corpus record: ``{"document", "record", "text", "metadata"}``.
 
     A json document's records are its objects: ``text`` is the object's ``text`` field
     when it is a string, else its canonical JSON; ``metadata`` its other string fields.
     A text document's records are its blank-line separated paragraphs, with no metadata.
     """
-    from pytest_groundeval.core.kinds.citation import paragraphs
-
     records: list[dict[str, Any]] = []
     for name, document in dataset.documents.items():
         if document.format == "json":
@@ -65,7 +65,7 @@ def corpus_records(dataset: Any) -> list[dict[str, Any]]:
     return records
 
 
-def _palette(dataset: Any, records: list[dict[str, Any]]) -> list[str]:
+def _palette(dataset: Dataset, records: list[dict[str, Any]]) -> list[str]:
     topics = {document.label for document in dataset.documents.values()}
     for record in records:
         topics.update(v for k, v in record["metadata"].items() if k not in ("url", "link", "id") and len(v) < 80)
@@ -92,7 +92,7 @@ def _progress(done: int, total: int) -> None:
 
 
 async def generate_questions(
-    dataset: Any,
+    dataset: Dataset,
     *,
     n: int,
     llm_url: str,
@@ -174,14 +174,12 @@ async def generate_questions(
     return items
 
 
-def write_generated(dataset: Any, items: list[dict[str, Any]], out: Path) -> Path:
+def write_generated(dataset: Dataset, items: list[dict[str, Any]], out: Path) -> Path:
     """Write the generated dataset: the source's corpus files and hashes, its mentionPattern, the items.
 
     Raises:
         DatasetError: The written dataset does not load (a bug; reported plainly).
     """
-    from pytest_groundeval.core.dataset import load_dataset
-
     source = json.loads(dataset.manifest_path.read_text(encoding="utf-8"))
     manifest: dict[str, Any] = {
         "version": f"{dataset.version}{VERSION_SUFFIX}",

@@ -1,42 +1,31 @@
 """The plugin's session fixtures: the mock provider, the target, and the item runners.
 
-Each xdist worker gets its own mock, target and runner; the controller runs none.
-With a citation judge or coverage scorer (docs/citation.md) each runner's dispatcher
-loop also holds their clients, built on it and closed when it closes.
-Override ``groundeval_target`` in a ``conftest.py`` to test any object that
-implements ``pytest_groundeval.targets.Target`` (docs/target-contract.md).
+Loaded with the plugin, so it imports nothing heavy: each fixture is a thin definition
+that hands off to ``plugin.runners`` (the runner, the targets' HTTP stack, the judge
+clients, the mock), imported at the first fixture a session asks for. A run without a
+dataset asks for none (tests/test_package.py). Each xdist worker gets its own mock,
+target and runner; the controller runs none. Override ``groundeval_target`` in a
+``conftest.py`` to test any object that implements ``pytest_groundeval.targets.Target``
+(docs/target-contract.md).
 """
 
 from __future__ import annotations
 
-import os
-import uuid
-from collections.abc import Awaitable, Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
-from ..core.secrets import Scrubber
-from .crash import WorkerJournal
-from .record import mock_key, position_key, session_key, settings_key, spawned_key
-from .xdist import queued_indices, worker_id
-
 if TYPE_CHECKING:
-    from ..core.judging import Judge, Scorer
-    from .options import Settings
+    from ..core.runner import ItemRunner
+    from ..mock import ThreadedMockProvider
+    from ..targets.protocol import Target
 
-__all__ = [
-    "groundeval_mock",
-    "groundeval_offline_runner",
-    "groundeval_runner",
-    "groundeval_target",
-    "stop_session",
-    "upcoming_items",
-]
+__all__ = ["groundeval_mock", "groundeval_offline_runner", "groundeval_runner", "groundeval_target"]
 
 
 @pytest.fixture(scope="session")
-def groundeval_mock(request: pytest.FixtureRequest) -> Iterator[Any]:
+def groundeval_mock(request: pytest.FixtureRequest) -> Iterator[ThreadedMockProvider]:
     """The deterministic OpenAI-compatible mock provider (docs/mock.md), one per xdist worker.
 
     Exists so that the target's model calls cost nothing and are reproducible.
@@ -44,15 +33,13 @@ def groundeval_mock(request: pytest.FixtureRequest) -> Iterator[Any]:
     ``base_url`` ends in ``/v1``, whose ``log`` lists the last provider calls
     (``mock.DEFAULT_LOG_LIMIT``) and whose ``tokens_total()`` counts every call's tokens.
     """
-    from ..mock import ThreadedMockProvider
+    from .runners import serve_mock  # the hand-off to the heavy modules (module docstring)
 
-    with ThreadedMockProvider() as mock:
-        request.session.stash[mock_key] = mock
-        yield mock
+    yield from serve_mock(request)
 
 
 @pytest.fixture(scope="session")
-def groundeval_target(request: pytest.FixtureRequest) -> Iterator[Any]:
+def groundeval_target(request: pytest.FixtureRequest) -> Iterator[Target]:
     """The system under test, one per xdist worker, torn down at the end of the session.
 
     Resolved from the options (docs/target-contract.md): ``--eval-url`` (a running target, no mock),
@@ -61,308 +48,26 @@ def groundeval_target(request: pytest.FixtureRequest) -> Iterator[Any]:
     fixture in a ``conftest.py`` to return any object implementing
     ``pytest_groundeval.targets.Target`` (an in-process pipeline).
     """
-    from .. import targets
+    from .runners import serve_target
 
-    settings: Settings = request.config.stash[settings_key]
-    if settings.url:
-        problem = None
-        try:
-            target = targets.connect_url(
-                settings.url,
-                settings.api_key,
-                timeout_s=settings.timeout_s,
-                max_response_bytes=settings.max_response_bytes,
-            )
-        except targets.TargetError as exc:
-            problem = str(exc)
-        if problem is not None:
-            stop_session(request, problem)
-        try:
-            yield target
-        finally:
-            target.close()
-        return
-    mock = request.getfixturevalue("groundeval_mock")
-    worker = worker_id(request.config)
-    config = targets.SpawnConfig(
-        command=settings.spawn or targets.reference_command(),
-        setup=list(settings.setup),
-        ready_timeout_s=settings.ready_timeout_s,
-        timeout_s=settings.timeout_s,
-        max_response_bytes=settings.max_response_bytes,
-        llm_url=mock.base_url,
-        embed_url=mock.base_url,
-        worker_id=worker,
-        base_dir=request.getfixturevalue("tmp_path_factory").mktemp("groundeval-target"),
-        run_id=session_id(request.config),
-    )
-    spawned = targets.SpawnedTarget(config)
-    problem = None
-    try:
-        spawned.start()
-    except (targets.TargetError, ValueError) as exc:  # ValueError: a placeholder with no value
-        # The log tail may quote the fresh key the child was given.
-        problem = f"the target failed to start: {Scrubber([spawned.api_key]).text(str(exc))}"
-    if problem is not None:
-        stop_session(request, problem)
-    request.session.stash[spawned_key] = spawned
-    try:
-        yield spawned.target
-    finally:
-        spawned.stop()
-
-
-def session_scrubber(request: pytest.FixtureRequest) -> Scrubber:
-    """The keys of this session to mask in what it writes (``core.secrets``): the target's
-    (``--eval-api-key``, or the spawned target's fresh key) and the judge's."""
-    settings: Settings = request.config.stash[settings_key]
-    spawned = request.session.stash.get(spawned_key, None)
-    return Scrubber([settings.api_key, settings.judge_api_key, spawned.api_key if spawned is not None else None])
-
-
-def stop_session(request: pytest.FixtureRequest, message: str) -> None:
-    """Fail the fixture with ``message`` alone (no traceback) and stop the session after it.
-
-    The target is unusable (down, not starting, refusing our key): one clear error,
-    not the same error once per item. Raised outside any ``except`` block so that no
-    exception chain is printed. The session's keys are masked in ``message``.
-    """
-    message = session_scrubber(request).text(message)
-    request.session.shouldfail = f"groundeval: {message.splitlines()[0]}"
-    pytest.fail(message, pytrace=False)
+    yield from serve_target(request)
 
 
 @pytest.fixture(scope="session")
-def groundeval_runner(request: pytest.FixtureRequest, groundeval_target: Any) -> Iterator[Any]:
-    """Runs dataset items against ``groundeval_target`` (an ``evaluate.ItemRunner``).
+def groundeval_runner(request: pytest.FixtureRequest, groundeval_target: Target) -> Iterator[ItemRunner]:
+    """Runs dataset items against ``groundeval_target`` (a ``core.runner.ItemRunner``).
 
     Ingests each dataset's corpus once before its first item, namespaces temporal
     labels per run and item, and dispatches up to ``--eval-concurrency`` items at
     once (``dispatch.ItemDispatcher``) while pytest reports each in order.
     """
-    import inspect
+    from .runners import serve_runner
 
-    from ..core.contract import dataset_run_id
-    from ..core.runner import ItemRunner
-    from ..targets.protocol import TargetError, lineage
-    from .collect import EvalItem
-    from .dispatch import ItemDispatcher
-
-    settings = request.config.stash[settings_key]
-    # The mock counts the target's tokens only when the target talks to it (not an --eval-url target,
-    # for which the mock may run as the judge alone).
-    mock = request.session.stash.get(mock_key, None) if not settings.url else None
-    spawned = request.session.stash.get(spawned_key, None)
-    judging_kinds = [kind for kind, on in (("judge", settings.judge), ("score", settings.scorer_url == "mock")) if on]
-
-    def mock_tokens() -> int:
-        # A running count, exact however many requests the mock's bounded log has dropped;
-        # the judge's and scorer's calls to the same mock are not the target's.
-        return mock.tokens_total() - sum(mock.tokens_total(kind) for kind in judging_kinds)
-
-    session = session_id(request.config)
-    keys: dict[Any, str] = {}
-
-    def call_run_id(dataset: Any) -> str:
-        # The dataset's run id in the history: derived from the session id and the node ids' manifest part.
-        key = keys.get(dataset.manifest_path)
-        if key is None:
-            key = keys[dataset.manifest_path] = os.path.relpath(dataset.manifest_path, request.config.rootpath).replace(
-                os.sep, "/"
-            )
-        return dataset_run_id(session, key)
-
-    runner = ItemRunner(
-        groundeval_target,
-        run_id=session,
-        call_run_id=call_run_id,
-        # The mock's running count attributes tokens to one call only when calls do not overlap.
-        mock_tokens=mock_tokens if mock is not None and settings.concurrency == 1 else None,
-        # A call failed: when the spawned child has died, say how, with its log tail.
-        diagnose=spawned.diagnose if spawned is not None else None,
-        scrub=session_scrubber(request),
-    )
-    runner.drilldown = shows_items(request.config, settings)
-    problem = None
-    try:
-        runner.models = lineage(groundeval_target, settings.model_generate, settings.model_embed)
-    except TargetError as exc:
-        problem = f"the target refused the harness's API key: {exc}"
-    if problem is not None:
-        stop_session(request, problem)
-    aclose = getattr(groundeval_target, "aclose", None)
-    journal = WorkerJournal.for_worker(request.config)
-    runner.journal = journal
-
-    async def run(test_item: Any) -> Any:
-        keys.setdefault(test_item.dataset.manifest_path, test_item.nodeid.split("::")[0])
-        if journal is None:
-            return await runner.run_async(test_item.eval_item, test_item.dataset)
-        journal.sent(test_item.nodeid)
-        try:
-            return await runner.run_async(test_item.eval_item, test_item.dataset)
-        finally:
-            journal.done(test_item.nodeid)
-
-    def eligible(test_item: Any) -> bool:
-        if not (isinstance(test_item, EvalItem) and test_item.uses_target):
-            return False
-        # An item that was in flight when a worker crashed is never sent again.
-        return journal is None or journal.poisoned(test_item.nodeid) is None
-
-    build = judging_clients(request, settings)
-
-    async def on_close() -> None:
-        await close_judging(runner)
-        if inspect.iscoroutinefunction(aclose):
-            await aclose()
-
-    runner.dispatcher = ItemDispatcher(
-        run,
-        concurrency=settings.concurrency,
-        upcoming=lambda test_item: upcoming_items(request.session, test_item),
-        eligible=eligible,
-        on_close=on_close,
-    )
-    try:
-        install_judging(request, runner, build)
-        yield runner
-    finally:
-        runner.dispatcher.close()
-        if journal is not None:
-            journal.close()
-
-
-def session_id(config: pytest.Config) -> str:
-    """The session id (the controller's, given to xdist workers); a fresh one if none was set."""
-    found = config.stash.get(session_key, None)
-    if found is None:
-        found = config.stash[session_key] = uuid.uuid4().hex
-    return found
-
-
-def judging_clients(
-    request: pytest.FixtureRequest, settings: Settings
-) -> Callable[[], Awaitable[tuple[Judge | None, Scorer | None]]] | None:
-    """A coroutine function building the citation judge and coverage scorer, or None without either.
-
-    The concrete ``core.judging.Judge`` and ``Scorer`` are wired in here: the HTTP ``JudgeClient``
-    and ``CoverageScorer`` of ``pytest_groundeval.judge``, which ``core`` never imports.
-
-    Resolves ``mock`` (``--eval-judge=mock``, ``--eval-scorer-url=mock``) to the session's mock
-    provider, starting it (and nothing else) when no one has. The clients are built by the
-    returned coroutine so that they live on the event loop that runs the items
-    (``install_judging``). docs/citation.md. A judge or scorer from the
-    ``pytest_groundeval_make_judge`` / ``_make_scorer`` hooks replaces the HTTP one (docs/extending.md).
-    """
-    from .options import MOCK
-
-    hook = request.config.hook
-    extended = any(h.get_hookimpls() for h in (hook.pytest_groundeval_make_judge, hook.pytest_groundeval_make_scorer))
-    if not settings.judging and not extended:
-        return None
-    mock = request.getfixturevalue("groundeval_mock") if settings.uses_mock_for_judging else None
-    judge_url = mock.base_url if settings.judge == MOCK else settings.judge_url
-    scorer_url = mock.base_url if settings.scorer_url == MOCK else settings.scorer_url
-
-    async def build() -> tuple[Judge | None, Scorer | None]:
-        from ..judge.cache import JudgeCache
-        from ..judge.client import JudgeClient
-        from ..judge.scorer import CoverageScorer
-
-        judge: Judge | None = hook.pytest_groundeval_make_judge(config=request.config)
-        scorer: Scorer | None = hook.pytest_groundeval_make_scorer(config=request.config)
-        if judge is None and judge_url:
-            judge = JudgeClient(
-                judge_url,
-                settings.judge_model or "",
-                settings.judge_api_key,
-                concurrency=settings.judge_concurrency,
-                cache=JudgeCache(settings.judge_cache) if settings.judge_cache is not None else None,
-            )
-        if scorer is None and scorer_url:
-            scorer = CoverageScorer(
-                scorer_url, settings.scorer_model, cap=settings.scorer_cap, concurrency=settings.judge_concurrency
-            )
-        return judge, scorer
-
-    return build
-
-
-def install_judging(
-    request: pytest.FixtureRequest, runner: Any, build: Callable[[], Awaitable[tuple[Judge | None, Scorer | None]]] | None
-) -> None:
-    """Build the judge and scorer on ``runner.dispatcher``'s loop and hand them to ``runner``.
-
-    A judge that cannot be built (the ``openai`` package missing) stops the session with
-    one clear error, as a target that does not start does.
-    """
-    if build is None:
-        return
-    import asyncio
-
-    problem = None
-    try:
-        runner.judge, runner.scorer = asyncio.run_coroutine_threadsafe(build(), runner.dispatcher.loop).result(30)
-    except (ImportError, ValueError) as exc:
-        problem = f"the citation judge could not be set up: {exc}"
-    if problem is not None:
-        stop_session(request, problem)
-
-
-async def close_judging(runner: Any) -> None:
-    """Close the judge's and the scorer's HTTP connections (on the loop they were built on)."""
-    for client in (runner.judge, runner.scorer):
-        if client is not None:
-            await client.close()
-    runner.judge = runner.scorer = None
-
-
-def shows_items(config: pytest.Config, settings: Any) -> bool:
-    """Whether anything of this run shows items' answers, claims and evidence (``ItemRunner.drilldown``).
-
-    The JSON report, the HTML page, the Markdown table or step summary, the run
-    history and JUnit XML do; the terminal summary alone does not.
-    """
-    from .options import step_summary_path
-
-    return bool(
-        settings.report
-        or settings.html
-        or settings.markdown
-        or step_summary_path(settings)
-        or getattr(settings, "history", None)
-        or config.getoption("xmlpath", None)
-    )
-
-
-def upcoming_items(session: pytest.Session, current: pytest.Item) -> Iterator[pytest.Item]:
-    """The test items this process will run after ``current``, in order.
-
-    A plain run runs ``session.items`` in order. An xdist worker runs only what
-    the controller has queued for it: its next item and its pending queue (read
-    under the queue's lock); with ``--dist worksteal`` the pending queue may be
-    stolen by another worker, so only the next item, which can no longer be
-    stolen, is offered.
-    """
-    items = session.items
-    queue = queued_indices(session.config)
-    if queue is None:
-        position = session.stash.get(position_key, None)
-        if position is None:
-            position = session.stash[position_key] = {item.nodeid: i for i, item in enumerate(items)}
-        start = position.get(current.nodeid)
-        if start is None:
-            return
-        for i in range(start + 1, len(items)):
-            yield items[i]
-        return
-    for index in queue:
-        yield items[index]
+    yield from serve_runner(request, groundeval_target)
 
 
 @pytest.fixture(scope="session")
-def groundeval_offline_runner(request: pytest.FixtureRequest) -> Iterator[Any]:
+def groundeval_offline_runner(request: pytest.FixtureRequest) -> Iterator[ItemRunner]:
     """Runs items that need no target (``review`` items, recorded citation answers, docs/dataset.md).
 
     Starts no server. With a citation judge or coverage scorer (docs/citation.md) the items
@@ -370,30 +75,6 @@ def groundeval_offline_runner(request: pytest.FixtureRequest) -> Iterator[Any]:
     ahead while pytest reports in order; ``--eval-judge=mock`` starts the mock provider, and
     only the mock.
     """
-    from ..core.runner import ItemRunner
-    from .collect import EvalItem
-    from .dispatch import ItemDispatcher
+    from .runners import serve_offline_runner
 
-    settings = request.config.stash[settings_key]
-    runner = ItemRunner(None, scrub=session_scrubber(request))
-    runner.models = {
-        "generate": settings.model_generate or "unknown",
-        "embed": settings.model_embed or "unknown",
-    }
-    build = judging_clients(request, settings)
-    if build is None:
-        yield runner
-        return
-    runner.dispatcher = ItemDispatcher(
-        lambda test_item: runner.run_offline_async(test_item.eval_item, test_item.dataset),
-        # Recorded answers wait on nothing but the judge: keep as many in flight as it takes.
-        concurrency=max(settings.concurrency, settings.judge_concurrency),
-        upcoming=lambda test_item: upcoming_items(request.session, test_item),
-        eligible=lambda test_item: isinstance(test_item, EvalItem) and not test_item.uses_target,
-        on_close=lambda: close_judging(runner),
-    )
-    try:
-        install_judging(request, runner, build)
-        yield runner
-    finally:
-        runner.dispatcher.close()
+    yield from serve_offline_runner(request)

@@ -20,7 +20,7 @@ collected items are used as they are.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
@@ -30,9 +30,7 @@ from ..core.report import environment_info
 from ..history.errors import HistoryError
 from ..history.records import compact_trace
 from ..history.writer import HistoryWriter, RunRecorder
-
-if TYPE_CHECKING:
-    from .state import DatasetRun
+from .state import DatasetRun
 
 HISTORY_FAILED = "history: recording failed, the history of this run is incomplete: "
 """Prefix of the summary line when a batch could not be written (the gate's checks are unaffected)."""

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..core.kinds import KIND_NAMES, register, unregister
+from ..core.sharding import shard_of
 from . import hookspecs
 from . import options as _options
 from .record import SESSION_WORKERINPUT, attach, session_key, settings_key
@@ -258,8 +259,6 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     shard = config.stash[settings_key].shard
     if shard is None:
         return
-    from ..core.sharding import shard_of
-
     index, count = shard
     kept, dropped = [], []
     for item in items:

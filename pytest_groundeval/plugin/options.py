@@ -16,6 +16,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from ..core.sharding import parse_shard
+from ..history.urls import HistoryError, describe_url, resolve_url
+from ..targets.placeholders import check_placeholders
 from ..targets.protocol import DEFAULT_MAX_RESPONSE_BYTES
 
 GROUP = "groundeval"
@@ -288,8 +291,6 @@ def _size(value, source: str) -> int:
 
 def _check_placeholders(commands: list[str], source: str) -> None:
     """Refuse a spawn or setup command using a ``{word}`` that is not a placeholder, before the run."""
-    from ..targets.spawn import check_placeholders
-
     for command in commands:
         try:
             check_placeholders(command)
@@ -380,8 +381,6 @@ def resolve_settings(config: pytest.Config) -> Settings:
                 )
     shard = None
     if values["shard"]:
-        from ..core.sharding import parse_shard
-
         try:
             shard = parse_shard(values["shard"])
         except ValueError as exc:
@@ -432,8 +431,6 @@ def _history_url(value: str, source: str) -> str:
     Raises:
         pytest.UsageError: not a history URL; the message lists the valid forms and masks any password.
     """
-    from ..history.urls import HistoryError, describe_url, resolve_url
-
     try:
         return resolve_url(value)
     except HistoryError as exc:

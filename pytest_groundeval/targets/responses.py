@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 
 from ..core.contract import CLAIM_VERDICTS, strip_markers
 from ..core.text import shorten
+from .protocol import TargetError
 
 __all__ = ["CALLS", "MAX_JSON_DEPTH", "MODELS", "check_response", "check_generate_response", "check_tree", "first_error"]
 
@@ -382,8 +383,6 @@ def check_response(call: str, body: Any) -> dict[str, Any]:
             surrogate); the message names the call and the first bad field. Nothing
             else is raised, whatever JSON-like value ``body`` is.
     """
-    from .protocol import TargetError
-
     try:
         return CALLS[call](body)
     except ValueError as exc:

@@ -17,6 +17,15 @@ from pathlib import Path
 
 import pytest
 
+# The plugin loads the `pytest_groundeval.history` package (its options parse --eval-history), so the
+# package outlives each pytester run; pytester then drops its SQLAlchemy submodules but the package keeps
+# them as attributes, and `from . import schema` in a fresh import would mix two copies of SQLAlchemy.
+# Imported once here, before any in-process run, they are never imported twice (as tests/plugin/test_history.py).
+import pytest_groundeval.cli.history  # noqa: F401
+import pytest_groundeval.history.migrations  # noqa: F401
+import pytest_groundeval.history.rejudge  # noqa: F401
+import pytest_groundeval.history.stored_report  # noqa: F401
+
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "datasets" / "smoke"
 
