@@ -6,7 +6,9 @@ import sys
 from argparse import Namespace
 
 from ..core.finalize import RunFlags, RunOutcomes, finalize_run
-from ..core.gate import FloorsError, baseline_version_problem, check_recorded_floors, load_floors
+from ..core.floors import FloorsError
+from ..core.gate import baseline_version_problem, check_recorded_floors, load_floors
+from ..core.lineage import BaselineInfo
 from ..core.render import format_check
 from ..core.report import Report, ReportError, check_metrics, read_report, read_reports
 from ..history.errors import HistoryError
@@ -177,6 +179,7 @@ def _gate_one(report: Report, args: Namespace, explicit_baseline: Report | None,
     Raises:
         FloorsError: the floors the report recorded are invalid.
     """
+    baseline: Report | BaselineInfo | None
     if args.no_baseline:
         baseline, baseline_text = None, "no baseline (--no-baseline)"
     elif explicit_baseline is not None:

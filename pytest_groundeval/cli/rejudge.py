@@ -14,8 +14,8 @@ import sys
 from collections.abc import Callable
 
 from ..history.engine import HistoryError, url_from_sources
-from ..history.rejudge_judge import judge_from_args
 from ..history.rejudge import Judge, rejudge_run, tty_progress
+from ..history.rejudge_judge import judge_from_args
 from ..history.store import HistoryStore
 from ._args import Parser, ParserExit, UsageError, add_history_argument
 

@@ -94,7 +94,7 @@ class ItemRunner:
     """Runs dataset items against one target, ingesting each dataset's corpus once.
 
     Args:
-        target: the system under test (``pytest_groundeval.targets.Target``).
+        target: the system under test (``pytest_groundeval.targets.Target``); None for a runner of offline items only, which calls no target.
         run_id: identifies this run; temporal labels are namespaced with it (docs/dataset.md).
         mock_tokens: optional callable returning the mock provider's running total of
             prompt + completion tokens; used for ``tokensPerQuery`` when the target
@@ -111,7 +111,7 @@ class ItemRunner:
 
     def __init__(
         self,
-        target: Target,
+        target: Target | None,
         *,
         run_id: str | None = None,
         mock_tokens: Callable[[], int] | None = None,

@@ -19,7 +19,8 @@ from typing import Any, Literal
 
 from sqlalchemy import func, select
 
-from ..core.gate import DEFAULT_FLOORS, DEFAULT_RECALL_MARGIN, RECALL_MARGIN_KEY, FloorsError, parse_floors, same_lineage
+from ..core.floors import RECALL_MARGIN_KEY, FloorsError
+from ..core.gate import DEFAULT_FLOORS, DEFAULT_RECALL_MARGIN, parse_floors, same_lineage
 from ..core.judging import RECORDED_VERDICTS, UNJUDGED, JudgeVerdict
 from ..core.metrics import METRIC_DIRECTIONS, percentile
 from . import schema

@@ -28,9 +28,9 @@ from typing import Any
 
 from sqlalchemy import case, func, insert, literal, select, update
 
-from ..core.judging import RECORDED_VERDICTS
 from ..core.finalize import RunFlags, RunOutcomes, finalize_run
 from ..core.gate import GateResult
+from ..core.judging import RECORDED_VERDICTS
 from . import schema
 from .engine import HistoryError
 from .queries import recorded_floors
@@ -152,12 +152,14 @@ class RejudgeResult:
 
 def _verdict(value: Any, where: str) -> JudgeVerdict:
     if isinstance(value, Mapping):
-        value = JudgeVerdict(
-            verdict=value.get("verdict"),
-            rationale=value.get("rationale"),
-            judge_model=value.get("judgeModel", value.get("judge_model")),
-            coverage_score=value.get("coverageScore", value.get("coverage_score")),
-        )
+        # The reply's fields as they came (possibly missing or of the wrong type): checked just below.
+        fields: dict[str, Any] = {
+            "verdict": value.get("verdict"),
+            "rationale": value.get("rationale"),
+            "judge_model": value.get("judgeModel", value.get("judge_model")),
+            "coverage_score": value.get("coverageScore", value.get("coverage_score")),
+        }
+        value = JudgeVerdict(**fields)
     if not isinstance(value, JudgeVerdict):
         raise HistoryError(f"{where}: the judge returned {type(value).__name__}, expected a JudgeVerdict")
     if value.verdict not in RECORDED_VERDICTS:
@@ -317,7 +319,7 @@ def _open_set(store: HistoryStore, run_id: str, current: int, judge: Any) -> int
     sets, j = schema.judgment_sets, schema.judgments
     copied = [c.name for c in j.columns if c.name not in ("id", "set_id")]
     with store.write() as conn:
-        new_set = conn.execute(
+        new_set: int = conn.execute(
             insert(sets).returning(sets.c.id).values(
                 run_id=run_id, origin=schema.ORIGIN_REJUDGE, judge_model=getattr(judge, "model", None),
                 scorer_model=getattr(judge, "scorer_model", None),
@@ -378,7 +380,8 @@ def default_recompute(
     against is not in the history, so the stored ``retrievalRecall`` checks (floor and
     baseline) and any ``run`` (interrupted) check are kept as they were.
     """
-    dataset = config.get("dataset") if isinstance(config.get("dataset"), Mapping) else {}
+    recorded = config.get("dataset")
+    dataset: Mapping[str, Any] = recorded if isinstance(recorded, Mapping) else {}
     end = finalize_run(
         RunOutcomes.of(outcomes),
         floors=recorded_floors(config, "being rejudged"),

@@ -112,14 +112,16 @@ class RejudgeJudge:
     def payload(self, request: JudgeRequest) -> JudgeInput:
         """The judge input of one stored paragraph (``core.judging.judge_input`` shape)."""
         dataset = self._dataset(request.dataset)
-        item = dataset.by_id.get(request.item_id) if dataset is not None else None
+        # Any registered kind's item, read by duck typing: a citation item has a ``response`` (an item that
+        # changed kind since the run is judged with what the history stored).
+        item: Any = dataset.by_id.get(request.item_id) if dataset is not None else None
         answer = request.answer
         if answer is None and item is not None and getattr(item, "response", None) is not None:
             answer = item.response.answer
         texts = paragraphs(answer) if answer else []
         paragraph = texts[request.paragraph] if 0 <= request.paragraph < len(texts) else request.text
         sources = _stored_sources(request.sources)
-        if sources is None and item is not None:
+        if sources is None and item is not None and dataset is not None:
             evidence = None
             if getattr(item, "response", None) is None:
                 trace = request.trace if isinstance(request.trace, Mapping) else {}

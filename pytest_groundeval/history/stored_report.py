@@ -125,7 +125,7 @@ def stored_report_at(url: str | None, ref: str) -> Report:
 
 
 def trends_at(
-    url: str, dataset_version: str, models: Mapping[str, Any] | None, until_ms: int
+    url: str, dataset_version: str | None, models: Mapping[str, Any] | None, until_ms: int
 ) -> list[dict[str, Any]]:
     """``earlier_runs`` on the database ``url`` names, opened for it and closed after.
 

@@ -28,12 +28,15 @@ import shutil
 import sys
 from collections import deque
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.dataset import Dataset, load_dataset
 from ..core.kinds.citation.text import paragraphs
 from .parse import unwrap_fence
 from .prompt import GENERATE_SCHEMA, GENERATE_SCHEMA_NAME, SEED_SNIPPET_CHARS, generate_messages
+
+if TYPE_CHECKING:
+    from openai.types.shared_params import ResponseFormatJSONSchema
 
 __all__ = ["AVOID_WINDOW", "corpus_records", "generate_questions", "write_generated"]
 
@@ -60,7 +63,7 @@ def corpus_records(dataset: Dataset) -> list[dict[str, Any]]:
                 if text.strip():
                     records.append({"document": name, "record": index, "text": text, "metadata": metadata})
         else:
-            for index, text in enumerate(paragraphs(document.content)):
+            for index, text in enumerate(paragraphs(str(document.content))):
                 records.append({"document": name, "record": index, "text": text, "metadata": {}})
     return records
 
@@ -135,7 +138,10 @@ async def generate_questions(
     seen: set[str] = set()
     items: list[dict[str, Any]] = []
     client = openai.AsyncOpenAI(base_url=llm_url, api_key=api_key or "EMPTY", max_retries=2)
-    response_format = {"type": "json_schema", "json_schema": {"name": GENERATE_SCHEMA_NAME, "schema": GENERATE_SCHEMA}}
+    response_format: ResponseFormatJSONSchema = {
+        "type": "json_schema",
+        "json_schema": {"name": GENERATE_SCHEMA_NAME, "schema": GENERATE_SCHEMA},
+    }
     try:
         for _attempt in range(3 * n):
             if len(items) >= n:

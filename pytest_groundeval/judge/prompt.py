@@ -125,7 +125,7 @@ def judge_messages(payload: JudgeInput | Mapping[str, Any]) -> list[ChatCompleti
     ]
 
 
-def generate_messages(payload: Mapping[str, Any]) -> list[dict[str, str]]:
+def generate_messages(payload: Mapping[str, Any]) -> list[ChatCompletionMessageParam]:
     """Chat messages of a question-generation request.
 
     Args:

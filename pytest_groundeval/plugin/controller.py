@@ -333,7 +333,7 @@ class Controller:
         items_by_id: Mapping[str, ItemBase] | None
         try:
             items_by_id = run.dataset().by_id
-        except Exception:  # the dataset no longer loads: the error still counts, with what is known
+        except Exception:  # noqa: BLE001 - the dataset no longer loads: the error still counts, with what is known
             items_by_id = None
         return errored_outcome(items_by_id, kind, item_id, error, not_run=not_run)
 

@@ -101,7 +101,7 @@ class SessionHistory:
         if found is None:
             try:
                 found = {item.id: item_context(item) for item in run.dataset().items}
-            except Exception:  # the dataset no longer loads: the outcomes are still recorded
+            except Exception:  # noqa: BLE001 - the dataset no longer loads: the outcomes are still recorded
                 found = {}
             self.contexts[run.key] = found
         return found

@@ -16,8 +16,9 @@ import asyncio
 import inspect
 import os
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,6 +71,7 @@ def serve_target(request: pytest.FixtureRequest) -> Iterator[Target]:
     if settings.url:
         problem = None
         try:
+            assert settings.api_key is not None  # resolve_settings refuses --eval-url without a key
             target = connect_url(
                 settings.url,
                 settings.api_key,
@@ -150,6 +152,7 @@ def serve_runner(request: pytest.FixtureRequest, groundeval_target: Target) -> I
     def mock_tokens() -> int:
         # A running count, exact however many requests the mock's bounded log has dropped;
         # the judge's and scorer's calls to the same mock are not the target's.
+        assert mock is not None  # handed to the runner only with a mock
         return mock.tokens_total() - sum(mock.tokens_total(kind) for kind in judging_kinds)
 
     session = session_id(request.config)
@@ -235,7 +238,7 @@ def session_id(config: pytest.Config) -> str:
 
 def judging_clients(
     request: pytest.FixtureRequest, settings: Settings
-) -> Callable[[], Awaitable[tuple[Judge | None, Scorer | None]]] | None:
+) -> Callable[[], Coroutine[Any, Any, tuple[Judge | None, Scorer | None]]] | None:
     """A coroutine function building the citation judge and coverage scorer, or None without either.
 
     The concrete ``core.judging.Judge`` and ``Scorer`` are wired in here: the HTTP ``JudgeClient``
@@ -252,8 +255,8 @@ def judging_clients(
     if not settings.judging and not extended:
         return None
     mock = request.getfixturevalue("groundeval_mock") if settings.uses_mock_for_judging else None
-    judge_url = mock.base_url if settings.judge == MOCK else settings.judge_url
-    scorer_url = mock.base_url if settings.scorer_url == MOCK else settings.scorer_url
+    judge_url = mock.base_url if mock is not None and settings.judge == MOCK else settings.judge_url
+    scorer_url = mock.base_url if mock is not None and settings.scorer_url == MOCK else settings.scorer_url
 
     async def build() -> tuple[Judge | None, Scorer | None]:
         judge: Judge | None = hook.pytest_groundeval_make_judge(config=request.config)
@@ -276,7 +279,7 @@ def judging_clients(
 
 
 def install_judging(
-    request: pytest.FixtureRequest, runner: ItemRunner, build: Callable[[], Awaitable[tuple[Judge | None, Scorer | None]]] | None
+    request: pytest.FixtureRequest, runner: ItemRunner, build: Callable[[], Coroutine[Any, Any, tuple[Judge | None, Scorer | None]]] | None
 ) -> None:
     """Build the judge and scorer on ``runner.dispatcher``'s loop and hand them to ``runner``.
 

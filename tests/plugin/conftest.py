@@ -21,9 +21,9 @@ import pytest
 # package outlives each pytester run; pytester then drops its SQLAlchemy submodules but the package keeps
 # them as attributes, and `from . import schema` in a fresh import would mix two copies of SQLAlchemy.
 # Imported once here, before any in-process run, they are never imported twice (as tests/plugin/test_history.py).
-import pytest_groundeval.cli.history  # noqa: F401
-import pytest_groundeval.history.migrations  # noqa: F401
-import pytest_groundeval.history.rejudge  # noqa: F401
+import pytest_groundeval.cli.history
+import pytest_groundeval.history.migrations
+import pytest_groundeval.history.rejudge
 import pytest_groundeval.history.stored_report  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
