@@ -35,7 +35,6 @@ REPO = BENCH_DIR.parent
 PYTHON = sys.executable
 
 
-
 def _pin_source() -> str | None:
     source = os.environ.get("BENCH_SOURCE")
     if source:

@@ -141,7 +141,11 @@ def spawn_command(target: str, delay_ms: int, top_k: int | None) -> str:
 
 def has_concurrency_option(cwd: Path) -> bool:
     result = subprocess.run(
-        [h.PYTHON, "-m", "pytest", *h.QUIET_PLUGINS, "--help"], cwd=cwd, env=h.pytest_env(), capture_output=True, text=True
+        [h.PYTHON, "-m", "pytest", *h.QUIET_PLUGINS, "--help"],
+        cwd=cwd,
+        env=h.pytest_env(),
+        capture_output=True,
+        text=True,
     )
     return "--eval-concurrency" in result.stdout
 
@@ -204,7 +208,9 @@ def main(argv: list[str] | None = None) -> int:
         write_dataset(run_dir / "slow", args.slow_items)
         concurrent = has_concurrency_option(run_dir)
         if not concurrent:
-            print("this checkout has no --eval-concurrency yet (not in `pytest --help`): running the raw loop and xdist only")
+            print(
+                "this checkout has no --eval-concurrency yet (not in `pytest --help`): running the raw loop and xdist only"
+            )
         sides: dict[str, tuple] = {}
         if concurrent:
             sides["c1"] = ("plugin, --eval-concurrency 1", "slow", ["--eval-concurrency", "1"])

@@ -132,7 +132,13 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(
         h.table(
-            ["reader", "GiB/s wall, median (min–max)", "wall throughput / cat", "GiB per CPU s", "CPU throughput / cat"],
+            [
+                "reader",
+                "GiB/s wall, median (min–max)",
+                "wall throughput / cat",
+                "GiB per CPU s",
+                "CPU throughput / cat",
+            ],
             rows,
         )
     )

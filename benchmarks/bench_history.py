@@ -47,29 +47,68 @@ def records(count: int) -> list[dict]:
     out = []
     for n in range(count):
         base = {
-            "id": f"item-{n:05d}", "pass": n % 9 != 0, "error": None, "traceId": f"t{n}",
-            "detail": "2/2 evidence found; 2/2 supported claims true", "latencyMs": 3.0 + n % 17,
-            "promptTokens": 420, "completionTokens": 60, "extra": {},
+            "id": f"item-{n:05d}",
+            "pass": n % 9 != 0,
+            "error": None,
+            "traceId": f"t{n}",
+            "detail": "2/2 evidence found; 2/2 supported claims true",
+            "latencyMs": 3.0 + n % 17,
+            "promptTokens": 420,
+            "completionTokens": 60,
+            "extra": {},
             "question": f"What does record {n} say about the harbour fees in 2019?",
             "answer": "The harbour fee rose to 40 crowns [1]. It was cut in 2021 [2]. " * 3,
             "tags": ["harbour", f"batch-{n % 5}"],
             "sources": {"1": {"document": "fees.json"}, "2": {"document": "minutes.md"}},
-            "trace": {"evidence": [{"marker": str(i), "document": "fees.json", "start": i * 80, "end": i * 80 + 60,
-                                    "text": "Record text of about sixty characters, give or take a few."}
-                                   for i in range(1, 4)],
-                      "claims": [{"text": "The harbour fee rose to 40 crowns.", "verdict": "supported",
-                                  "markers": ["1"]}] * 3},
+            "trace": {
+                "evidence": [
+                    {
+                        "marker": str(i),
+                        "document": "fees.json",
+                        "start": i * 80,
+                        "end": i * 80 + 60,
+                        "text": "Record text of about sixty characters, give or take a few.",
+                    }
+                    for i in range(1, 4)
+                ],
+                "claims": [{"text": "The harbour fee rose to 40 crowns.", "verdict": "supported", "markers": ["1"]}]
+                * 3,
+            },
             "toolTrace": [{"tool": "search", "hits": ["d1", "d7", "d9"]}, {"tool": "sql", "hits": ["r12"]}],
             "iterations": 1 + n % 3,
         }
         if n % 10 == 9:
-            paragraphs = [{"index": i, "text": f"Paragraph {i}: Anna Berg said so [S{i + 1}].", "markers": [f"S{i + 1}"],
-                           "metadataMismatch": [], "missingMarkers": [], "deterministicPass": True} for i in range(3)]
-            base.update(kind="citation", extra={"citationParagraphsJudged": 3, "citationParagraphsMismatched": 0,
-                                                "citationParagraphsDropped": 0, "citationParagraphs": paragraphs})
+            paragraphs = [
+                {
+                    "index": i,
+                    "text": f"Paragraph {i}: Anna Berg said so [S{i + 1}].",
+                    "markers": [f"S{i + 1}"],
+                    "metadataMismatch": [],
+                    "missingMarkers": [],
+                    "deterministicPass": True,
+                }
+                for i in range(3)
+            ]
+            base.update(
+                kind="citation",
+                extra={
+                    "citationParagraphsJudged": 3,
+                    "citationParagraphsMismatched": 0,
+                    "citationParagraphsDropped": 0,
+                    "citationParagraphs": paragraphs,
+                },
+            )
         else:
-            base.update(kind="qa", evidenceExpected=2, evidenceFound=2, claimsReturned=3, claimsSupported=3,
-                        claimsSupportedTrue=3, claimsTrueCited=3, claimsTrueCitedSupported=3)
+            base.update(
+                kind="qa",
+                evidenceExpected=2,
+                evidenceFound=2,
+                claimsReturned=3,
+                claimsSupported=3,
+                claimsSupportedTrue=3,
+                claimsTrueCited=3,
+                claimsTrueCitedSupported=3,
+            )
         out.append(base)
     return out
 
@@ -115,8 +154,16 @@ def session_seconds(items: int, rounds: int, batch: int) -> tuple[dict[str, list
     with tempfile.TemporaryDirectory(prefix="bench-history-session-") as tmp, h.instant_target() as url:
         work = h.write_ini(Path(tmp) / "plugin")
         write_dataset(work / "dataset", items)
-        cmd = [h.PYTHON, "-m", "pytest", *h.QUIET_PLUGINS, "-q", "--eval-dataset=dataset", f"--eval-url={url}",
-               "--eval-api-key=k"]
+        cmd = [
+            h.PYTHON,
+            "-m",
+            "pytest",
+            *h.QUIET_PLUGINS,
+            "-q",
+            "--eval-dataset=dataset",
+            f"--eval-url={url}",
+            "--eval-api-key=k",
+        ]
         for round_ in range(rounds):
             for side in walls:
                 if "with sqlite" in side:
@@ -137,8 +184,10 @@ def session_seconds(items: int, rounds: int, batch: int) -> tuple[dict[str, list
                         raise RuntimeError(f"{side}: the history recorded {recorded} of {items} items")
                 walls[side].append(measured.wall_s)
                 cpus[side].append(measured.cpu_s)
-            print(f"  session round {round_ + 1}: "
-                  + ", ".join(f"{k} {walls[k][-1]:.2f} s wall / {cpus[k][-1]:.2f} s CPU" for k in walls))
+            print(
+                f"  session round {round_ + 1}: "
+                + ", ".join(f"{k} {walls[k][-1]:.2f} s wall / {cpus[k][-1]:.2f} s CPU" for k in walls)
+            )
     return walls, cpus
 
 
@@ -166,22 +215,42 @@ def main(argv: list[str] | None = None) -> int:
                 times["postgresql"].append(timed_side(batch, work, args.postgres, args.batch))
             print("  round", round_ + 1, ", ".join(f"{k} {v[-1] * 1e3:.0f} ms" for k, v in times.items()))
     base = h.median(times["without"])
-    rows = [[side, h.spread([t * 1e3 for t in ts], "{:.0f}"), f"{h.median(ts) / base:.2f}",
-             f"{(h.median(ts) - base) / args.items * 1e6:.0f}" if side != "without" else "-"]
-            for side, ts in times.items()]
+    rows = [
+        [
+            side,
+            h.spread([t * 1e3 for t in ts], "{:.0f}"),
+            f"{h.median(ts) / base:.2f}",
+            f"{(h.median(ts) - base) / args.items * 1e6:.0f}" if side != "without" else "-",
+        ]
+        for side, ts in times.items()
+    ]
     print(h.table(["side", "wall ms, median (min–max)", "ratio to without", "history µs/item"], rows))
     if args.session_rounds > 0:
         walls, cpus = session_seconds(args.items, args.session_rounds, args.batch)
         base_s = h.median(walls["session without history"])
         base_cpu = h.median(cpus["session without history"])
-        print(h.table(["side", "wall s, median (min–max)", "CPU s, median (min–max)", "wall ratio", "CPU ratio"],
-                      [[side, h.spread(walls[side]), h.spread(cpus[side]), f"{h.median(walls[side]) / base_s:.3f}",
-                        f"{h.median(cpus[side]) / base_cpu:.3f}"] for side in walls]))
+        print(
+            h.table(
+                ["side", "wall s, median (min–max)", "CPU s, median (min–max)", "wall ratio", "CPU ratio"],
+                [
+                    [
+                        side,
+                        h.spread(walls[side]),
+                        h.spread(cpus[side]),
+                        f"{h.median(walls[side]) / base_s:.3f}",
+                        f"{h.median(cpus[side]) / base_cpu:.3f}",
+                    ]
+                    for side in walls
+                ],
+            )
+        )
         ratio = h.median(walls["session with sqlite history"]) / base_s
         cpu_ratio = h.median(cpus["session with sqlite history"]) / base_cpu
-        print(f"session with history / without: {ratio:.3f}x wall, {cpu_ratio:.3f}x CPU "
-              f"(goal <= {GOAL}x: {h.verdict(ratio, GOAL, at_most=True)} on wall time, "
-              f"{h.verdict(cpu_ratio, GOAL, at_most=True)} on CPU)")
+        print(
+            f"session with history / without: {ratio:.3f}x wall, {cpu_ratio:.3f}x CPU "
+            f"(goal <= {GOAL}x: {h.verdict(ratio, GOAL, at_most=True)} on wall time, "
+            f"{h.verdict(cpu_ratio, GOAL, at_most=True)} on CPU)"
+        )
     return 0
 
 

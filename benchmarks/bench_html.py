@@ -54,7 +54,16 @@ def enrich(report: dict, manifest: dict) -> dict:
         claims, offset = [], 0
         for sentence in sentences:
             size = len(sentence.encode())
-            claims.append({"text": sentence, "start": offset, "end": offset + size, "markers": ["S1"], "verdict": "supported", "true": True})
+            claims.append(
+                {
+                    "text": sentence,
+                    "start": offset,
+                    "end": offset + size,
+                    "markers": ["S1"],
+                    "verdict": "supported",
+                    "true": True,
+                }
+            )
             offset += size + 1
         outcome["extra"] = {
             **outcome["extra"],
@@ -109,7 +118,9 @@ def main() -> None:
             browser = p.chromium.launch(executable_path=args.chromium, args=["--no-sandbox"])
             for path, plain, _, _ in pages.values():  # warm-up: the first page pays for the browser's start
                 measure(browser, path), measure(browser, plain)
-            print(f"{'page':<6} {'bytes':>10} {'render ms':>10} {'load ms':>8} {'table ms':>9} {'plain load ms':>14} {'ratio':>6}")
+            print(
+                f"{'page':<6} {'bytes':>10} {'render ms':>10} {'load ms':>8} {'table ms':>9} {'plain load ms':>14} {'ratio':>6}"
+            )
             for name, (path, plain, size, render_ms) in pages.items():
                 loads, tables, plains = [], [], []
                 for _ in range(args.rounds):
@@ -118,7 +129,9 @@ def main() -> None:
                     tables.append(table)
                     plains.append(measure(browser, plain)[0])
                 load, table, base = statistics.median(loads), statistics.median(tables), statistics.median(plains)
-                print(f"{name:<6} {size:>10,} {render_ms:>10.0f} {load:>8.0f} {table:>9.0f} {base:>14.0f} {load / base:>6.2f}")
+                print(
+                    f"{name:<6} {size:>10,} {render_ms:>10.0f} {load:>8.0f} {table:>9.0f} {base:>14.0f} {load / base:>6.2f}"
+                )
             browser.close()
 
 

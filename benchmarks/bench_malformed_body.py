@@ -150,7 +150,9 @@ def main() -> None:
                            f"--eval-url={urls[kind]}", "--eval-api-key=bench-key-0001"]  # fmt: skip
                     measured = check(run_measured(cmd, cwd=root, env=env), kind, ok=(0, 1))
                     if kind == "malformed" and "must be an object" not in measured.output:
-                        raise RuntimeError(f"the malformed answer was not refused as expected:\n{measured.output[-2000:]}")
+                        raise RuntimeError(
+                            f"the malformed answer was not refused as expected:\n{measured.output[-2000:]}"
+                        )
                     figures[kind].append(measured)
     finally:
         for proc in servers:
@@ -158,11 +160,20 @@ def main() -> None:
             proc.wait()
             proc.stdout.close()
     print(machine_note())
-    print(f"body: {sizes['malformed'] / MIB:.1f} MiB malformed, {sizes['well-formed'] / MIB:.1f} MiB well-formed; {args.rounds} round(s)\n")
+    print(
+        f"body: {sizes['malformed'] / MIB:.1f} MiB malformed, {sizes['well-formed'] / MIB:.1f} MiB well-formed; {args.rounds} round(s)\n"
+    )
     rows = []
     for kind in kinds:
         runs = figures[kind]
-        rows.append([kind, f"{sizes[kind]:,}", spread([m.wall_s for m in runs]), spread([m.max_rss_mib for m in runs], "{:.0f}")])
+        rows.append(
+            [
+                kind,
+                f"{sizes[kind]:,}",
+                spread([m.wall_s for m in runs]),
+                spread([m.max_rss_mib for m in runs], "{:.0f}"),
+            ]
+        )
     print(table(["target answer", "bytes", "session wall s", "session peak RSS MiB"], rows))
     base = median([m.max_rss_mib for m in figures["small"]])
     over = [(m.max_rss_mib - base) * MIB / sizes["malformed"] for m in figures["malformed"]]

@@ -60,7 +60,11 @@ EMBED = {
 }
 COUNTER = b"@N@"
 """Placeholder in each body that becomes the request's sequence number."""
-CALLS = {"chat": ("/v1/chat/completions", CHAT), "embeddings": ("/v1/embeddings", EMBED), "chat_stream": ("/v1/chat/completions", STREAM)}
+CALLS = {
+    "chat": ("/v1/chat/completions", CHAT),
+    "embeddings": ("/v1/embeddings", EMBED),
+    "chat_stream": ("/v1/chat/completions", STREAM),
+}
 
 
 # ---- server process ---------------------------------------------------------
@@ -72,7 +76,9 @@ async def _prebuilt_bodies(mock_url: str) -> dict[str, bytes]:
     async with aiohttp.ClientSession() as session:
         for name, (path, payload) in CALLS.items():
             body = json.dumps(payload, separators=(",", ":")).encode().replace(COUNTER, b"0")
-            async with session.post(mock_url + path, data=body, headers={"Content-Type": "application/json"}) as response:
+            async with session.post(
+                mock_url + path, data=body, headers={"Content-Type": "application/json"}
+            ) as response:
                 bodies[name] = await response.read()
     return bodies
 

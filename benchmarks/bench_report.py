@@ -115,7 +115,9 @@ def main(argv: list[str] | None = None) -> int:
         templates: list[dict] = []
         header: dict = {}
         for round_ in range(args.rounds):
-            measured = h.check(h.run_measured(plugin_command(dataset, url, run_report), cwd=cwd, env=h.pytest_env()), "run")
+            measured = h.check(
+                h.run_measured(plugin_command(dataset, url, run_report), cwd=cwd, env=h.pytest_env()), "run"
+            )
             run_s.append(measured.wall_s)
             if not templates:
                 templates = json.loads(run_report.read_text(encoding="utf-8"))["items"]
@@ -144,11 +146,17 @@ def main(argv: list[str] | None = None) -> int:
             ["measure", "median (min–max)", "per item"],
             [
                 [f"run of {args.run_items} items (wall s)", h.spread(run_s), f"{run_per_item * 1e6:.0f} µs"],
-                [f"report of {args.report_items} items (wall s)", h.spread(report_s), f"{report_per_item * 1e6:.1f} µs"],
+                [
+                    f"report of {args.report_items} items (wall s)",
+                    h.spread(report_s),
+                    f"{report_per_item * 1e6:.1f} µs",
+                ],
             ],
         )
     )
-    print(f"report file: {size_mib:.1f} MiB; writer's traced peak over {args.report_items} items: {peak / 1024:.0f} KiB")
+    print(
+        f"report file: {size_mib:.1f} MiB; writer's traced peak over {args.report_items} items: {peak / 1024:.0f} KiB"
+    )
     print(f"report / run per item: {share * 100:.2f}% (goal <= {GOAL * 100:.0f}%: {h.verdict(share, GOAL, True)})")
     if args.full_items:
         without, with_ = h.median(full["without report"]), h.median(full["with report"])

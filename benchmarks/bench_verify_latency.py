@@ -74,7 +74,9 @@ def start_mock() -> tuple[subprocess.Popen, str]:
     """The mock provider as a subprocess; returns it and its base URL."""
     proc = subprocess.Popen(
         [h.PYTHON, "-m", "pytest_groundeval.mock", "--port", "0"],
-        stdout=subprocess.PIPE, text=True, env=h.pytest_env(),
+        stdout=subprocess.PIPE,
+        text=True,
+        env=h.pytest_env(),
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -89,9 +91,24 @@ def start_reference(kind: str, mock_url: str, data_dir: Path) -> tuple[subproces
     """The reference server with ``--verify-executor kind``, its log in ``data_dir/server.log``; waits for its port file."""
     env = h.pytest_env(GROUNDEVAL_API_KEY=API_KEY)
     proc = subprocess.Popen(
-        [h.PYTHON, "-m", "pytest_groundeval.reference", "--port", "0", "--data-dir", str(data_dir),
-         "--llm-url", mock_url, "--verify-executor", kind, "--log-level", "INFO"],
-        env=env, stdout=subprocess.DEVNULL, stderr=(data_dir / "server.log").open("wb"),
+        [
+            h.PYTHON,
+            "-m",
+            "pytest_groundeval.reference",
+            "--port",
+            "0",
+            "--data-dir",
+            str(data_dir),
+            "--llm-url",
+            mock_url,
+            "--verify-executor",
+            kind,
+            "--log-level",
+            "INFO",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=(data_dir / "server.log").open("wb"),
     )
     port_file = data_dir / "reference.port"
     deadline = time.monotonic() + 30
@@ -110,7 +127,9 @@ async def post(session: aiohttp.ClientSession, url: str, path: str, body: dict) 
         return payload
 
 
-_LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) INFO \S+: (tr_\w+) (verifying|verified) (\d+) claims")
+_LOG_LINE = re.compile(
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) INFO \S+: (tr_\w+) (verifying|verified) (\d+) claims"
+)
 
 
 def verification_window(log: Path, trace_id: str) -> tuple[float, float]:
@@ -144,8 +163,12 @@ async def measure(url: str, small: int, kb: int, log: Path) -> dict[str, float]:
                 raise SystemExit("reference server not ready")
             await asyncio.sleep(0.05)
         for label, content in (("SMALL", SMALL_NOTE), ("LARGE", large_paragraph(kb))):
-            await post(session, url, "/v1/documents",
-                       {"name": f"{label}.txt", "label": label, "format": "text", "contentHash": label, "content": content})
+            await post(
+                session,
+                url,
+                "/v1/documents",
+                {"name": f"{label}.txt", "label": label, "format": "text", "contentHash": label, "content": content},
+            )
         small_body = {"question": "When does the harbour office open?", "find": "SMALL"}
         large_body = {"question": "Which depot stores the most crates?", "find": "LARGE"}
 
@@ -178,14 +201,20 @@ async def measure(url: str, small: int, kb: int, log: Path) -> dict[str, float]:
         ]
         supported = sum(c["verdict"] == "supported" for c in answer["claims"])
         if os.environ.get("BENCH_VERBOSE"):
-            slowest = sorted(((ms, s - begin) for s, e, ms in loaded if e > begin and s < end + 0.001), reverse=True)[:5]
-            print("  slowest overlapping verification (ms, sent s after it began):",
-                  ", ".join(f"{ms:.1f} @ {offset:+.3f}" for ms, offset in slowest))
+            slowest = sorted(((ms, s - begin) for s, e, ms in loaded if e > begin and s < end + 0.001), reverse=True)[
+                :5
+            ]
+            print(
+                "  slowest overlapping verification (ms, sent s after it began):",
+                ", ".join(f"{ms:.1f} @ {offset:+.3f}" for ms, offset in slowest),
+            )
         return {
             "idle": statistics.median(idle),
             "verify_median": statistics.median(during) if during else float("nan"),
             "verify_max": max(during) if during else float("nan"),
-            "verify_p90": statistics.quantiles(during, n=10)[-1] if len(during) >= 10 else max(during, default=float("nan")),
+            "verify_p90": statistics.quantiles(during, n=10)[-1]
+            if len(during) >= 10
+            else max(during, default=float("nan")),
             "verify_n": len(during),
             "verify_ms": (end - begin) * 1000,
             "all_max": max(ms for _, _, ms in loaded) if loaded else float("nan"),
@@ -228,8 +257,10 @@ def main(argv: list[str] | None = None) -> int:
         mock.terminate()
         mock.wait(timeout=30)
     print()
-    print("| verification | idle median | during verification: median (ratio) | p90 (ratio) | worst (ratio) "
-          "| small requests | verifying the large answer | worst during the whole large answer |")
+    print(
+        "| verification | idle median | during verification: median (ratio) | p90 (ratio) | worst (ratio) "
+        "| small requests | verifying the large answer | worst during the whole large answer |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for kind in KINDS:
         rows = results[kind]
@@ -240,10 +271,12 @@ def main(argv: list[str] | None = None) -> int:
         def ratio(key: str, rows=rows) -> float:
             return statistics.median(r[key] / r["idle"] for r in rows)
 
-        print(f"| {kind} | {mid('idle'):.1f} ms | {mid('verify_median'):.1f} ms ({ratio('verify_median'):.2f}x) | "
-              f"{mid('verify_p90'):.1f} ms ({ratio('verify_p90'):.2f}x) | "
-              f"{mid('verify_max'):.1f} ms ({ratio('verify_max'):.2f}x) | {mid('verify_n'):.0f} | "
-              f"{rows[0]['large_claims']} claims, {mid('verify_ms'):.0f} ms | {mid('all_max'):.1f} ms |")
+        print(
+            f"| {kind} | {mid('idle'):.1f} ms | {mid('verify_median'):.1f} ms ({ratio('verify_median'):.2f}x) | "
+            f"{mid('verify_p90'):.1f} ms ({ratio('verify_p90'):.2f}x) | "
+            f"{mid('verify_max'):.1f} ms ({ratio('verify_max'):.2f}x) | {mid('verify_n'):.0f} | "
+            f"{rows[0]['large_claims']} claims, {mid('verify_ms'):.0f} ms | {mid('all_max'):.1f} ms |"
+        )
     print("\n(medians over rounds; a ratio is a round's figure over that round's idle median; goal: <= 2x)")
     return 0
 

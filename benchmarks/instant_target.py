@@ -189,11 +189,15 @@ async def serve(host: str, port: int, api_key: str, delay_ms: float = 0.0) -> No
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Serve the docs/target-contract.md REST contract with instant, canned answers")
+    parser = argparse.ArgumentParser(
+        description="Serve the docs/target-contract.md REST contract with instant, canned answers"
+    )
     parser.add_argument("--host", default="127.0.0.1", help="Interface to bind (loopback)")
     parser.add_argument("--port", type=int, default=0, help="Port to bind (0: any free port)")
     parser.add_argument(
-        "--api-key", default=os.environ.get("GROUNDEVAL_API_KEY", "k"), help="Bearer key (default env GROUNDEVAL_API_KEY, else k)"
+        "--api-key",
+        default=os.environ.get("GROUNDEVAL_API_KEY", "k"),
+        help="Bearer key (default env GROUNDEVAL_API_KEY, else k)",
     )
     parser.add_argument("--delay-ms", type=float, default=0.0, help="Latency added to each generate answer, in ms")
     args = parser.parse_args(argv)

@@ -98,7 +98,9 @@ def qualifying(entities: list[dict]) -> list[dict]:
         after = parts[0].split(title, 1)[1].lstrip()
         if not _LIFE_DATES.match(after):
             continue
-        candidates.append({"entity": title, "link": entity.get("link", ""), "text": intro, "first": parts[0], "second": parts[1]})
+        candidates.append(
+            {"entity": title, "link": entity.get("link", ""), "text": intro, "first": parts[0], "second": parts[1]}
+        )
     titles = {c["entity"] for c in candidates}
     seen: set[str] = set()
     chosen = []
@@ -172,7 +174,9 @@ def build(src: Path, out: Path, pairs: int = DEFAULT_PAIRS) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Command line: ``--src FILE --out DIR --pairs N``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--src", type=Path, required=True, help="The source file, e.g. ../shared/data/timeqa/human_annotated_test.json")
+    parser.add_argument(
+        "--src", type=Path, required=True, help="The source file, e.g. ../shared/data/timeqa/human_annotated_test.json"
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--pairs", type=int, default=DEFAULT_PAIRS)
     args = parser.parse_args(argv)

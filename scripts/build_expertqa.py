@@ -170,9 +170,7 @@ def evidence_block(answer: dict, profile: str) -> dict:
         if bare != text.strip():
             entry["match"] = [bare]
         claims.append(entry)
-    sources = [
-        {"id": sid, "url": url, "declaredTier": source_tiers[url]} for url, sid in source_ids.items()
-    ]
+    sources = [{"id": sid, "url": url, "declaredTier": source_tiers[url]} for url, sid in source_ids.items()]
     return {"profile": profile, "minScore": 0.5, "claims": claims, "sources": sources}
 
 
@@ -346,13 +344,25 @@ def agreement_report(rows: Sequence[dict]) -> str:
     ]
     for verdict in _VERDICT_ORDER:
         cross.append(f"| {verdict} | " + " | ".join(str(counts[(verdict, s)]) for s in _SUPPORT_ORDER) + " |")
-    return "\n\n".join([strict.markdown(), lenient.markdown(), strict_sourced.markdown(), "**Verdict by support label**\n\n" + "\n".join(cross)]) + "\n"
+    return (
+        "\n\n".join(
+            [
+                strict.markdown(),
+                lenient.markdown(),
+                strict_sourced.markdown(),
+                "**Verdict by support label**\n\n" + "\n".join(cross),
+            ]
+        )
+        + "\n"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     """Build the dataset (default) or print the agreement figures (``--agreement``)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--src", type=Path, required=True, help="The source file, e.g. ../shared/data/expertqa/rand_test.first180.jsonl")
+    parser.add_argument(
+        "--src", type=Path, required=True, help="The source file, e.g. ../shared/data/expertqa/rand_test.first180.jsonl"
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="Output dataset directory")
     parser.add_argument("--agreement", action="store_true", help="Print agreement figures instead of building")
     args = parser.parse_args(argv)

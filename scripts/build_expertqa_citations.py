@@ -133,7 +133,9 @@ def build(src: Path, out: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Command line: ``--src FILE --out DIR``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--src", type=Path, required=True, help="The source file, e.g. ../shared/data/expertqa/rand_test.first180.jsonl")
+    parser.add_argument(
+        "--src", type=Path, required=True, help="The source file, e.g. ../shared/data/expertqa/rand_test.first180.jsonl"
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
     build(args.src, args.out)

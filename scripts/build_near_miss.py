@@ -234,7 +234,9 @@ def swap_compound(sentence: str, passage: str) -> str | None:
     lower-case ASCII content word of the passage (4+ letters) unrelated to
     either half.
     """
-    pool = [w for w in words(passage) if w.is_content and w.sort == "lower" and _ascii_word(w.text) and len(w.text) >= 4]
+    pool = [
+        w for w in words(passage) if w.is_content and w.sort == "lower" and _ascii_word(w.text) and len(w.text) >= 4
+    ]
     for word in words(sentence):
         parts = word.text.split("-")
         if len(parts) != 2 or len(parts[0]) < 4 or not all(map(_ascii_word, parts)) or len(parts[1]) < 2:
@@ -342,7 +344,7 @@ def read_timeqa(path: Path) -> list[Passage]:
         if slug(name) in seen:
             continue
         seen.add(slug(name))
-        for index, para in enumerate(paras[1:TIMEQA_PARAGRAPHS + 1], start=1):
+        for index, para in enumerate(paras[1 : TIMEQA_PARAGRAPHS + 1], start=1):
             passages.append(Passage("timeqa", f"{slug(name)}-p{index}", timeqa_paragraph(para)))
     return passages
 
@@ -385,7 +387,9 @@ class Builder:
         file = f"{passage.source}-{passage.key}.txt"
         if file not in self.files:
             self.files[file] = (passage.text + "\n").encode("utf-8")
-            self.corpus.append({"name": f"{passage.source}/{passage.key}.txt", "label": label, "file": file, "format": "text"})
+            self.corpus.append(
+                {"name": f"{passage.source}/{passage.key}.txt", "label": label, "file": file, "format": "text"}
+            )
         return label
 
     def manifest(self) -> dict[str, Any]:
@@ -525,8 +529,10 @@ def summarise(report: dict[str, Any], manifest: dict[str, Any]) -> dict[str, dic
             continue
         outcome = outcomes.get(item["id"], {})
         if cls == "control":
-            ok = outcome.get("error") is None and outcome.get("claimsTrueCited", 0) > 0 and (
-                outcome.get("claimsTrueCitedSupported") == outcome.get("claimsTrueCited")
+            ok = (
+                outcome.get("error") is None
+                and outcome.get("claimsTrueCited", 0) > 0
+                and (outcome.get("claimsTrueCitedSupported") == outcome.get("claimsTrueCited"))
             )
             key = "supported"
         else:

@@ -227,9 +227,7 @@ def rejectable(falsehood: str, span: str) -> bool:
     span_negations = {negation_key(t) for t in span_tokens} - {None}
     if claim_negations - span_negations:
         return True
-    return any(
-        not _shares_stem(t, span_tokens) for t in content_tokens(falsehood) if not is_number_token(t)
-    )
+    return any(not _shares_stem(t, span_tokens) for t in content_tokens(falsehood) if not is_number_token(t))
 
 
 MIN_CONTENT_WORDS = 3
@@ -418,12 +416,26 @@ def add_halueval(builder: DatasetBuilder, rows: Sequence[HaluRow]) -> None:
             )
             restatement = restated(row)
             if restatement is not None:
-                drafts.append(_draft(f"qa-halueval-{row.index:04d}-restated", restatement, label,
-                                     [row.paragraph], ["halueval", "draft", "restatement"]))
+                drafts.append(
+                    _draft(
+                        f"qa-halueval-{row.index:04d}-restated",
+                        restatement,
+                        label,
+                        [row.paragraph],
+                        ["halueval", "draft", "restatement"],
+                    )
+                )
             draft = false_draft(row, paragraphs)
             if draft is not None:
-                drafts.append(_draft(f"qa-halueval-{row.index:04d}-false", draft, label,
-                                     [row.paragraph], ["halueval", "draft", "false_cited"]))
+                drafts.append(
+                    _draft(
+                        f"qa-halueval-{row.index:04d}-false",
+                        draft,
+                        label,
+                        [row.paragraph],
+                        ["halueval", "draft", "false_cited"],
+                    )
+                )
     builder.items.extend(drafts)
 
     rest = [r for r in rows if r.index > qa_rows[-1].index]
@@ -509,9 +521,7 @@ def restates(answer: str, other: str) -> bool:
             break
         shared += 1
     rest_of_other = set(theirs[shared:])
-    return all(
-        _shares_stem(t, rest_of_other) for t in mine[shared:] if t not in STOP_WORDS and not is_number_token(t)
-    )
+    return all(_shares_stem(t, rest_of_other) for t in mine[shared:] if t not in STOP_WORDS and not is_number_token(t))
 
 
 def _statement(text: str) -> bool:
@@ -546,9 +556,7 @@ def drops_negation(falsehood: str, correct: Sequence[str]) -> bool:
     scoring rule and only an adversarial item can measure them.
     """
     negations = _negation_keys(falsehood)
-    return any(
-        claim_coverage(falsehood, c) >= COVERAGE_THRESHOLD and _negation_keys(c) - negations for c in correct
-    )
+    return any(claim_coverage(falsehood, c) >= COVERAGE_THRESHOLD and _negation_keys(c) - negations for c in correct)
 
 
 @dataclass
@@ -611,7 +619,11 @@ def add_truthfulqa(
         records = [{"answer": a} for p in group for a in p.in_corpus]
         spans = [canonical_record(r) for r in records]
         document = (
-            f"truthfulqa-{lang}-{number:02d}.json", f"truthfulqa/{lang}-{number:02d}.json", label, "json", dumps(records)
+            f"truthfulqa-{lang}-{number:02d}.json",
+            f"truthfulqa/{lang}-{number:02d}.json",
+            label,
+            "json",
+            dumps(records),
         )
         builder.add_document(*document)
         hard.add_document(*document)
@@ -649,8 +661,13 @@ def add_truthfulqa(
             for falsehood in fair:
                 if falsehood != planted_here and not claim_is_true(falsehood, everything):
                     drafts.append(
-                        _draft(f"qa-{qid}-false", falsehood, label, plan.correct,
-                               ["truthfulqa", language, "draft", "false_cited"])
+                        _draft(
+                            f"qa-{qid}-false",
+                            falsehood,
+                            label,
+                            plan.correct,
+                            ["truthfulqa", language, "draft", "false_cited"],
+                        )
                     )
                     break
             correct_keys = {normalize_text(c) for c in plan.correct}
@@ -770,7 +787,11 @@ def role_swap(sentence: str, lang: str) -> str | None:
     if _HEDGE.search(sentence) or _REPLY.match(sentence):
         return None
     place = _PLACE_SWAP[lang].match(sentence)
-    if place and _COMPARATIVE[lang].search(place["pre"] + place["rel"]) and not _CONJUNCTION.match(place["rel"].strip()):
+    if (
+        place
+        and _COMPARATIVE[lang].search(place["pre"] + place["rel"])
+        and not _CONJUNCTION.match(place["rel"].strip())
+    ):
         pre, x, y = place["pre"], place["x"], place["y"]
         between = "than in" if lang == "en" else "que en"
         return f"{pre}{_moved(y, False)}{place['rel']} {between} {_moved(x, False)}{place['tail'] or ''}."
@@ -850,7 +871,10 @@ def add_role_swaps(
         label = f"TRUTHFULQA_{lang.upper()}_SWAP_{number:02d}"
         records = [{"answer": a} for _, _, answers, _ in group for a in answers]
         builder.add_document(
-            f"truthfulqa-{lang}-swap-{number:02d}.json", f"truthfulqa/{lang}-swap-{number:02d}.json", label, "json",
+            f"truthfulqa-{lang}-swap-{number:02d}.json",
+            f"truthfulqa/{lang}-swap-{number:02d}.json",
+            label,
+            "json",
             dumps(records),
         )
         labels.update((index, label) for index, *_ in group)
@@ -967,6 +991,7 @@ def _year_before(fact: Fact) -> str:
 
 def _shifted(fact: Fact) -> Fact:
     """The same value with its validity recorded a year late (a synthetic data-entry mistake)."""
+
     def later(instant: str) -> str:
         return f"{int(instant[:4]) + 1:04d}{instant[4:]}"
 
@@ -1175,7 +1200,9 @@ def trim_baseline(path: Path) -> None:
                 item = json.loads(line.removesuffix(","))
             except ValueError as exc:
                 raise BuildError(f"{path}: line {number}: {exc}") from exc
-            line = json.dumps({**item, "extra": {}}, ensure_ascii=False, allow_nan=False) + line[len(line.rstrip(",")) :]
+            line = (
+                json.dumps({**item, "extra": {}}, ensure_ascii=False, allow_nan=False) + line[len(line.rstrip(",")) :]
+            )
         out.append(line)
     path.write_text("\n".join(out), encoding="utf-8")
 
@@ -1186,7 +1213,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="Shared data directory")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="Output dataset directory")
     parser.add_argument(
-        "--trim-baseline", type=Path, metavar="REPORT", help="Only empty the items' drill-down in this report (trim_baseline)"
+        "--trim-baseline",
+        type=Path,
+        metavar="REPORT",
+        help="Only empty the items' drill-down in this report (trim_baseline)",
     )
     args = parser.parse_args(argv)
     if args.trim_baseline is not None:

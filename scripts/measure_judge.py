@@ -45,8 +45,15 @@ from pytest_groundeval.judge.client import JudgeClient  # noqa: E402
 from pytest_groundeval.judge.scorer import CoverageScorer  # noqa: E402
 
 
-async def measure(dataset_dir: str, judge_url: str, judge_model: str, api_key: str | None,
-                  scorer_url: str | None, concurrency: int, cache_dir: str | None) -> tuple[list[dict], int]:
+async def measure(
+    dataset_dir: str,
+    judge_url: str,
+    judge_model: str,
+    api_key: str | None,
+    scorer_url: str | None,
+    concurrency: int,
+    cache_dir: str | None,
+) -> tuple[list[dict], int]:
     """Paragraph records of every recorded citation item, and the number of items."""
     dataset = load_dataset(dataset_dir)
     regex = dataset.manifest.mention_regex
@@ -60,8 +67,12 @@ async def measure(dataset_dir: str, judge_url: str, judge_model: str, api_key: s
             outcome = judge_citation(item, answer=item.response.answer, sources=source_map(item), mention_regex=regex)
             jobs.append(
                 assess_paragraphs(
-                    outcome.extra["citationParagraphs"], answer=item.response.answer, sources=source_details(item),
-                    judge=judge, scorer=scorer, labels=paragraph_labels(item),
+                    outcome.extra["citationParagraphs"],
+                    answer=item.response.answer,
+                    sources=source_details(item),
+                    judge=judge,
+                    scorer=scorer,
+                    labels=paragraph_labels(item),
                 )
             )
         for result in await asyncio.gather(*jobs):
@@ -83,6 +94,7 @@ def figures_of(records: list[dict], scored: bool) -> dict:
 
 def table(figures: dict, items: int, seconds: float) -> str:
     """The figures as Markdown."""
+
     def pct(value: float | None) -> str:
         return "n/a" if value is None else f"{value:.3f}"
 
@@ -93,8 +105,15 @@ def table(figures: dict, items: int, seconds: float) -> str:
         "| metric | value |",
         "|---|---|",
     ]
-    for key in ("judgeAgreement", "judgeKappa", "citationMetadataAccuracy", "citationSupportedRate",
-                "wrongSpeakerRate", "unparseableRate", "coverageScoreMean"):
+    for key in (
+        "judgeAgreement",
+        "judgeKappa",
+        "citationMetadataAccuracy",
+        "citationSupportedRate",
+        "wrongSpeakerRate",
+        "unparseableRate",
+        "coverageScoreMean",
+    ):
         lines.append(f"| {key} | {pct(figures[key])} |")
     lines += [f"| judgeErrors | {figures['judgeErrors']} |", f"| scorerErrors | {figures['scorerErrors']} |", ""]
     lines += ["| verdict | paragraphs |", "|---|---|"]
@@ -136,8 +155,15 @@ def main(argv: list[str] | None = None) -> int:
     elif args.judge_url:
         scored = args.scorer_url is not None
         records, items = asyncio.run(
-            measure(args.dataset, args.judge_url, args.judge_model, api_key, args.scorer_url, args.concurrency,
-                    args.cache_dir)
+            measure(
+                args.dataset,
+                args.judge_url,
+                args.judge_model,
+                api_key,
+                args.scorer_url,
+                args.concurrency,
+                args.cache_dir,
+            )
         )
     else:
         parser.error("give --mock or --judge-url")

@@ -52,11 +52,7 @@ def repository_files(root: Path) -> list[Path]:
             timeout=30,
         ).stdout
     except (OSError, subprocess.SubprocessError):
-        return [
-            p
-            for p in _files(root)
-            if not any(part.startswith(".") for part in p.relative_to(root).parts[:-1])
-        ]
+        return [p for p in _files(root) if not any(part.startswith(".") for part in p.relative_to(root).parts[:-1])]
     paths = (root / name for name in listed.decode("utf-8", errors="replace").split("\0") if name)
     return [p for p in paths if p.is_file()]
 

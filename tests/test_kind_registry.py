@@ -112,7 +112,9 @@ def test_history_junit_and_html_accept_a_registered_kinds_outcome(summary):
 def test_a_removed_kind_is_refused_again(summary):
     kinds.unregister("summary")
     assert tuple(kinds.KIND_NAMES) == BUILT_IN
-    with pytest.raises(ValidationError, match="Input should be 'qa', 'adversarial', 'temporal', 'citation' or 'review'"):
+    with pytest.raises(
+        ValidationError, match="Input should be 'qa', 'adversarial', 'temporal', 'citation' or 'review'"
+    ):
         ItemOutcome(id="sum-1", kind="summary", passed=True)
     with pytest.raises(HistoryError, match="field 'kind' must be one of qa, adversarial, temporal, citation, review"):
         item_row({"id": "sum-1", "kind": "summary", "pass": True}, 0)

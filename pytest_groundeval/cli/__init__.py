@@ -13,21 +13,30 @@ import sys
 from typing import Any, TextIO
 
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "hash-corpus": ("pytest_groundeval.cli.dataset", "hash_corpus_main", "Print corpus hashes to paste into a manifest"),
+    "hash-corpus": (
+        "pytest_groundeval.cli.dataset",
+        "hash_corpus_main",
+        "Print corpus hashes to paste into a manifest",
+    ),
     "gate": ("pytest_groundeval.cli.gate", "gate_main", "Re-apply gate floors to a saved report"),
     "report": ("pytest_groundeval.cli.report", "report_main", "Print a saved report's metrics and items"),
     "merge": ("pytest_groundeval.cli.merge", "merge_main", "Merge the reports of a sharded run and gate them"),
     "mock": ("pytest_groundeval.cli.mock", "main", "Serve the deterministic OpenAI-compatible mock provider"),
     "reference": ("pytest_groundeval.cli.reference", "main", "Serve the reference target, or create an API key"),
     "generate-questions": (
-        "pytest_groundeval.cli.generate_questions", "generate_main", "Generate citation items from a corpus with an LLM"
+        "pytest_groundeval.cli.generate_questions",
+        "generate_main",
+        "Generate citation items from a corpus with an LLM",
     ),
     "history": ("pytest_groundeval.cli.history", "history_main", "List, show and compare recorded runs"),
     "rejudge": ("pytest_groundeval.cli.rejudge", "rejudge_main", "Judge a recorded run's answers again"),
 }
 
-USAGE = "usage: groundeval [--version] {" + ",".join(COMMANDS) + "} [options]\n\n" + "\n".join(
-    f"  {name:<{max(map(len, COMMANDS))}}  {help_}" for name, (_, _, help_) in COMMANDS.items()
+USAGE = (
+    "usage: groundeval [--version] {"
+    + ",".join(COMMANDS)
+    + "} [options]\n\n"
+    + "\n".join(f"  {name:<{max(map(len, COMMANDS))}}  {help_}" for name, (_, _, help_) in COMMANDS.items())
 )
 
 

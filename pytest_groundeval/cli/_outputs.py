@@ -96,9 +96,7 @@ def trends_from_args(report: Mapping[str, Any], args: argparse.Namespace, prog: 
     return _trends(report, args, prog)
 
 
-def outputs_from_args(
-    report: Mapping[str, Any], args: argparse.Namespace, prog: str, *, trends: Any = ...
-) -> int:
+def outputs_from_args(report: Mapping[str, Any], args: argparse.Namespace, prog: str, *, trends: Any = ...) -> int:
     """Write what ``--html``/``--markdown`` asked for, one ``wrote PATH`` line each.
 
     The HTML trends come from ``--trends FILE``, or from the runs recorded in the history

@@ -30,7 +30,9 @@ def generate_main(argv: list[str]) -> int:
         prog="groundeval generate-questions",
         description="Generate citation items from a dataset's corpus with an OpenAI-compatible LLM",
     )
-    parser.add_argument("--dataset", required=True, metavar="DIR", help="Source dataset (its corpus seeds the questions)")
+    parser.add_argument(
+        "--dataset", required=True, metavar="DIR", help="Source dataset (its corpus seeds the questions)"
+    )
     parser.add_argument("--n", type=int, required=True, help="Questions to generate")
     parser.add_argument("--llm-url", required=True, metavar="URL", help="OpenAI-compatible base URL")
     parser.add_argument("--model", required=True, metavar="M", help="Model name")

@@ -112,12 +112,14 @@ def format_detail(detail: RunDetail) -> list[str]:
         f"started {_when(r.started_ms)} UTC  finished {_when(r.finished_ms)}",
         f"dataset {r.dataset_path or '-'} version {r.dataset_version or '-'}",
         # JSONB does not keep key order: generate and embed first, then any other role.
-        "models " + " ".join(f"{k}={models[k]}" for k in sorted(models, key=lambda k: (k != "generate", k != "embed", k)))
+        "models "
+        + " ".join(f"{k}={models[k]}" for k in sorted(models, key=lambda k: (k != "generate", k != "embed", k)))
         + f"  judge={judge} scorer={c.get('scorerModel') or '-'}",
         f"plugin {c.get('pluginVersion') or '-'}  git {c.get('gitCommit') or '-'}",
         f"items {r.items}: {detail.passed} passed, {detail.failed} failed, {len(detail.errors)} errors",
         f"latency p50 {_ms(detail.latency_ms_p50)}  p95 {_ms(detail.latency_ms_p95)}",
-        "verdicts " + ", ".join(f"{k} {n}" for k, n in detail.verdicts.items())
+        "verdicts "
+        + ", ".join(f"{k} {n}" for k, n in detail.verdicts.items())
         + f"; deterministic mismatches {detail.mismatched_paragraphs}",
     ]
     for js in detail.judgment_sets:
@@ -185,9 +187,10 @@ def format_comparison(cmp: Comparison) -> list[str]:
         else:
             delta = f"{change:+.1f}"  # ms and tokens, as the values are printed
         lines.append(f"{m.name:<26} {_metric(m.name, m.a):>13} {_metric(m.name, m.b):>13} {delta:>10}")
-    lines.append("verdicts (A -> B): " + ", ".join(
-        f"{k} {cmp.verdicts_a.get(k, 0)} -> {cmp.verdicts_b.get(k, 0)}" for k in cmp.verdicts_b
-    ))
+    lines.append(
+        "verdicts (A -> B): "
+        + ", ".join(f"{k} {cmp.verdicts_a.get(k, 0)} -> {cmp.verdicts_b.get(k, 0)}" for k in cmp.verdicts_b)
+    )
     for title, flips in (("pass -> fail", cmp.pass_to_fail), ("fail -> pass", cmp.fail_to_pass)):
         lines.append(f"{title}: {len(flips)}")
         if flips:

@@ -55,16 +55,31 @@ def _serve_parser(env: Mapping[str, str]) -> Parser:
     )
     parser.add_argument("--host", default=env.get("GROUNDEVAL_HOST", "127.0.0.1"), help="Interface to bind")
     # String defaults go through ``type`` too, so a bad env value is a usage error naming the flag.
-    parser.add_argument("--port", type=int, default=env.get("GROUNDEVAL_PORT", str(DEFAULT_PORT)), help="Port to bind (0: any free port)")
-    parser.add_argument("--data-dir", default=env.get("GROUNDEVAL_DATA_DIR", DEFAULT_DATA_DIR), help="Directory for the SQLite database")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=env.get("GROUNDEVAL_PORT", str(DEFAULT_PORT)),
+        help="Port to bind (0: any free port)",
+    )
+    parser.add_argument(
+        "--data-dir", default=env.get("GROUNDEVAL_DATA_DIR", DEFAULT_DATA_DIR), help="Directory for the SQLite database"
+    )
     parser.add_argument(
         "--llm-url",
         default=env.get("GROUNDEVAL_LLM_URL") or env.get("OPENAI_BASE_URL"),
         help="OpenAI-style base URL ending in /v1 for chat completions",
     )
-    parser.add_argument("--embed-url", default=env.get("GROUNDEVAL_EMBED_URL"), help="OpenAI-style base URL ending in /v1 for embeddings")
-    parser.add_argument("--model-generate", default=env.get("GROUNDEVAL_MODEL_GENERATE", "mock-generate"), help="Chat model")
-    parser.add_argument("--model-embed", default=env.get("GROUNDEVAL_MODEL_EMBED", "mock-embed"), help="Embedding model")
+    parser.add_argument(
+        "--embed-url",
+        default=env.get("GROUNDEVAL_EMBED_URL"),
+        help="OpenAI-style base URL ending in /v1 for embeddings",
+    )
+    parser.add_argument(
+        "--model-generate", default=env.get("GROUNDEVAL_MODEL_GENERATE", "mock-generate"), help="Chat model"
+    )
+    parser.add_argument(
+        "--model-embed", default=env.get("GROUNDEVAL_MODEL_EMBED", "mock-embed"), help="Embedding model"
+    )
     parser.add_argument(
         "--provider-timeout",
         type=float,
@@ -90,7 +105,9 @@ def _serve_parser(env: Mapping[str, str]) -> Parser:
 
 def _create_key_parser(env: Mapping[str, str]) -> Parser:
     parser = Parser(prog="groundeval reference create-key", description="Create a tenant and print its new API key")
-    parser.add_argument("--data-dir", default=env.get("GROUNDEVAL_DATA_DIR", DEFAULT_DATA_DIR), help="The server's data dir")
+    parser.add_argument(
+        "--data-dir", default=env.get("GROUNDEVAL_DATA_DIR", DEFAULT_DATA_DIR), help="The server's data dir"
+    )
     return parser
 
 
@@ -182,10 +199,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except ParserExit as exc:  # --help
         return exc.status
-    logging.basicConfig(level=config.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=config.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
     try:
         asyncio.run(serve(config))
     except KeyboardInterrupt:  # pragma: no cover - signal handler not installable
         pass
     return 0
-

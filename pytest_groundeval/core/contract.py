@@ -18,7 +18,7 @@ import re
 
 DECOMPOSITION_PROMPT = (
     "Decompose the draft answer into atomic claims. "
-    "Return JSON {\"claims\": [{\"text\", \"start\", \"end\", \"markers\"}]} "
+    'Return JSON {"claims": [{"text", "start", "end", "markers"}]} '
     "with UTF-8 byte offsets into the draft."
 )
 """System-message prefix that selects the mock's decomposition behaviour."""

@@ -99,9 +99,7 @@ _TIER_PHRASE: Mapping[Tier, str] = MappingProxyType(
 )
 _PASSING_TIERS: Mapping[Assertiveness, str] = MappingProxyType(
     {
-        assertiveness: ", ".join(
-            tier for tier in TIERS if EVIDENCE_STRENGTH[(assertiveness, tier)] == "pass"
-        )
+        assertiveness: ", ".join(tier for tier in TIERS if EVIDENCE_STRENGTH[(assertiveness, tier)] == "pass")
         for assertiveness in ("definitive", "likely", "tentative")
     }
 )
@@ -146,9 +144,7 @@ class EvidenceClaim(WireModel):
     def _match_not_blank(cls, value: list[str]) -> list[str]:
         for i, phrase in enumerate(value):
             if not phrase.strip():
-                raise ValueError(
-                    f"match[{i}] is blank; a blank phrase would match every answer"
-                )
+                raise ValueError(f"match[{i}] is blank; a blank phrase would match every answer")
         return value
 
 
@@ -212,8 +208,7 @@ def _first_index_of_ids(field: str, ids: list[str], what: str) -> dict[str, int]
     for i, item_id in enumerate(ids):
         if item_id in first:
             raise ValueError(
-                f"{field}[{i}].id: duplicate {what} id {item_id!r} "
-                f"(first declared at {field}[{first[item_id]}])"
+                f"{field}[{i}].id: duplicate {what} id {item_id!r} (first declared at {field}[{first[item_id]}])"
             )
         first[item_id] = i
     return first

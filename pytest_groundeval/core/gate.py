@@ -81,7 +81,9 @@ def _refresh() -> None:
     _ARMED.clear()
     _ARMED.update({spec.wire: (spec.armed_by, spec.armed_bound) for spec in specs if spec.armed_by})
     _USELESS.clear()
-    _USELESS.update({spec.wire: (spec.useless_at, spec.useless_reason) for spec in specs if spec.useless_at is not None})
+    _USELESS.update(
+        {spec.wire: (spec.useless_at, spec.useless_reason) for spec in specs if spec.useless_at is not None}
+    )
     _KIND_OF_METRIC.clear()
     _KIND_OF_METRIC.update({spec.wire: kind.name for kind in all_kinds() for spec in kind.metrics})
     NOT_QUALITY._replace({"errors", *_ARMED, "notRun", "run", "items"})  # type: ignore[attr-defined]
@@ -97,7 +99,7 @@ NOT_GATED = "NOT GATED"
 """The verdict of a run measured with ``--eval-no-gate`` whose items all ran (docs/gate.md)."""
 
 _HOW_TO_ARM = (
-    "arm a floor in the dataset manifest's \"floors\" or a floors file (--eval-floors FILE, "
+    'arm a floor in the dataset manifest\'s "floors" or a floors file (--eval-floors FILE, '
     "groundeval gate --floors FILE), or measure without gating with --eval-no-gate (docs/gate.md, nothing gated)"
 )
 
@@ -150,7 +152,11 @@ def verdict(result: GateResult | Mapping[str, Any]) -> str:
     """
     if isinstance(result, Mapping):
         passed, gated = bool(result.get("passed")), result.get("gated", True) is not False
-        failed = [str(c.get("metric")) for c in result.get("checks", ()) if isinstance(c, Mapping) and c.get("outcome") == "FAIL"]
+        failed = [
+            str(c.get("metric"))
+            for c in result.get("checks", ())
+            if isinstance(c, Mapping) and c.get("outcome") == "FAIL"
+        ]
     else:
         passed, gated = result.passed, result.gated
         failed = [c.metric for c in result.checks if c.outcome == "FAIL"]

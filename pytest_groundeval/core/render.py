@@ -33,8 +33,6 @@ def format_check(check: GateCheck) -> str:
     return f"{check.metric:<26} {value:>12} {check.op} {bound:<12} {check.outcome:<4}  {check.reason}"
 
 
-
-
 def unbounded_lines(metrics: Any, result: GateResult) -> list[str]:
     """Lines for measured metrics that no check covers (reported, not gated), aligned with ``format_check``."""
     checked = {c.metric for c in result.checks}

@@ -50,7 +50,9 @@ ERROR_STREAK = 10
 TOOL_TRACE_KEYS = ("tool", "calls", "hits", "hitCount")
 """The ``toolTrace`` entry fields kept in ``extra.toolTrace`` (ids and counts; anything else is dropped)."""
 
-_generated: contextvars.ContextVar[list[JsonObject] | None] = contextvars.ContextVar("groundeval_generated", default=None)
+_generated: contextvars.ContextVar[list[JsonObject] | None] = contextvars.ContextVar(
+    "groundeval_generated", default=None
+)
 """The generate responses of the item running in the current task (for ``extra.toolTrace``/``iterations``)."""
 
 
@@ -73,6 +75,7 @@ def agent_extra(responses: list[JsonObject]) -> dict[str, Any]:
     if counts:
         extra["iterations"] = sum(counts)
     return extra
+
 
 class ItemError(Exception):
     """An item could not be run.

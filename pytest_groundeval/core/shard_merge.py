@@ -60,7 +60,9 @@ def _same(reports: Sequence[tuple[str, Report]], what: str, value: Callable[[Rep
             raise MergeError(f"cannot merge: {first_source} has {what} {expected!r} but {source} has {got!r}")
 
 
-def _validated(reports: Sequence[Mapping[str, Any] | Report], sources: Sequence[str] | None) -> list[tuple[str, Report]]:
+def _validated(
+    reports: Sequence[Mapping[str, Any] | Report], sources: Sequence[str] | None
+) -> list[tuple[str, Report]]:
     if not reports:
         raise MergeError("cannot merge: no reports given")
     names = list(sources) if sources is not None else [f"report {i + 1}" for i in range(len(reports))]
@@ -137,9 +139,7 @@ def _missing(
     present = sorted(_shard(report).index for _, report in reports)
     missing_shards = [f"{k}/{count}" for k in range(1, count + 1) if k not in set(present)]
     if len(owner) > total:
-        raise MergeError(
-            f"cannot merge: the shards hold {len(owner)} distinct items but their dataset has {total}"
-        )
+        raise MergeError(f"cannot merge: the shards hold {len(owner)} distinct items but their dataset has {total}")
     for source, report in reports:
         if len(report.items) > _shard(report).assigned:
             raise MergeError(

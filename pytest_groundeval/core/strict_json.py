@@ -168,9 +168,7 @@ class Problem:
     what: str
 
 
-def first_problem(
-    text: str, pos: int, path: Sequence[str | int] = (), *, duplicates: bool = True
-) -> Problem | None:
+def first_problem(text: str, pos: int, path: Sequence[str | int] = (), *, duplicates: bool = True) -> Problem | None:
     """Walk the JSON value starting at ``text[pos]`` and return its first refused value, or None.
 
     Args:

@@ -274,8 +274,22 @@ def _migrate_1_to_2(conn: Connection) -> None:
 
 
 _V3_JUDGMENT_COLUMNS = (
-    "id", "set_id", "item", "run_id", "paragraph", "text", "markers", "missing_markers", "metadata_mismatch",
-    "deterministic_pass", "verdict", "rationale", "expected_verdict", "coverage_score", "judge_model", "judged_ms",
+    "id",
+    "set_id",
+    "item",
+    "run_id",
+    "paragraph",
+    "text",
+    "markers",
+    "missing_markers",
+    "metadata_mismatch",
+    "deterministic_pass",
+    "verdict",
+    "rationale",
+    "expected_verdict",
+    "coverage_score",
+    "judge_model",
+    "judged_ms",
 )
 
 
@@ -479,9 +493,7 @@ def check_tables(conn: Connection) -> None:
 def create_version(conn: Connection, metadata: MetaData, version: int) -> None:
     """Create the tables of ``metadata`` and record ``version`` (used for fresh databases and by tests)."""
     metadata.create_all(conn)
-    conn.execute(
-        schema.schema_info.insert().values(id=1, version=version, migrated_ms=_now_ms())
-    )
+    conn.execute(schema.schema_info.insert().values(id=1, version=version, migrated_ms=_now_ms()))
 
 
 def ensure_schema_at(url: str) -> None:

@@ -235,7 +235,15 @@ def _run_rows(store: HistoryStore, where: Any = None, limit: int | None = None) 
     with store.engine.connect() as conn:
         return [
             RunRow(
-                run_id, label, path, version, started, finished, interrupted, passed, n,
+                run_id,
+                label,
+                path,
+                version,
+                started,
+                finished,
+                interrupted,
+                passed,
+                n,
                 gated=not (isinstance(gate, dict) and gate.get("gated") is False),
             )
             for run_id, label, path, version, started, finished, interrupted, passed, n, gate in conn.execute(query)
@@ -331,9 +339,7 @@ def bad_item_keys(store: HistoryStore, run_id: str) -> set[int]:
     with store.engine.connect() as conn:
         return set(
             conn.execute(
-                select(j.c.item)
-                .where(j.c.set_id == current_set_id(run_id), j.c.verdict.in_(BAD_VERDICTS))
-                .distinct()
+                select(j.c.item).where(j.c.set_id == current_set_id(run_id), j.c.verdict.in_(BAD_VERDICTS)).distinct()
             ).scalars()
         )
 
@@ -356,8 +362,9 @@ def group_items(store: HistoryStore, ref: str, by: GroupBy) -> list[GroupRow]:
     bad = bad_item_keys(store, run_id)
     with store.engine.connect() as conn:
         rows = conn.execute(
-            select(items.c.id, items.c.kind, items.c.passed, items.c.error, items.c.latency_ms, items.c.iterations)
-            .where(items.c.run_id == run_id)
+            select(
+                items.c.id, items.c.kind, items.c.passed, items.c.error, items.c.latency_ms, items.c.iterations
+            ).where(items.c.run_id == run_id)
         ).all()
         membership: dict[int, list[str]] = defaultdict(list)
         if by == "tag":
@@ -517,7 +524,8 @@ def compare_runs(
     runs = schema.runs
     with store.engine.connect() as conn:
         stored = {
-            r.id: r for r in conn.execute(select(runs.c.id, runs.c.config, runs.c.metrics).where(runs.c.id.in_([id_a, id_b])))
+            r.id: r
+            for r in conn.execute(select(runs.c.id, runs.c.config, runs.c.metrics).where(runs.c.id.in_([id_a, id_b])))
         }
     a_metrics, b_metrics = stored[id_a].metrics, stored[id_b].metrics
     if floors is None:

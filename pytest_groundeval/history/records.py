@@ -148,7 +148,9 @@ def judgment_rows(item: str, paragraphs: Any) -> list[dict[str, Any]]:
             raise _fail(item, f"{where}.verdict", "one of " + ", ".join(RECORDED_VERDICTS) + " or null", verdict)
         expected = para.get("expectedVerdict")
         if expected is not None and expected not in RECORDED_VERDICTS:
-            raise _fail(item, f"{where}.expectedVerdict", "one of " + ", ".join(RECORDED_VERDICTS) + " or null", expected)
+            raise _fail(
+                item, f"{where}.expectedVerdict", "one of " + ", ".join(RECORDED_VERDICTS) + " or null", expected
+            )
         score = para.get("coverageScore")
         if score is not None and (
             isinstance(score, bool) or not isinstance(score, (int, float)) or not 0.0 <= score <= 1.0

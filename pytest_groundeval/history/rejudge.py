@@ -144,9 +144,8 @@ class RejudgeResult:
         if carried > 0:
             parts.append(f"{carried} carried over without a verdict")
         shown = "; ".join(self.error_messages[:3])
-        return (
-            f"{self.failed} of {self.paragraphs} paragraph(s) got no parseable verdict ({', '.join(parts)})"
-            + (f": {shown}" if shown else "")
+        return f"{self.failed} of {self.paragraphs} paragraph(s) got no parseable verdict ({', '.join(parts)})" + (
+            f": {shown}" if shown else ""
         )
 
 
@@ -163,7 +162,9 @@ def _verdict(value: Any, where: str) -> JudgeVerdict:
     if not isinstance(value, JudgeVerdict):
         raise HistoryError(f"{where}: the judge returned {type(value).__name__}, expected a JudgeVerdict")
     if value.verdict not in RECORDED_VERDICTS:
-        raise HistoryError(f"{where}: the judge returned verdict {value.verdict!r}; expected one of {', '.join(RECORDED_VERDICTS)}")
+        raise HistoryError(
+            f"{where}: the judge returned verdict {value.verdict!r}; expected one of {', '.join(RECORDED_VERDICTS)}"
+        )
     if not isinstance(value.rationale, str) or not value.rationale.strip():
         raise HistoryError(f"{where}: the judge returned no rationale")
     if not isinstance(value.judge_model, str) or not value.judge_model:
@@ -253,7 +254,7 @@ def rejudge_run(
     many = getattr(judge, "judge_many", None)
 
     def answers(start: int) -> list[Any]:
-        chunk = requests[start:start + WRITE_BATCH]
+        chunk = requests[start : start + WRITE_BATCH]
         if many is not None:
             return list(many(chunk))
         out: list[Any] = []
@@ -287,9 +288,17 @@ def rejudge_run(
             else:
                 result.judged += 1
             result.judge_model = result.judge_model or verdict.judge_model
-            pending.append({**key, "verdict": verdict.verdict, "rationale": verdict.rationale,
-                            "judge_model": verdict.judge_model, "judged_ms": now_ms(),
-                            "keep_score": verdict.coverage_score is None, "coverage_score": verdict.coverage_score})
+            pending.append(
+                {
+                    **key,
+                    "verdict": verdict.verdict,
+                    "rationale": verdict.rationale,
+                    "judge_model": verdict.judge_model,
+                    "judged_ms": now_ms(),
+                    "keep_score": verdict.coverage_score is None,
+                    "coverage_score": verdict.coverage_score,
+                }
+            )
         if len(pending) >= WRITE_BATCH:
             _write(store, new_set, pending)
             pending = []

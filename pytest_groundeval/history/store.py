@@ -149,8 +149,10 @@ class HistoryStore:
             raise HistoryError(f"run {ref!r}: no run id starts with it (groundeval history list shows the runs)")
         if len(rows) > 1:
             shown = ", ".join(r[0][:12] for r in rows[:5])
-            raise HistoryError(f"run {ref!r} is ambiguous: it starts {'more than 5' if len(rows) > 5 else len(rows)} "
-                               f"run ids ({shown}); give more digits")
+            raise HistoryError(
+                f"run {ref!r} is ambiguous: it starts {'more than 5' if len(rows) > 5 else len(rows)} "
+                f"run ids ({shown}); give more digits"
+            )
         only: str = rows[0][0]
         return only
 

@@ -25,7 +25,9 @@ def stored_outcomes(store: HistoryStore, run_id: str) -> list[dict[str, Any]]:
     judgment set put back."""
     items, j = schema.items, schema.judgments
     with store.engine.connect() as conn:
-        rows = conn.execute(select(items.c.id, items.c.outcome).where(items.c.run_id == run_id).order_by(items.c.id)).all()
+        rows = conn.execute(
+            select(items.c.id, items.c.outcome).where(items.c.run_id == run_id).order_by(items.c.id)
+        ).all()
         by_item: dict[int, list[dict[str, Any]]] = {}
         for row in conn.execute(select(j).where(j.c.set_id == current_set_id(run_id))).mappings():
             by_item.setdefault(row["item"], []).append(dict(row))

@@ -112,7 +112,7 @@ def describe_url(url: str) -> str:
 
 def sqlite_path(url: str) -> Path | None:
     """The file of a resolved SQLite URL; None for PostgreSQL."""
-    return Path(url[len("sqlite:///"):]) if url.startswith("sqlite:///") else None
+    return Path(url[len("sqlite:///") :]) if url.startswith("sqlite:///") else None
 
 
 def dbapi_conninfo(url: str) -> str:

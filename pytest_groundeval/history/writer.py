@@ -69,25 +69,73 @@ _HEX_RE = re.compile(r"^[0-9a-f]+$")
 _COLUMNS = {
     "runs": ("id", "label", "dataset_path", "dataset_version", "config", "started_ms"),
     "items": (
-        "run_id", "item_id", "kind", "passed", "error", "detail", "trace_id", "question", "answer", "tags",
-        "sources", "trace", "latency_ms", "prompt_tokens", "completion_tokens", "tool_trace", "iterations",
-        "outcome", "recorded_ms",
+        "run_id",
+        "item_id",
+        "kind",
+        "passed",
+        "error",
+        "detail",
+        "trace_id",
+        "question",
+        "answer",
+        "tags",
+        "sources",
+        "trace",
+        "latency_ms",
+        "prompt_tokens",
+        "completion_tokens",
+        "tool_trace",
+        "iterations",
+        "outcome",
+        "recorded_ms",
     ),
     "item_tags": ("item", "tag", "run_id"),
     "tool_calls": ("item", "position", "run_id", "tool", "calls", "hit_count", "hit_ids"),
     "judgment_sets": (
-        "run_id", "origin", "judge_model", "scorer_model", "prompt_version", "created_ms", "status", "is_current",
-        "paragraphs", "failed",
+        "run_id",
+        "origin",
+        "judge_model",
+        "scorer_model",
+        "prompt_version",
+        "created_ms",
+        "status",
+        "is_current",
+        "paragraphs",
+        "failed",
     ),
     "judgments": (
-        "set_id", "item", "run_id", "paragraph", "text", "markers", "missing_markers", "metadata_mismatch",
-        "deterministic_pass", "verdict", "rationale", "expected_verdict", "coverage_score", "judge_model",
+        "set_id",
+        "item",
+        "run_id",
+        "paragraph",
+        "text",
+        "markers",
+        "missing_markers",
+        "metadata_mismatch",
+        "deterministic_pass",
+        "verdict",
+        "rationale",
+        "expected_verdict",
+        "coverage_score",
+        "judge_model",
         "judged_ms",
     ),
 }
 _JSON_COLUMNS = frozenset(
-    {"config", "tags", "sources", "trace", "tool_trace", "outcome", "hit_ids", "markers", "missing_markers",
-     "metadata_mismatch", "metrics", "gate"}
+    {
+        "config",
+        "tags",
+        "sources",
+        "trace",
+        "tool_trace",
+        "outcome",
+        "hit_ids",
+        "markers",
+        "missing_markers",
+        "metadata_mismatch",
+        "metrics",
+        "gate",
+    }
 )
 
 
@@ -137,7 +185,9 @@ class HistoryWriter:
         self._mark = "%s" if postgres else "?"
 
     @classmethod
-    def open(cls, value: str | None, cwd: str | None = None, *, busy_timeout_s: float = BUSY_TIMEOUT_S) -> HistoryWriter:
+    def open(
+        cls, value: str | None, cwd: str | None = None, *, busy_timeout_s: float = BUSY_TIMEOUT_S
+    ) -> HistoryWriter:
         """Connect, creating or migrating the schema first when it is not current.
 
         Args:
@@ -371,10 +421,13 @@ class HistoryWriter:
                 if found[0] is None:
                     raise HistoryError(f"run {run_id} has no judgment set of its own (docs/history.md)")
                 set_id = found[0]
-                self._insert(cursor, "items", [{**row, "run_id": run_id, "recorded_ms": recorded} for row, *_ in parsed])
+                self._insert(
+                    cursor, "items", [{**row, "run_id": run_id, "recorded_ms": recorded} for row, *_ in parsed]
+                )
                 if self._postgres:
-                    cursor.execute(f"SELECT item_id, id FROM items WHERE run_id = {m} AND item_id = ANY({m})",
-                                   (run_id, ids))
+                    cursor.execute(
+                        f"SELECT item_id, id FROM items WHERE run_id = {m} AND item_id = ANY({m})", (run_id, ids)
+                    )
                 else:
                     cursor.execute(
                         f"SELECT item_id, id FROM items WHERE run_id = ? AND item_id IN ({', '.join('?' * len(ids))})",
@@ -389,8 +442,13 @@ class HistoryWriter:
                     tags.extend({"item": key, "tag": tag, "run_id": run_id} for tag in item_tags)
                     tools.extend({**tool, "item": key, "run_id": run_id} for tool in item_tools)
                     judgments.extend(
-                        {**j, "set_id": set_id, "item": key, "run_id": run_id,
-                         "judged_ms": recorded if j["verdict"] else None}
+                        {
+                            **j,
+                            "set_id": set_id,
+                            "item": key,
+                            "run_id": run_id,
+                            "judged_ms": recorded if j["verdict"] else None,
+                        }
                         for j in item_judgments
                     )
                 self._insert(cursor, "item_tags", tags)
@@ -548,8 +606,9 @@ class RunRecorder:
         self._thread: threading.Thread | None = None
         if background:
             self._queue = queue.Queue()
-            self._thread = threading.Thread(target=self._drain, name=f"groundeval-history-{self.run_id[:8]}",
-                                            daemon=True)
+            self._thread = threading.Thread(
+                target=self._drain, name=f"groundeval-history-{self.run_id[:8]}", daemon=True
+            )
             self._thread.start()
 
     def _write(self, batch: list[Mapping[str, Any]]) -> None:

@@ -128,9 +128,7 @@ class JudgeClient:
         try:
             import openai
         except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError(
-                "the judge needs the openai package: pip install 'pytest-groundeval[judge]'"
-            ) from exc
+            raise ImportError("the judge needs the openai package: pip install 'pytest-groundeval[judge]'") from exc
         if concurrency < 1 or min(max_retries, parse_retries) < 0 or min(timeout, max_retry_after, backoff) < 0:
             raise ValueError("judge bounds must be non-negative and concurrency at least 1")
         self._openai = openai

@@ -58,7 +58,11 @@ def corpus_records(dataset: Dataset) -> list[dict[str, Any]]:
     for name, document in dataset.documents.items():
         if document.format == "json":
             for index, record in enumerate(document.content):
-                text = record.get("text") if isinstance(record.get("text"), str) else json.dumps(record, ensure_ascii=False, sort_keys=True)
+                text = (
+                    record.get("text")
+                    if isinstance(record.get("text"), str)
+                    else json.dumps(record, ensure_ascii=False, sort_keys=True)
+                )
                 metadata = {k: v for k, v in record.items() if k != "text" and isinstance(v, str)}
                 if text.strip():
                     records.append({"document": name, "record": index, "text": text, "metadata": metadata})
@@ -151,7 +155,11 @@ async def generate_questions(
                 record = records[rng.randrange(len(records))]
                 payload: dict[str, Any] = {"strategy": "seeded", "snippet": record["text"][:SEED_SNIPPET_CHARS],
                                            "metadata": record["metadata"], "avoid": list(recent)}  # fmt: skip
-                origin: dict[str, Any] = {"strategy": "seeded", "document": record["document"], "record": record["record"]}
+                origin: dict[str, Any] = {
+                    "strategy": "seeded",
+                    "document": record["document"],
+                    "record": record["record"],
+                }
             else:
                 topic = palette[rng.randrange(len(palette))]
                 payload = {"strategy": "free", "topic": topic, "avoid": list(recent)}

@@ -50,8 +50,7 @@ PROMPT_VERSION = "judge-v1"
 """Version of the judge prompt and input shape; part of every cache key (docs/citation.md)."""
 
 JUDGE_PROMPT = (
-    "You are a citation judge. Decide whether one paragraph of an answer is supported by the "
-    "sources it cites."
+    "You are a citation judge. Decide whether one paragraph of an answer is supported by the sources it cites."
 )
 """First sentence of the judge's system message; the mock's judge behaviour is selected by it."""
 

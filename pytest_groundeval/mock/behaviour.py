@@ -52,10 +52,13 @@ _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 # (\s), "." anything else. Built from the same regex classes, so the fast count
 # below cannot drift from _TOKEN_RE.
 _WORD_CLASS, _SPACE_CLASS, _OTHER_CLASS = "a", " ", "."
-_UTF8_CLASSES = bytes(
-    ord(_WORD_CLASS if re.match(r"\w", chr(i)) else _SPACE_CLASS if re.match(r"\s", chr(i)) else _OTHER_CLASS)
-    for i in range(128)
-) + _WORD_CLASS.encode() * 128
+_UTF8_CLASSES = (
+    bytes(
+        ord(_WORD_CLASS if re.match(r"\w", chr(i)) else _SPACE_CLASS if re.match(r"\s", chr(i)) else _OTHER_CLASS)
+        for i in range(128)
+    )
+    + _WORD_CLASS.encode() * 128
+)
 """Token class of each UTF-8 byte: ASCII bytes by the regex classes; every byte of a
 multi-byte character "a", right for text whose non-ASCII characters are all word characters."""
 _ASCII_BYTES = bytes(range(128))

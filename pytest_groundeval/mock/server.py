@@ -146,8 +146,14 @@ class _Call:
 
     def record(self) -> RequestRecord:
         return RequestRecord(
-            self.path, self.kind, self.model, self.prompt_tokens, self.completion_tokens,
-            self.latency_ms, self.status, self.fault,
+            self.path,
+            self.kind,
+            self.model,
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.latency_ms,
+            self.status,
+            self.fault,
         )
 
 
@@ -365,8 +371,10 @@ class MockProvider:
                 "retry-after-ms": str(int(seconds * 1000)),
             }
             return web.Response(
-                status=429, body=error_body(429, f"Rate limit injected by fault {plan.spec!r}"),
-                content_type=_JSON_CT, headers=headers,
+                status=429,
+                body=error_body(429, f"Rate limit injected by fault {plan.spec!r}"),
+                content_type=_JSON_CT,
+                headers=headers,
             )
         return web.Response(
             status=500, body=error_body(500, f"Server error injected by fault {plan.spec!r}"), content_type=_JSON_CT
@@ -518,7 +526,7 @@ class MockProvider:
         texts = _embedding_inputs(body.get("input"))
         encoding = body.get("encoding_format", "float")
         if encoding not in ("float", "base64"):
-            raise _BadRequest(f"'encoding_format' must be \"float\" or \"base64\", got {encoding!r}", "encoding_format")
+            raise _BadRequest(f'\'encoding_format\' must be "float" or "base64", got {encoding!r}', "encoding_format")
         # Per text, not joined: one CJK input then leaves the others on the fast count.
         call.prompt_tokens = sum(map(behaviour.count_tokens, texts))
         if encoding == "base64":

@@ -60,15 +60,22 @@ class ChunkFramer:
 
     def __init__(self, completion_id: str, created: int, model: str) -> None:
         self._head = (
-            '{"id":' + dumps(completion_id) + ',"object":"chat.completion.chunk","created":'
-            + str(created) + ',"model":' + dumps(model) + ","
+            '{"id":'
+            + dumps(completion_id)
+            + ',"object":"chat.completion.chunk","created":'
+            + str(created)
+            + ',"model":'
+            + dumps(model)
+            + ","
         )
         self._content_prefix = ("data: " + self._head + '"choices":[{"index":0,"delta":{"content":').encode()
         self._content_suffix = b'},"logprobs":null,"finish_reason":null}]}\n\n'
 
     def role_event(self) -> bytes:
         """The first event: ``delta`` carries the assistant role and empty content."""
-        return self._event('"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}')
+        return self._event(
+            '"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}'
+        )
 
     def content_event(self, piece: str) -> bytes:
         """One content event carrying ``piece``."""

@@ -116,7 +116,9 @@ def histogram(values: Sequence[float], *, unit: str = "ms", bins: int = 30, widt
         h = plot_h * count / peak
         a, b = low + i * step, low + (i + 1) * step
         rng = f"≥ {a:.1f}" if i == bins - 1 and ordered[-1] > b else f"{a:.1f}–{b:.1f}"
-        body.append(_rect(left + i * bar_w + 1, top_pad + plot_h - h, bar_w - 2, h, "bar-hist", f"{rng} {unit}: {count}"))
+        body.append(
+            _rect(left + i * bar_w + 1, top_pad + plot_h - h, bar_w - 2, h, "bar-hist", f"{rng} {unit}: {count}")
+        )
     axis_y = top_pad + plot_h
     body.append(f'<line x1="{left}" y1="{axis_y}" x2="{left + plot_w}" y2="{axis_y}" class="axis"/>')
     for frac in (0.0, 0.25, 0.5, 0.75, 1.0):

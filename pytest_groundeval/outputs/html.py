@@ -290,7 +290,13 @@ def _json_island(data: Any) -> str:
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     # Inside <script>, only "</script", "<!--" and "<script" can end or change the data; escaping
     # every <, > and & (and the JS line separators) makes the content plain JSON text.
-    for char, repl in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+    for char, repl in (
+        ("&", "\\u0026"),
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
         text = text.replace(char, repl)
     return text
 
@@ -322,7 +328,9 @@ def _gate_section(report: Mapping[str, Any]) -> str:
         )
     return (
         '<section id="gate"><h2>Gate</h2><table class="grid"><thead><tr><th>metric</th><th>value</th>'
-        "<th>bound</th><th>outcome</th><th>reason</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table></section>"
+        "<th>bound</th><th>outcome</th><th>reason</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table></section>"
     )
 
 
@@ -402,9 +410,7 @@ class _TrendRun(TypedDict):
     metrics: dict[str, Any]
 
 
-def _history_section(
-    report: Mapping[str, Any], history: Sequence[Mapping[str, Any]]
-) -> tuple[str, list[_TrendRun]]:
+def _history_section(report: Mapping[str, Any], history: Sequence[Mapping[str, Any]]) -> tuple[str, list[_TrendRun]]:
     runs = [
         _TrendRun(id=str(run.get("id")), startedAt=_when(run.get("startedAt")), metrics=dict(run.get("metrics") or {}))
         for run in history
@@ -459,7 +465,11 @@ def _header(report: Mapping[str, Any]) -> str:
             facts.append(("missing shards", ", ".join(merge["missingShards"])))
     verdict = gate_verdict(report["gate"])
     badge = "fail" if not passed else "pass" if report["gate"].get("gated", True) is not False else "skip"
-    notes = '<p class="warn">Interrupted: the metrics cover only part of the selection.</p>' if report.get("interrupted") else ""
+    notes = (
+        '<p class="warn">Interrupted: the metrics cover only part of the selection.</p>'
+        if report.get("interrupted")
+        else ""
+    )
     return (
         f'<header><h1>groundeval <span id="verdict" class="badge big b-{badge}">gate {escape(verdict)}</span></h1>'
         '<dl class="facts">'

@@ -101,5 +101,7 @@ def render_markdown(report: Mapping[str, Any], *, title: str = "groundeval") -> 
                 f"| {cell(item['id'])} | {cell(item.get('kind', ''))} | {'error' if is_error else 'fail'} | {cell(text)} |"
             )
         if len(problems) > MAX_ITEMS_LISTED:
-            lines.append(f"\n… and {len(problems) - MAX_ITEMS_LISTED} more failed or errored items (see the HTML report)")
+            lines.append(
+                f"\n… and {len(problems) - MAX_ITEMS_LISTED} more failed or errored items (see the HTML report)"
+            )
     return "\n".join(lines) + "\n"

@@ -103,7 +103,6 @@ class EvalItem(pytest.Function):
         # An EvalItem is made only by KindGroup.collect, under its group.
         return cast(KindGroup, self.parent).dataset
 
-
     def setup(self) -> None:
         super().setup()
         name = "groundeval_runner" if self.uses_target else "groundeval_offline_runner"

@@ -31,6 +31,7 @@ shard's gate (``--eval-shard K/N``, N > 1) is partial: it is reported, but only
 errors, items that never ran and an interrupted run fail the session; the gate
 that decides is the merged one (``groundeval merge``).
 """
+
 from __future__ import annotations
 
 import json

@@ -96,7 +96,11 @@ class ItemDispatcher:
         for following in self._upcoming(test_item):
             if running >= self.concurrency or len(self._futures) >= 2 * self.concurrency:
                 break
-            if self._eligible(following) and following.nodeid not in self._futures and following.nodeid not in self._done:
+            if (
+                self._eligible(following)
+                and following.nodeid not in self._futures
+                and following.nodeid not in self._done
+            ):
                 self._submit(following)
                 running += 1
 

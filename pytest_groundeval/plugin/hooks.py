@@ -157,7 +157,9 @@ def _refuse_options_without_a_dataset(config: pytest.Config) -> None:
     Raises:
         pytest.UsageError: one of those flags was given and no dataset was.
     """
-    given = [f"--eval-{name}" for name in _NEED_A_DATASET if config.getoption(_options._dest(name)) not in (None, False)]
+    given = [
+        f"--eval-{name}" for name in _NEED_A_DATASET if config.getoption(_options._dest(name)) not in (None, False)
+    ]
     if not given or any(_is_dataset_path(config, arg) for arg in config.args):
         return
     raise pytest.UsageError(

@@ -34,23 +34,43 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("html", "Write the report as one self-contained HTML page to this path (one dataset per run)", "path"),
     ("markdown", "Write the gate as a Markdown table to this path", "path"),
     ("no-step-summary", "Do not append the Markdown gate table to $GITHUB_STEP_SUMMARY", "bool"),
-    ("shard", "Run only shard K of N of the dataset's items (K/N); merge the shards' reports with groundeval merge", "str"),
+    (
+        "shard",
+        "Run only shard K of N of the dataset's items (K/N); merge the shards' reports with groundeval merge",
+        "str",
+    ),
     ("baseline", "Baseline report that arms the retrievalRecall floor", "path"),
     ("floors", "JSON file of gate floors and ceilings by metric name", "path"),
     ("strict", "Fail the session when any eval item fails, not only when the gate fails", "bool"),
-    ("no-gate", "Measure and report without gating: the verdict reads NOT GATED and only errored items fail the run", "bool"),
+    (
+        "no-gate",
+        "Measure and report without gating: the verdict reads NOT GATED and only errored items fail the run",
+        "bool",
+    ),
     ("timeout", "Seconds one target call may take, from sending to the last byte of the answer (default 60)", "float"),
-    ("max-response-bytes", "Largest target response body accepted, in bytes; KiB, MiB or GiB suffixes allowed (default 16 MiB)", "str"),
+    (
+        "max-response-bytes",
+        "Largest target response body accepted, in bytes; KiB, MiB or GiB suffixes allowed (default 16 MiB)",
+        "str",
+    ),
     ("ready-timeout", "Seconds to wait for a spawned target's /readyz (default 60)", "float"),
     ("model-generate", "Generate model name for the lineage when the target has no /v1/info", "str"),
     ("model-embed", "Embedding model name for the lineage when the target has no /v1/info", "str"),
     ("concurrency", "Items sent to the target at once per process (default 4)", "int"),
-    ("history", "Record the run in this history database: 'sqlite' (.groundeval/history.db), sqlite:///path or postgresql://… (docs/history.md)", "str"),
+    (
+        "history",
+        "Record the run in this history database: 'sqlite' (.groundeval/history.db), sqlite:///path or postgresql://… (docs/history.md)",
+        "str",
+    ),
     ("label", "Label of the run in the history (needs --eval-history)", "str"),
     ("judge", "mock: the session's mock provider judges citation paragraphs (docs/citation.md)", "str"),
     ("judge-url", "OpenAI-compatible base URL of a citation judge, e.g. https://host/v1", "str"),
     ("judge-model", "Model of the citation judge (with --eval-judge=mock: mock-judge)", "str"),
-    ("judge-api-key", "Refused: the judge's key is read only from env GROUNDEVAL_JUDGE_API_KEY (docs/options.md)", "str"),
+    (
+        "judge-api-key",
+        "Refused: the judge's key is read only from env GROUNDEVAL_JUDGE_API_KEY (docs/options.md)",
+        "str",
+    ),
     ("judge-cache", "Directory of the on-disk judge cache, e.g. .groundeval/judge-cache (default: no cache)", "path"),
     ("judge-concurrency", "Judge requests in flight at once per process (default 4)", "int"),
     ("scorer-url", "vLLM score API of the citation coverage scorer (server root, .../v1 or .../score), or mock", "str"),
@@ -116,7 +136,14 @@ def add_options(parser: pytest.Parser) -> None:
             group.addoption(flag, action="append", default=None, dest=_dest(name), metavar="CMD", help=help_ + env_help)
             parser.addini(_dest(name), help_, type="linelist", default=[])
         else:
-            group.addoption(flag, action="store", default=None, dest=_dest(name), metavar=name.split("-")[-1].upper(), help=help_ + env_help)
+            group.addoption(
+                flag,
+                action="store",
+                default=None,
+                dest=_dest(name),
+                metavar=name.split("-")[-1].upper(),
+                help=help_ + env_help,
+            )
             parser.addini(_dest(name), help_, type="string", default=None)
 
 
@@ -231,9 +258,7 @@ def _raw(config: pytest.Config, name: str, kind: str):
 
 def _not_empty(value, source: str, kind: str):
     if kind not in ("bool", "list") and isinstance(value, str) and not value.strip():
-        raise pytest.UsageError(
-            f"{source} is given but empty (an unset CI variable?): give it a value or leave it out"
-        )
+        raise pytest.UsageError(f"{source} is given but empty (an unset CI variable?): give it a value or leave it out")
     return value
 
 
@@ -246,10 +271,14 @@ def _check_url(value: str, source: str, key_option: str | None = "--eval-api-key
     """
     parts = urlsplit(value)
     if parts.username is not None or parts.password is not None:
-        shown = urlunsplit(parts._replace(netloc=f"***@{parts.hostname or ''}" + (f":{parts.port}" if parts.port else "")))
+        shown = urlunsplit(
+            parts._replace(netloc=f"***@{parts.hostname or ''}" + (f":{parts.port}" if parts.port else ""))
+        )
         raise pytest.UsageError(
             f"the URL given by {source} ({shown}) carries credentials: they would be printed and stored in the "
-            "report; " + (f"give the key with {key_option} and " if key_option else "") + "drop the credentials from the URL"
+            "report; "
+            + (f"give the key with {key_option} and " if key_option else "")
+            + "drop the credentials from the URL"
         )
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise pytest.UsageError(f"{value!r} given by {source} is not an http(s) URL with a host")
@@ -440,7 +469,7 @@ def _history_url(value: str, source: str) -> str:
 JUDGE_KEY_NOT_FROM_ENV = (
     "the judge's API key was given by {source}: it is read only from the environment variable "
     "GROUNDEVAL_JUDGE_API_KEY, so that it never appears in the command line (process lists, shell "
-    "history, pytest's --debug log) or in a committed ini file (docs/options.md, \"Keys\"); "
+    'history, pytest\'s --debug log) or in a committed ini file (docs/options.md, "Keys"); '
     "set GROUNDEVAL_JUDGE_API_KEY and drop {source}"
 )
 
@@ -489,11 +518,7 @@ def _judging(values: dict, sources: dict) -> dict:
         raise pytest.UsageError(f"{cache!r} given by {sources['judge-cache']} is not a directory (the judge cache)")
     return dict(
         judge=MOCK if judge is not None else None,
-        judge_url=(
-            _check_url(url, sources["judge-url"], "env GROUNDEVAL_JUDGE_API_KEY").rstrip("/")
-            if url
-            else None
-        ),
+        judge_url=(_check_url(url, sources["judge-url"], "env GROUNDEVAL_JUDGE_API_KEY").rstrip("/") if url else None),
         judge_model=values["judge-model"] or (MOCK_JUDGE_MODEL if judge is not None else None),
         judge_api_key=values["judge-api-key"] if url else None,
         judge_cache=cache_dir,

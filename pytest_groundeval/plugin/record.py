@@ -51,6 +51,7 @@ outcome_key = pytest.StashKey[dict[str, Any]]()
 run_key = pytest.StashKey[dict[str, Any]]()
 """The item's dataset version and lineage (``item.stash``), copied onto its reports."""
 
+
 def kind_figures(wire: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """The figures an outcome's kind declares (``Kind.junit_figures``) as ``(name, value)``, nulls left out.
 

@@ -279,7 +279,9 @@ def judging_clients(
 
 
 def install_judging(
-    request: pytest.FixtureRequest, runner: ItemRunner, build: Callable[[], Coroutine[Any, Any, tuple[Judge | None, Scorer | None]]] | None
+    request: pytest.FixtureRequest,
+    runner: ItemRunner,
+    build: Callable[[], Coroutine[Any, Any, tuple[Judge | None, Scorer | None]]] | None,
 ) -> None:
     """Build the judge and scorer on ``runner.dispatcher``'s loop and hand them to ``runner``.
 

@@ -111,8 +111,7 @@ def _summarise(tr: pytest.TerminalReporter, run: DatasetRun, judge_model: str | 
         tr.write_line(line, red=True)
     if run.not_run:
         tr.write_line(
-            f"note: {_plural(run.not_run, 'item')} of {items} never ran; "
-            "they count as errors (notRun), never dropped",
+            f"note: {_plural(run.not_run, 'item')} of {items} never ran; they count as errors (notRun), never dropped",
             yellow=True,
         )
     if run.errored - run.not_run:

@@ -36,9 +36,7 @@ def interactor(config: pytest.Config) -> Any | None:
     """xdist's ``WorkerInteractor`` plugin of this worker, or None (looked up once)."""
     found = config.stash.get(interactor_key, None)
     if found is None:
-        found = next(
-            (p for p in config.pluginmanager.get_plugins() if type(p).__name__ == INTERACTOR_CLASS), False
-        )
+        found = next((p for p in config.pluginmanager.get_plugins() if type(p).__name__ == INTERACTOR_CLASS), False)
         config.stash[interactor_key] = found
     return found or None
 

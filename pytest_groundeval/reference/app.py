@@ -127,7 +127,9 @@ def error_response(status: int, code: str, message: str, field: str | None = Non
 
 
 @web.middleware
-async def call_log_middleware(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+async def call_log_middleware(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
     """Log every call with the harness's run and item ids, so the log joins back to the run history.
 
     One line per request: ``POST /v1/generate run=<X-Groundeval-Run-Id> item=<X-Groundeval-Item-Id>
@@ -148,7 +150,9 @@ async def call_log_middleware(request: web.Request, handler: Callable[[web.Reque
 
 
 @web.middleware
-async def error_middleware(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+async def error_middleware(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
     """Turn every failure into the JSON error shape; log unexpected ones."""
     try:
         return await handler(request)
@@ -164,7 +168,9 @@ async def error_middleware(request: web.Request, handler: Callable[[web.Request]
         return error_response(exc.status, code, f"{request.method} {request.path}: {exc.reason}")
     except Exception:
         log.exception("internal error on %s", request.path)
-        return error_response(500, "internal_error", f"internal error while handling {request.path}; see the server log")
+        return error_response(
+            500, "internal_error", f"internal error while handling {request.path}; see the server log"
+        )
 
 
 # ------------------------------------------------------------------ helpers
@@ -221,7 +227,9 @@ def parse_json_body(raw: bytes) -> Any:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ApiError(400, "invalid_json", f"request body is not valid UTF-8 at byte {exc.start}: {exc.reason}") from None
+        raise ApiError(
+            400, "invalid_json", f"request body is not valid UTF-8 at byte {exc.start}: {exc.reason}"
+        ) from None
     try:
         data = strict_json.NUMBERS_ONLY.decode(text)
     except strict_json.Refused as exc:
@@ -326,7 +334,9 @@ async def post_generate(request: web.Request) -> web.Response:
     chunks = await _store(request).run(store.current_chunks, tenant, body.find)
     evidence = rank_chunks(body.question, vectors[0], chunks, config.top_k)
 
-    answer, generate_usage = await provider.chat_stream(generation_messages(body.question, evidence), config.model_generate)
+    answer, generate_usage = await provider.chat_stream(
+        generation_messages(body.question, evidence), config.model_generate
+    )
     usage.add(generate_usage)
 
     claims = []
@@ -346,7 +356,13 @@ async def post_generate(request: web.Request) -> web.Response:
     for claim, check in zip(claims, checks):
         log.info("%s claim %r: %s (%s)", trace_id, claim.text, check.verdict, check.reason)
         claim_bodies.append(
-            {"text": claim.text, "start": claim.start, "end": claim.end, "markers": claim.markers, "verdict": check.verdict}
+            {
+                "text": claim.text,
+                "start": claim.start,
+                "end": claim.end,
+                "markers": claim.markers,
+                "verdict": check.verdict,
+            }
         )
     return web.json_response(
         {

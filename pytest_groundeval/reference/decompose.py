@@ -23,7 +23,7 @@ MARKER_RE = re.compile(contract.MARKER_IN_TEXT_PATTERN)
 DECOMPOSITION_INSTRUCTIONS = (
     contract.DECOMPOSITION_PROMPT
     + " Each claim is one sentence of the draft copied exactly, including its trailing citation markers;"
-    " markers lists the marker names without brackets, e.g. [\"S1\"]."
+    ' markers lists the marker names without brackets, e.g. ["S1"].'
 )
 """System message of the decomposition call; starts with the contract's prompt (docs/mock.md)."""
 

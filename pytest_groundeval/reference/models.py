@@ -42,7 +42,9 @@ class DocumentRequest(WireModel):
                     if not isinstance(record, dict):
                         raise ValueError(f"record {index} must be a JSON object, got {_json_type(record)}")
             elif not isinstance(content, dict):
-                raise ValueError(f"must be a list of objects or one object when format is 'json', got {_json_type(content)}")
+                raise ValueError(
+                    f"must be a list of objects or one object when format is 'json', got {_json_type(content)}"
+                )
         return content
 
 

@@ -422,7 +422,9 @@ def _completion_content(body: dict[str, Any]) -> str:
     try:
         content = body["choices"][0]["message"]["content"]
     except (KeyError, IndexError, TypeError):
-        raise ProviderError(f"provider returned a completion without choices[0].message.content for {CHAT_PATH}") from None
+        raise ProviderError(
+            f"provider returned a completion without choices[0].message.content for {CHAT_PATH}"
+        ) from None
     if not isinstance(content, str):
         raise ProviderError(f"provider returned non-text message content for {CHAT_PATH}")
     return content

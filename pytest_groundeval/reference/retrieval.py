@@ -192,7 +192,12 @@ class Evidence:
 
     def to_wire(self) -> dict[str, Any]:
         """``{marker, document, start, end}`` as ``/v1/generate`` returns it (docs/target-contract.md)."""
-        return {"marker": self.marker, "document": self.chunk.document_name, "start": self.chunk.start, "end": self.chunk.end}
+        return {
+            "marker": self.marker,
+            "document": self.chunk.document_name,
+            "start": self.chunk.start,
+            "end": self.chunk.end,
+        }
 
 
 def rank_chunks(

@@ -123,7 +123,27 @@ MEANING_MODIFIERS: frozenset[str] = frozenset(
 """Words a restatement may not leave out of the stretch it aligns with: dropping one changes the meaning
 ("the former president" → "the president"). Negations are checked as well (``scoring.negation_key``)."""
 
-COPULAS: frozenset[str] = frozenset({"is", "are", "was", "were", "be", "been", "being", "am", "es", "son", "fue", "era", "está", "están", "är", "var", "varit"})
+COPULAS: frozenset[str] = frozenset(
+    {
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "am",
+        "es",
+        "son",
+        "fue",
+        "era",
+        "está",
+        "están",
+        "är",
+        "var",
+        "varit",
+    }
+)
 """Forms of "be" (function words) that may stand for a linking verb of the evidence."""
 LINKING_VERBS: frozenset[str] = frozenset(
     {
@@ -137,7 +157,6 @@ LINKING_VERBS: frozenset[str] = frozenset(
 
 AGENT_WORDS: frozenset[str] = frozenset({"by", "por", "av"})
 """The word that introduces the agent of a passive ("is run by the office"; Spanish, Swedish)."""
-
 
 
 def same_word(claim_word: str, span_word: str) -> bool:
@@ -455,9 +474,7 @@ def _piecings(parts: list[list[str]]) -> Iterator[tuple[list[list[str]], int | N
                 yield parts[:k] + pieces + parts[k + 1 :], None
 
 
-def _align_window(
-    pieces: list[list[str]], window: _Window, index: EvidenceIndex, cut: int | None = None
-) -> Alignment:
+def _align_window(pieces: list[list[str]], window: _Window, index: EvidenceIndex, cut: int | None = None) -> Alignment:
     """Align every piece in order inside the window (distinct window tokens per piece), then check the gaps.
 
     ``cut``: pieces ``cut`` and ``cut + 1`` are the two halves of one clause (``_piecings``).
@@ -550,7 +567,9 @@ def _lcs(tokens: list[str], window: list[str], used: Mapping[int, int], index: E
             weight.append([function_weight if j not in used and window[j] == c else 0 for j in range(n)])
         else:
             found = index.matches(c)
-            weight.append([content_weight if j not in used and (window[j] == c or window[j] in found) else 0 for j in range(n)])
+            weight.append(
+                [content_weight if j not in used and (window[j] == c or window[j] in found) else 0 for j in range(n)]
+            )
     # inside[i][j] / outside[i][j]: best score of tokens[i:] against window[j:], after a match / before any.
     inside = [[0] * (n + 1) for _ in range(m + 1)]
     outside = [[0] * (n + 1) for _ in range(m + 1)]
@@ -626,7 +645,9 @@ def _gap_problem(
         # Outside the aligned stretch only the two words next to it count ("the former president" → "the president").
         near = gap if inner else [j for j in gap if (j >= j1 - 2 if i0 < 0 else j <= j0 + 2)]
         # Negations outside the stretch are rule 3's (the "No." of "No. 1" is not one).
-        lost = [window[j] for j in near if window[j] in MEANING_MODIFIERS or (inner and negation_key(window[j]) is not None)]
+        lost = [
+            window[j] for j in near if window[j] in MEANING_MODIFIERS or (inner and negation_key(window[j]) is not None)
+        ]
         if lost:
             return f"leaves out {lost[0]!r} next to {tokens[i1 if i0 < 0 else i0]!r}"
         if inner:
@@ -638,7 +659,9 @@ def _gap_problem(
         if not inserted:
             continue
         dropped_content = [
-            window[j] for j in gap if not _is_function(window[j]) and not (j >= repeat_from and window[j] in matched_words)
+            window[j]
+            for j in gap
+            if not _is_function(window[j]) and not (j >= repeat_from and window[j] in matched_words)
         ]
         explained = sum(map(_is_function, dropped))
         if any(w in COPULAS for w in inserted) and any(w in LINKING_VERBS for w in dropped_content):

@@ -218,5 +218,5 @@ def decode_text(body: bytes, content_type: str | None) -> str:
     except UnicodeDecodeError as exc:
         raise BodyError(
             f"returned a body that is not valid {charset} text: byte offset {exc.start} "
-            f"({body[exc.start:exc.start + 4]!r}…: {exc.reason})"
+            f"({body[exc.start : exc.start + 4]!r}…: {exc.reason})"
         ) from None

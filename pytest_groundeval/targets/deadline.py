@@ -86,7 +86,9 @@ class _Backend(httpcore.NetworkBackend):
     def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
     ) -> _Stream:
-        return _Stream(self._backend.connect_unix_socket(path, _capped(timeout, httpcore.ConnectTimeout), socket_options))
+        return _Stream(
+            self._backend.connect_unix_socket(path, _capped(timeout, httpcore.ConnectTimeout), socket_options)
+        )
 
     def sleep(self, seconds: float) -> None:
         self._backend.sleep(seconds)

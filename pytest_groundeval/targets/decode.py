@@ -176,7 +176,9 @@ def _decode(text: str, pos: int, shape: _Shape, path: tuple[str | int, ...]) -> 
     if (shape.kind, char) not in (("object", "{"), ("list", "[")):
         raise _refused(text, pos, shape, path)
     if char == "{" and not shape.fields:
-        return _DECODER.raw_decode(text, pos)  # a free-form record: nothing inside it to check, the C decoder takes it whole
+        return _DECODER.raw_decode(
+            text, pos
+        )  # a free-form record: nothing inside it to check, the C decoder takes it whole
     skip = _SKIP_WS
     if char == "{":
         out: dict[str, Any] = {}

@@ -101,7 +101,9 @@ def _decode_body(
     try:
         return decode_response(name, text)
     except RecursionError:
-        raise _fail(call, url, status, f"returned JSON nested too deep to parse (the limit is {MAX_JSON_DEPTH} levels)", text) from None
+        raise _fail(
+            call, url, status, f"returned JSON nested too deep to parse (the limit is {MAX_JSON_DEPTH} levels)", text
+        ) from None
     except json.JSONDecodeError as exc:
         raise _fail(call, url, status, f"returned a body that is not valid JSON ({exc})", text) from None
     except NotAnObject as exc:
@@ -338,11 +340,16 @@ class HttpTarget:
             raise exchange.timed_out(exc) from exc
         except aiohttp.ClientError as exc:
             raise TargetError(
-                f"{call} {url}: request failed ({type(exc).__name__}: {exc})", call=call, url=url, status=exchange.status
+                f"{call} {url}: request failed ({type(exc).__name__}: {exc})",
+                call=call,
+                url=url,
+                status=exchange.status,
             ) from exc
         except BodyError as exc:
             raise exchange.body_error(exc) from None
-        return _decode_body(call, url, exchange.status, data, headers.get("Content-Type"), name, headers.get("Location"))
+        return _decode_body(
+            call, url, exchange.status, data, headers.get("Content-Type"), name, headers.get("Location")
+        )
 
     # -- Target protocol: each call once in _ROUTES, sync (httpx) and async (aiohttp)
 
@@ -491,16 +498,14 @@ class HttpTarget:
         while True:
             if process is not None and process.poll() is not None:
                 raise TargetUnavailable(
-                    f"the target process exited ({describe_exit(process.returncode)}) "
-                    f"before GET /readyz answered 200",
+                    f"the target process exited ({describe_exit(process.returncode)}) before GET /readyz answered 200",
                     call="GET /readyz",
                     url=f"{self.base_url}/readyz",
                 )
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TargetUnavailable(
-                    f"GET {self.base_url}/readyz did not answer 200 within {timeout_s:g} s "
-                    f"(last: {last})",
+                    f"GET {self.base_url}/readyz did not answer 200 within {timeout_s:g} s (last: {last})",
                     call="GET /readyz",
                     url=f"{self.base_url}/readyz",
                 )
@@ -537,9 +542,7 @@ def connect_url(
         status = target.ready(timeout_s=URL_CONNECT_TIMEOUT_S)
     except TargetError as exc:
         target.close()
-        raise TargetUnavailable(
-            f"the target at {url} is unavailable: {exc}", call="GET /readyz", url=exc.url
-        ) from exc
+        raise TargetUnavailable(f"the target at {url} is unavailable: {exc}", call="GET /readyz", url=exc.url) from exc
     if status != 200:
         target.close()
         raise TargetUnavailable(
@@ -549,5 +552,3 @@ def connect_url(
             status=status,
         )
     return target
-
-

@@ -119,9 +119,7 @@ class SpawnError(TargetUnavailable):
         log_tail: The last lines of the log (or of the setup command's output).
     """
 
-    def __init__(
-        self, message: str, *, command: str, exit_code: int | None, log_tail: str
-    ) -> None:
+    def __init__(self, message: str, *, command: str, exit_code: int | None, log_tail: str) -> None:
         super().__init__(message, call="spawn", url="")
         self.command = command
         self.exit_code = exit_code

@@ -35,7 +35,15 @@ from ..core.contract import CLAIM_VERDICTS, strip_markers
 from ..core.text import shorten
 from .protocol import TargetError
 
-__all__ = ["CALLS", "MAX_JSON_DEPTH", "MODELS", "check_response", "check_generate_response", "check_tree", "first_error"]
+__all__ = [
+    "CALLS",
+    "MAX_JSON_DEPTH",
+    "MODELS",
+    "check_response",
+    "check_generate_response",
+    "check_tree",
+    "first_error",
+]
 
 MAX_JSON_DEPTH = 128
 """Deepest nesting of objects and lists a response may have (docs/target-contract.md, "Limits").

@@ -51,6 +51,7 @@ DYING_GRACE_S = 2.0
 """How long a spawned target that refused a connection gets to finish exiting, so that its
 exit status and log tail can explain the failure."""
 
+
 def reference_command() -> str:
     """Return the spawn command of the embedded reference server (docs/target-contract.md option 1, §7).
 
@@ -461,5 +462,3 @@ def _terminate_group(process: subprocess.Popen[bytes], grace_s: float) -> None:
         time.sleep(0.05)
     _kill_group(process, signal.SIGKILL)
     process.wait()
-
-

@@ -45,7 +45,12 @@ TEMPORAL = {
         },
         {"op": "update", "save": "v2", "target": "$id:v1", "label": "PRICE", "properties": {"sku": "A", "price": 12}},
     ],
-    "probe": {"call": "query", "label": "PRICE", "asOfTx": "$tx:v2-1", "asOfValid": "2024-06-01T12:00:00.123456789+02:00"},
+    "probe": {
+        "call": "query",
+        "label": "PRICE",
+        "asOfTx": "$tx:v2-1",
+        "asOfValid": "2024-06-01T12:00:00.123456789+02:00",
+    },
     "expect": {"count": 1, "records": [{"properties": {"price": 10}}]},
     "tags": ["temporal"],
 }
@@ -86,10 +91,14 @@ def write_dataset(
     files: dict[str, bytes] | None = None,
 ) -> Path:
     """Write a dataset under ``root``; hashes are computed from ``files`` unless given."""
-    files = files if files is not None else {
-        "notes.json": json.dumps(NOTES, ensure_ascii=False).encode("utf-8"),
-        "log.txt": LOG_TEXT.encode("utf-8"),
-    }
+    files = (
+        files
+        if files is not None
+        else {
+            "notes.json": json.dumps(NOTES, ensure_ascii=False).encode("utf-8"),
+            "log.txt": LOG_TEXT.encode("utf-8"),
+        }
+    )
     (root / "corpus").mkdir(parents=True, exist_ok=True)
     for name, data in files.items():
         (root / "corpus" / name).parent.mkdir(parents=True, exist_ok=True)

@@ -8,8 +8,16 @@ if TYPE_CHECKING:
     from pytest_groundeval.history import HistoryStore
 
 
-def qa(item_id: str, *, passed: bool = True, latency: float = 10.0, tags=("geo",), tools=("search",),
-       iterations: int | None = 1, error: str | None = None) -> dict[str, Any]:
+def qa(
+    item_id: str,
+    *,
+    passed: bool = True,
+    latency: float = 10.0,
+    tags=("geo",),
+    tools=("search",),
+    iterations: int | None = 1,
+    error: str | None = None,
+) -> dict[str, Any]:
     """A qa outcome record with a tool trace, tags and figures."""
     return {
         "id": item_id,
@@ -35,8 +43,10 @@ def qa(item_id: str, *, passed: bool = True, latency: float = 10.0, tags=("geo",
         "answer": f"An answer to {item_id} [1].",
         "tags": list(tags),
         "sources": {"1": {"document": "doc.md"}},
-        "trace": {"evidence": [{"marker": "1", "document": "doc.md", "start": 0, "end": 5, "text": "hello"}],
-                  "claims": [{"text": "hello", "verdict": "supported", "markers": ["1"]}]},
+        "trace": {
+            "evidence": [{"marker": "1", "document": "doc.md", "start": 0, "end": 5, "text": "hello"}],
+            "claims": [{"text": "hello", "verdict": "supported", "markers": ["1"]}],
+        },
         "toolTrace": [{"tool": t, "hits": ["d1", "d2"], "calls": 1} for t in tools],
         "iterations": iterations,
     }
@@ -57,8 +67,15 @@ def paragraph(index: int, *, mismatch: list[str] | None = None, verdict: str | N
     return entry
 
 
-def citation(item_id: str, paragraphs: list[dict[str, Any]], *, passed: bool = True, tags=("speech",),
-             latency: float = 20.0, tools=("lookup",)) -> dict[str, Any]:
+def citation(
+    item_id: str,
+    paragraphs: list[dict[str, Any]],
+    *,
+    passed: bool = True,
+    tags=("speech",),
+    latency: float = 20.0,
+    tools=("lookup",),
+) -> dict[str, Any]:
     """A citation outcome record with its paragraphs in ``extra.citationParagraphs``."""
     mismatched = sum(1 for p in paragraphs if not p["deterministicPass"])
     return {
@@ -114,9 +131,15 @@ def recorded_run(store: HistoryStore, records, *, label: str, started_ms: int) -
     not its items' own metrics, so a reader that recomputes them refuses it."""
     run_id = store.open_run(config(), label=label, started_ms=started_ms)
     store.add_items(run_id, records)
-    store.finish_run(run_id, metrics={"errors": 0, "claimSupportPrecision": 1.0}, gate={"passed": True, "checks": [
-        {"metric": "errors", "value": 0, "bound": 0, "op": "<=", "outcome": "PASS", "reason": "0 <= 0"}]},
-        finished_ms=started_ms + 1500)
+    store.finish_run(
+        run_id,
+        metrics={"errors": 0, "claimSupportPrecision": 1.0},
+        gate={
+            "passed": True,
+            "checks": [{"metric": "errors", "value": 0, "bound": 0, "op": "<=", "outcome": "PASS", "reason": "0 <= 0"}],
+        },
+        finished_ms=started_ms + 1500,
+    )
     return run_id
 
 

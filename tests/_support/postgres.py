@@ -65,8 +65,11 @@ class PostgresServer:
             try:
                 pw = pwd.getpwnam("postgres")
             except KeyError:
-                pytest.fail("running as root and no 'postgres' user exists to run the test server "
-                            "(apt-get install -y postgresql-15 creates it)", pytrace=False)
+                pytest.fail(
+                    "running as root and no 'postgres' user exists to run the test server "
+                    "(apt-get install -y postgresql-15 creates it)",
+                    pytrace=False,
+                )
             os.chown(self.root, pw.pw_uid, pw.pw_gid)
             self.prefix = ["runuser", "-u", "postgres", "--"]
         os.chmod(self.root, 0o700)
@@ -76,8 +79,17 @@ class PostgresServer:
 
     def start(self) -> None:
         init = self._run(
-            str(self.bindir / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8",
-            "--no-sync", "--locale=C",
+            str(self.bindir / "initdb"),
+            "-D",
+            str(self.data),
+            "-A",
+            "trust",
+            "-U",
+            "postgres",
+            "-E",
+            "UTF8",
+            "--no-sync",
+            "--locale=C",
         )
         if init.returncode != 0:
             pytest.fail(f"initdb failed ({init.returncode}): {init.stderr or init.stdout}", pytrace=False)
@@ -89,8 +101,17 @@ class PostgresServer:
                 "-c full_page_writes=off -c max_connections=50"
             )
             started = self._run(
-                str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-w", "-t", "30",
-                "-o", options, "start",
+                str(self.bindir / "pg_ctl"),
+                "-D",
+                str(self.data),
+                "-l",
+                str(self.log),
+                "-w",
+                "-t",
+                "30",
+                "-o",
+                options,
+                "start",
             )
             if started.returncode == 0:
                 return
@@ -107,8 +128,9 @@ class PostgresServer:
     def _admin(self, database: str = "postgres"):
         from sqlalchemy import create_engine
 
-        return create_engine(f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{database}",
-                             isolation_level="AUTOCOMMIT")
+        return create_engine(
+            f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{database}", isolation_level="AUTOCOMMIT"
+        )
 
     def create_test_database(self) -> None:
         from sqlalchemy import text

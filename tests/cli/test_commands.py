@@ -28,7 +28,9 @@ def _builds(source: str) -> list[int]:
     """Lines that call ``ArgumentParser(...)`` or subclass it."""
     lines = []
     for node in ast.walk(ast.parse(source)):
-        targets = [node.func] if isinstance(node, ast.Call) else list(node.bases) if isinstance(node, ast.ClassDef) else []
+        targets = (
+            [node.func] if isinstance(node, ast.Call) else list(node.bases) if isinstance(node, ast.ClassDef) else []
+        )
         if any(ast.unparse(t).rpartition(".")[2] == "ArgumentParser" for t in targets):
             lines.append(node.lineno)
     return lines

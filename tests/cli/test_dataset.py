@@ -28,7 +28,8 @@ def test_hash_corpus_prints_sorted_pasteable_lines(dataset_dir: Path, capsys: py
     assert [line.split(":")[0] for line in lines] == ['"log.txt"', '"notes.json"']
     assert lines[0].endswith(",") and not lines[-1].endswith(",")
     assert pasted(out) == {
-        name: xxhash.xxh3_64_hexdigest((dataset_dir / "corpus" / name).read_bytes()) for name in ("log.txt", "notes.json")
+        name: xxhash.xxh3_64_hexdigest((dataset_dir / "corpus" / name).read_bytes())
+        for name in ("log.txt", "notes.json")
     }
 
 
@@ -78,7 +79,9 @@ def test_groundeval_script_runs_hash_corpus(dataset_dir: Path) -> None:
         [script, "hash-corpus", "--dataset", str(dataset_dir)], capture_output=True, text=True, timeout=60, check=False
     )
     assert result.returncode == 0, result.stderr
-    assert pasted(result.stdout) == json.loads((dataset_dir / "manifest.json").read_text(encoding="utf-8"))["corpusHashes"]
+    assert (
+        pasted(result.stdout) == json.loads((dataset_dir / "manifest.json").read_text(encoding="utf-8"))["corpusHashes"]
+    )
 
 
 def test_hash_corpus_refuses_paths_outside_corpus(dataset_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

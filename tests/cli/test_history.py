@@ -18,8 +18,12 @@ from tests._support.history_records import recorded_run
 
 def test_list_show_and_group(store: HistoryStore, history_url: str, capsys, monkeypatch) -> None:
     first = recorded_run(store, [_data.qa("q1")], label="main", started_ms=1_700_000_000_000)
-    second = recorded_run(store, [_data.qa("q1", passed=False, tools=("sql",)), _data.qa("q2", error="timeout")],
-                          label="pr-7", started_ms=1_700_000_100_000)
+    second = recorded_run(
+        store,
+        [_data.qa("q1", passed=False, tools=("sql",)), _data.qa("q2", error="timeout")],
+        label="pr-7",
+        started_ms=1_700_000_100_000,
+    )
     monkeypatch.setenv("GROUNDEVAL_HISTORY", history_url)  # the env fallback
     assert main(["history", "list"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -61,7 +65,9 @@ def test_a_bad_url_exits_2(capsys) -> None:
 
 def test_show_writes_the_runs_html_report_with_trends(store: HistoryStore, history_url: str, tmp_path, capsys) -> None:
     first = recorded_run(store, [_data.qa("q1")], label="main", started_ms=1_700_000_000_000)
-    second = recorded_run(store, [_data.qa("q1", passed=False), _data.qa("q2")], label="pr-7", started_ms=1_700_000_100_000)
+    second = recorded_run(
+        store, [_data.qa("q1", passed=False), _data.qa("q2")], label="pr-7", started_ms=1_700_000_100_000
+    )
     out = tmp_path / "run.html"
     assert history_main(["show", "latest", "--html", str(out), "--history", history_url]) == 0
     assert f"wrote {out}" in capsys.readouterr().out

@@ -26,7 +26,18 @@ def test_groundeval_merge_writes_a_report_that_groundeval_gate_passes(
     paths = _write(tmp_path, make_shards(v1_report, 3))
     out, html, md = tmp_path / "merged.json", tmp_path / "r.html", tmp_path / "r.md"
     status = groundeval(
-        ["merge", *paths, "-o", str(out), "--baseline", str(v1_baseline_path), "--html", str(html), "--markdown", str(md)]
+        [
+            "merge",
+            *paths,
+            "-o",
+            str(out),
+            "--baseline",
+            str(v1_baseline_path),
+            "--html",
+            str(html),
+            "--markdown",
+            str(md),
+        ]
     )
     printed = capsys.readouterr().out
     assert status == 0, printed
@@ -64,7 +75,11 @@ def test_groundeval_merge_refusal_exits_2_and_writes_nothing(v1_report, make_sha
     out = tmp_path / "merged.json"
     assert groundeval(["merge", *paths, "-o", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("groundeval merge: cannot merge:") and "shard-1.json has dataset version 'v1' but" in err and "shard-2.json has 'v9'" in err
+    assert (
+        err.startswith("groundeval merge: cannot merge:")
+        and "shard-1.json has dataset version 'v1' but" in err
+        and "shard-2.json has 'v9'" in err
+    )
     assert not out.exists()
 
 
@@ -100,7 +115,9 @@ def test_groundeval_merge_refuses_a_baseline_of_another_dataset_version(
     out = tmp_path / "merged.json"
     assert groundeval(["merge", *paths, "-o", str(out), "--baseline", str(other)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"groundeval merge: baseline {other} is a report of dataset 'v0', but this run is dataset 'v1'")
+    assert err.startswith(
+        f"groundeval merge: baseline {other} is a report of dataset 'v0', but this run is dataset 'v1'"
+    )
     assert not out.exists()
     assert groundeval(["gate", "--report", paths[0], "--baseline", str(other)]) == 2  # as gate does
     assert "is a report of dataset 'v0'" in capsys.readouterr().err

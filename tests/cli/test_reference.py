@@ -20,7 +20,11 @@ from pytest_groundeval.cli.reference import config_from_args
 @pytest.mark.parametrize(
     ("argv", "env", "message"),
     [
-        ([], {"GROUNDEVAL_VERIFY_EXECUTOR": "gpu"}, "GROUNDEVAL_VERIFY_EXECUTOR must be one of process, thread, inline, got 'gpu'"),
+        (
+            [],
+            {"GROUNDEVAL_VERIFY_EXECUTOR": "gpu"},
+            "GROUNDEVAL_VERIFY_EXECUTOR must be one of process, thread, inline, got 'gpu'",
+        ),
         (["--verify-workers", "0"], {}, "--verify-workers must be at least 1, got 0"),
         ([], {"GROUNDEVAL_VERIFY_WORKERS": "0"}, "--verify-workers must be at least 1, got 0"),
     ],

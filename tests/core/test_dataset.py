@@ -138,7 +138,10 @@ def test_citation_with_recorded_response_needs_no_question() -> None:
         {
             "id": "c",
             "kind": "citation",
-            "response": {"answer": "Åsa said yes [S1].", "sources": [{"marker": "S1", "text": "Åsa: yes", "metadata": {"speaker": "Åsa"}}]},
+            "response": {
+                "answer": "Åsa said yes [S1].",
+                "sources": [{"marker": "S1", "text": "Åsa: yes", "metadata": {"speaker": "Åsa"}}],
+            },
         }
     )
     assert item.question is None and item.response.sources[0].text == "Åsa: yes"
@@ -167,7 +170,9 @@ def snake_keys(value: Any, free_form: bool = False) -> Any:
         if free_form:
             return value
         return {
-            re.sub(r"(?<!^)([A-Z])", r"_\1", k).lower(): snake_keys(v, free_form=k in ("properties", "metadata", "corpusHashes"))
+            re.sub(r"(?<!^)([A-Z])", r"_\1", k).lower(): snake_keys(
+                v, free_form=k in ("properties", "metadata", "corpusHashes")
+            )
             for k, v in value.items()
         }
     return value
@@ -263,8 +268,14 @@ def test_canonical_helpers() -> None:
 def test_slice_agrees_with_character_slices(text: str, data: st.DataObject) -> None:
     canonical = canonical_text(text)
     document = CorpusDocument(
-        name="d", label="L", file="d.txt", format="text", content=canonical, content_hash="0" * 16,
-        canonical=canonical, canonical_bytes=canonical.encode("utf-8", "surrogatepass"),
+        name="d",
+        label="L",
+        file="d.txt",
+        format="text",
+        content=canonical,
+        content_hash="0" * 16,
+        canonical=canonical,
+        canonical_bytes=canonical.encode("utf-8", "surrogatepass"),
     )
     if any(0xD800 <= ord(c) <= 0xDFFF for c in canonical):
         return  # lone surrogates are not UTF-8 text; a real corpus file cannot hold them
@@ -357,7 +368,9 @@ def test_missing_corpus_file(dataset_dir: Path) -> None:
 
 
 def test_corpus_file_without_hash(tmp_path: Path) -> None:
-    root = write_dataset(tmp_path, hashes={"notes.json": xxhash.xxh3_64_hexdigest(json.dumps(NOTES, ensure_ascii=False).encode())})
+    root = write_dataset(
+        tmp_path, hashes={"notes.json": xxhash.xxh3_64_hexdigest(json.dumps(NOTES, ensure_ascii=False).encode())}
+    )
     error = load_error(root)
     assert "corpus file 'log.txt' has no hash in corpusHashes" in str(error)
     assert f"groundeval hash-corpus --dataset {root}" in str(error)
@@ -376,7 +389,11 @@ def test_hash_for_a_file_not_in_corpus(tmp_path: Path) -> None:
     ("evidence", "json_path", "place"),
     [
         (["火曜日", "Thursday"], "items[0].expectedEvidence[1]", "any corpus document"),
-        ([{"document": "eval/log.txt", "text": "Göteborg"}], "items[0].expectedEvidence[0].text", "document 'eval/log.txt'"),
+        (
+            [{"document": "eval/log.txt", "text": "Göteborg"}],
+            "items[0].expectedEvidence[0].text",
+            "document 'eval/log.txt'",
+        ),
     ],
     ids=["absent-everywhere", "absent-from-its-pinned-document"],
 )
@@ -385,7 +402,9 @@ def test_expected_evidence_absent_from_the_corpus_is_a_dataset_error(tmp_path, e
     error = load_error(write_dataset(tmp_path, items=[dict(QA, expectedEvidence=evidence), REVIEW]))
     assert error.item_id == "qa-project-alpha" and error.json_path == json_path
     text = evidence[-1] if isinstance(evidence[-1], str) else evidence[-1]["text"]
-    assert f"item 'qa-project-alpha', field {json_path}: the expected evidence string {text!r} does not occur" in str(error)
+    assert f"item 'qa-project-alpha', field {json_path}: the expected evidence string {text!r} does not occur" in str(
+        error
+    )
     assert f"canonical text of {place}" in str(error)
 
 
@@ -540,7 +559,9 @@ def test_wrong_version(tmp_path: Path, version: Any, fragment: str) -> None:
     assert error.json_path == "version"
 
 
-@pytest.mark.parametrize("version", ["v1", "v2", "v1.1", "v3-rc1", "2026-11-30", "rc-3", "holdout-1", "smoke-1", "Åsa 2"])
+@pytest.mark.parametrize(
+    "version", ["v1", "v2", "v1.1", "v3-rc1", "2026-11-30", "rc-3", "holdout-1", "smoke-1", "Åsa 2"]
+)
 def test_any_printable_label_is_a_version(tmp_path: Path, version: str) -> None:
     # docs/dataset.md: a dataset version is a label its owner chooses.
     assert load_dataset(write_dataset(tmp_path, extra={"version": version})).version == version
@@ -548,7 +569,9 @@ def test_any_printable_label_is_a_version(tmp_path: Path, version: str) -> None:
 
 def test_shipped_datasets_have_distinct_versions() -> None:
     roots = sorted(path.parent for path in (REPO / "datasets").glob("*/manifest.json"))
-    versions = {root.name: json.loads((root / "manifest.json").read_text(encoding="utf-8"))["version"] for root in roots}
+    versions = {
+        root.name: json.loads((root / "manifest.json").read_text(encoding="utf-8"))["version"] for root in roots
+    }
     assert versions["v1"] == "v1.1"
     assert len(set(versions.values())) == len(versions), versions
 
@@ -561,7 +584,9 @@ def test_unknown_top_level_key(tmp_path: Path) -> None:
 @pytest.mark.parametrize("file", ["../secret.json", "/etc/passwd", "a\\b.json"])
 def test_corpus_file_must_stay_inside_corpus(tmp_path: Path, file: str) -> None:
     corpus = [{"name": "x", "label": "L", "file": file}]
-    error = load_error(write_dataset(tmp_path, corpus=corpus, hashes={}, files={}, items=[{"id": "q", "kind": "qa", "question": "?"}]))
+    error = load_error(
+        write_dataset(tmp_path, corpus=corpus, hashes={}, files={}, items=[{"id": "q", "kind": "qa", "question": "?"}])
+    )
     assert "field corpus[0].file" in str(error) and "must be a '/'-separated path inside corpus/" in str(error)
 
 
@@ -578,93 +603,249 @@ def test_mention_pattern_must_compile_with_named_groups(tmp_path: Path, pattern:
 
 MALFORMED = [
     # (item, json path, item id, message fragment)
-    ({**QA, "expectedEvidence": ["ok", 42]}, "items[0].expectedEvidence[1]", "qa-project-alpha",
-     'expected a string or a {"document": name, "text": str} object; got 42'),
-    ({**QA, "expectedEvidence": [{"document": "eval/notes.json"}]}, "items[0].expectedEvidence[0].text",
-     "qa-project-alpha", "required field is missing"),
-    ({**QA, "expectedEvidence": [{"document": "eval/nope.json", "text": "x"}]},
-     "items[0].expectedEvidence[0].document", "qa-project-alpha",
-     "document 'eval/nope.json' is not a corpus name; names: 'eval/log.txt', 'eval/notes.json'"),
-    ({**QA, "find": "PROJECT_NOTES"}, "items[0].find", "qa-project-alpha",
-     "find label 'PROJECT_NOTES' is not the label of any corpus entry; labels: 'LOG', 'PROJECT_NOTE'"),
-    ({**QA, "questoin": "typo"}, "items[0].questoin", "qa-project-alpha",
-     "unknown key 'questoin' (unknown keys are errors so typos cannot pass silently); did you mean 'question'?"),
-    ({k: v for k, v in QA.items() if k != "question"}, "items[0].question", "qa-project-alpha", "required field is missing"),
+    (
+        {**QA, "expectedEvidence": ["ok", 42]},
+        "items[0].expectedEvidence[1]",
+        "qa-project-alpha",
+        'expected a string or a {"document": name, "text": str} object; got 42',
+    ),
+    (
+        {**QA, "expectedEvidence": [{"document": "eval/notes.json"}]},
+        "items[0].expectedEvidence[0].text",
+        "qa-project-alpha",
+        "required field is missing",
+    ),
+    (
+        {**QA, "expectedEvidence": [{"document": "eval/nope.json", "text": "x"}]},
+        "items[0].expectedEvidence[0].document",
+        "qa-project-alpha",
+        "document 'eval/nope.json' is not a corpus name; names: 'eval/log.txt', 'eval/notes.json'",
+    ),
+    (
+        {**QA, "find": "PROJECT_NOTES"},
+        "items[0].find",
+        "qa-project-alpha",
+        "find label 'PROJECT_NOTES' is not the label of any corpus entry; labels: 'LOG', 'PROJECT_NOTE'",
+    ),
+    (
+        {**QA, "questoin": "typo"},
+        "items[0].questoin",
+        "qa-project-alpha",
+        "unknown key 'questoin' (unknown keys are errors so typos cannot pass silently); did you mean 'question'?",
+    ),
+    (
+        {k: v for k, v in QA.items() if k != "question"},
+        "items[0].question",
+        "qa-project-alpha",
+        "required field is missing",
+    ),
     ({**QA, "truths": "one truth"}, "items[0].truths", "qa-project-alpha", 'expected a JSON array, got "one truth"'),
     ({**QA, "id": "qa.alpha"}, "items[0].id", "items[0]", "an id may contain only letters, digits, '-' and '_'"),
     ({k: v for k, v in QA.items() if k != "id"}, "items[0].id", "items[0]", "required field is missing"),
-    ({**QA, "tags": ["smoke", "needs-review"]}, "items[0].tags[1]", "qa-project-alpha",
-     "a tag must be a valid pytest marker name"),
-    ({**QA, "tags": ["skip"]}, "items[0].tags[0]", "qa-project-alpha", "tag 'skip' is one of pytest's built-in markers"),
-    ({**QA, "kind": "qna"}, "items[0]", "qa-project-alpha",
-     "unknown kind 'qna'; valid kinds: qa, adversarial, temporal, citation, review"),
-    ({k: v for k, v in QA.items() if k != "kind"}, "items[0]", "qa-project-alpha",
-     "missing 'kind'; valid kinds: qa, adversarial, temporal, citation, review"),
+    (
+        {**QA, "tags": ["smoke", "needs-review"]},
+        "items[0].tags[1]",
+        "qa-project-alpha",
+        "a tag must be a valid pytest marker name",
+    ),
+    (
+        {**QA, "tags": ["skip"]},
+        "items[0].tags[0]",
+        "qa-project-alpha",
+        "tag 'skip' is one of pytest's built-in markers",
+    ),
+    (
+        {**QA, "kind": "qna"},
+        "items[0]",
+        "qa-project-alpha",
+        "unknown kind 'qna'; valid kinds: qa, adversarial, temporal, citation, review",
+    ),
+    (
+        {k: v for k, v in QA.items() if k != "kind"},
+        "items[0]",
+        "qa-project-alpha",
+        "missing 'kind'; valid kinds: qa, adversarial, temporal, citation, review",
+    ),
     ("just a string", "items[0]", "items[0]", 'expected an item object, got "just a string"'),
-    ({**ADVERSARIAL, "question": "Is the moon cheese?"}, "items[0].question", "adv-moon",
-     "an adversarial question must start with 'ECHO:' or 'ECHO-CITED:'"),
+    (
+        {**ADVERSARIAL, "question": "Is the moon cheese?"},
+        "items[0].question",
+        "adv-moon",
+        "an adversarial question must start with 'ECHO:' or 'ECHO-CITED:'",
+    ),
     ({**ADVERSARIAL, "question": "ECHO:   "}, "items[0].question", "adv-moon", "the planted falsehood"),
-    ({**REVIEW, "evidence": {**REVIEW["evidence"], "minScore": 1.5}}, "items[0].evidence.minScore", "review-dose",
-     "minScore must be a number in [0, 1]"),
-    ({**REVIEW, "evidence": {**REVIEW["evidence"], "sources": [{"id": "s1", "declaredTier": "gold"}]}},
-     "items[0].evidence.sources[0].declaredTier", "review-dose", "expected one of 'guideline', 'official'"),
-    ({**REVIEW, "evidence": {**REVIEW["evidence"], "claims": [{**REVIEW["evidence"]["claims"][0], "assertiveness": "sure"}]}},
-     "items[0].evidence.claims[0].assertiveness", "review-dose", "expected one of 'definitive', 'likely' or 'tentative'"),
-    ({**REVIEW, "evidence": {**REVIEW["evidence"], "claims": [{**REVIEW["evidence"]["claims"][0], "sourceIds": ["s9"]}]}},
-     "items[0].evidence", "review-dose", "'s9'"),
-    ({**REVIEW, "evidence": {"claims": "none yet"}}, "items[0].evidence.claims", "review-dose",
-     'expected a JSON array, got "none yet"'),
+    (
+        {**REVIEW, "evidence": {**REVIEW["evidence"], "minScore": 1.5}},
+        "items[0].evidence.minScore",
+        "review-dose",
+        "minScore must be a number in [0, 1]",
+    ),
+    (
+        {**REVIEW, "evidence": {**REVIEW["evidence"], "sources": [{"id": "s1", "declaredTier": "gold"}]}},
+        "items[0].evidence.sources[0].declaredTier",
+        "review-dose",
+        "expected one of 'guideline', 'official'",
+    ),
+    (
+        {
+            **REVIEW,
+            "evidence": {
+                **REVIEW["evidence"],
+                "claims": [{**REVIEW["evidence"]["claims"][0], "assertiveness": "sure"}],
+            },
+        },
+        "items[0].evidence.claims[0].assertiveness",
+        "review-dose",
+        "expected one of 'definitive', 'likely' or 'tentative'",
+    ),
+    (
+        {
+            **REVIEW,
+            "evidence": {**REVIEW["evidence"], "claims": [{**REVIEW["evidence"]["claims"][0], "sourceIds": ["s9"]}]},
+        },
+        "items[0].evidence",
+        "review-dose",
+        "'s9'",
+    ),
+    (
+        {**REVIEW, "evidence": {"claims": "none yet"}},
+        "items[0].evidence.claims",
+        "review-dose",
+        'expected a JSON array, got "none yet"',
+    ),
     ({**REVIEW, "evidence": []}, "items[0].evidence", "review-dose", "expected a JSON object, got []"),
     ({**REVIEW, "response": {"text": "x"}}, "items[0].response.answer", "review-dose", "required field is missing"),
-    ({**QA, "evidence": {"minScore": "high"}}, "items[0].evidence.minScore", "qa-project-alpha",
-     "input should be a valid number"),
-    ({**CITATION, "question": None}, "items[0].question", "cite-debate",
-     "a citation item needs a question or a recorded response"),
-    ({**CITATION, "sources": [{"marker": "[S1]"}]}, "items[0].sources[0].marker", "cite-debate",
-     "expected a citation marker such as 'S1' or '1'"),
-    ({**CITATION, "sources": [{"marker": "1", "metadata": {"party_name": 3}}]},
-     "items[0].sources[0].metadata.party_name", "cite-debate", "input should be a valid string; got 3"),
-    ({**CITATION, "sources": [{"marker": "S1", "document": "eval/typo.txt"}]}, "items[0].sources[0].document",
-     "cite-debate", "document 'eval/typo.txt' is not a corpus name"),
+    (
+        {**QA, "evidence": {"minScore": "high"}},
+        "items[0].evidence.minScore",
+        "qa-project-alpha",
+        "input should be a valid number",
+    ),
+    (
+        {**CITATION, "question": None},
+        "items[0].question",
+        "cite-debate",
+        "a citation item needs a question or a recorded response",
+    ),
+    (
+        {**CITATION, "sources": [{"marker": "[S1]"}]},
+        "items[0].sources[0].marker",
+        "cite-debate",
+        "expected a citation marker such as 'S1' or '1'",
+    ),
+    (
+        {**CITATION, "sources": [{"marker": "1", "metadata": {"party_name": 3}}]},
+        "items[0].sources[0].metadata.party_name",
+        "cite-debate",
+        "input should be a valid string; got 3",
+    ),
+    (
+        {**CITATION, "sources": [{"marker": "S1", "document": "eval/typo.txt"}]},
+        "items[0].sources[0].document",
+        "cite-debate",
+        "document 'eval/typo.txt' is not a corpus name",
+    ),
 ]
 
 TEMPORAL_MALFORMED = [
-    ({"setup": [TEMPORAL["setup"][0], {**TEMPORAL["setup"][1], "target": "$id:v3"}]}, "items[0].setup[1].target",
-     "'$id:v3' names no earlier save; saves so far: v1"),
-    ({"setup": [{**TEMPORAL["setup"][1], "save": "v0"}, TEMPORAL["setup"][0]]}, "items[0].setup[0].target",
-     "'$id:v1' names no earlier save; saves so far: none"),
-    ({"setup": [TEMPORAL["setup"][0], {**TEMPORAL["setup"][1], "target": "v1"}]}, "items[0].setup[1].target",
-     "expected '$id:<save>', got 'v1'"),
-    ({"setup": [TEMPORAL["setup"][0], {**TEMPORAL["setup"][1], "target": None}]}, "items[0].setup[1].target",
-     "an update step needs target '$id:<save>'"),
-    ({"setup": [{**TEMPORAL["setup"][0], "target": "$id:v1"}]}, "items[0].setup[0].target", "a create step has no target"),
-    ({"setup": [TEMPORAL["setup"][0], {**TEMPORAL["setup"][1], "save": "v1"}]}, "items[0].setup[1].save",
-     "save name 'v1' is already used by setup[0]"),
-    ({"setup": [{**TEMPORAL["setup"][0], "save": "v-1"}]}, "items[0].setup[0].save",
-     "a save name may contain only letters, digits and '_'"),
-    ({"setup": [{k: v for k, v in TEMPORAL["setup"][0].items() if k != "save"}]}, "items[0].setup[0].save",
-     "required field is missing"),
-    ({"setup": [{**TEMPORAL["setup"][0], "op": "upsert"}]}, "items[0].setup[0].op",
-     "expected one of 'create', 'update' or 'delete'"),
-    ({"setup": [{**TEMPORAL["setup"][0], "validTime": {"start": "2024-01-01T00:00:00"}}]},
-     "items[0].setup[0].validTime.start", "is not an RFC 3339 timestamp with an offset"),
-    ({"setup": [{**TEMPORAL["setup"][0], "validTime": {"start": "2024-02-30T00:00:00Z"}}]},
-     "items[0].setup[0].validTime.start", "is not a valid RFC 3339 timestamp"),
-    ({"setup": [{**TEMPORAL["setup"][0], "validTime": {"start": "2024-02-01T00:00:00Z", "end": "2024-01-01T00:00:00+01:00"}}]},
-     "items[0].setup[0].validTime.end", "must be after start"),
+    (
+        {"setup": [TEMPORAL["setup"][0], {**TEMPORAL["setup"][1], "target": "$id:v3"}]},
+        "items[0].setup[1].target",
+        "'$id:v3' names no earlier save; saves so far: v1",
+    ),
+    (
+        {"setup": [{**TEMPORAL["setup"][1], "save": "v0"}, TEMPORAL["setup"][0]]},
+        "items[0].setup[0].target",
+        "'$id:v1' names no earlier save; saves so far: none",
+    ),
+    (
+        {"setup": [TEMPORAL["setup"][0], {**TEMPORAL["setup"][1], "target": "v1"}]},
+        "items[0].setup[1].target",
+        "expected '$id:<save>', got 'v1'",
+    ),
+    (
+        {"setup": [TEMPORAL["setup"][0], {**TEMPORAL["setup"][1], "target": None}]},
+        "items[0].setup[1].target",
+        "an update step needs target '$id:<save>'",
+    ),
+    (
+        {"setup": [{**TEMPORAL["setup"][0], "target": "$id:v1"}]},
+        "items[0].setup[0].target",
+        "a create step has no target",
+    ),
+    (
+        {"setup": [TEMPORAL["setup"][0], {**TEMPORAL["setup"][1], "save": "v1"}]},
+        "items[0].setup[1].save",
+        "save name 'v1' is already used by setup[0]",
+    ),
+    (
+        {"setup": [{**TEMPORAL["setup"][0], "save": "v-1"}]},
+        "items[0].setup[0].save",
+        "a save name may contain only letters, digits and '_'",
+    ),
+    (
+        {"setup": [{k: v for k, v in TEMPORAL["setup"][0].items() if k != "save"}]},
+        "items[0].setup[0].save",
+        "required field is missing",
+    ),
+    (
+        {"setup": [{**TEMPORAL["setup"][0], "op": "upsert"}]},
+        "items[0].setup[0].op",
+        "expected one of 'create', 'update' or 'delete'",
+    ),
+    (
+        {"setup": [{**TEMPORAL["setup"][0], "validTime": {"start": "2024-01-01T00:00:00"}}]},
+        "items[0].setup[0].validTime.start",
+        "is not an RFC 3339 timestamp with an offset",
+    ),
+    (
+        {"setup": [{**TEMPORAL["setup"][0], "validTime": {"start": "2024-02-30T00:00:00Z"}}]},
+        "items[0].setup[0].validTime.start",
+        "is not a valid RFC 3339 timestamp",
+    ),
+    (
+        {
+            "setup": [
+                {
+                    **TEMPORAL["setup"][0],
+                    "validTime": {"start": "2024-02-01T00:00:00Z", "end": "2024-01-01T00:00:00+01:00"},
+                }
+            ]
+        },
+        "items[0].setup[0].validTime.end",
+        "must be after start",
+    ),
     ({"setup": []}, "items[0].setup", "list should have at least 1 item"),
-    ({"probe": {**TEMPORAL["probe"], "asOfTx": "$tx:v9+5"}}, "items[0].probe.asOfTx",
-     "'$tx:v9+5' names no earlier save; saves so far: v1, v2"),
+    (
+        {"probe": {**TEMPORAL["probe"], "asOfTx": "$tx:v9+5"}},
+        "items[0].probe.asOfTx",
+        "'$tx:v9+5' names no earlier save; saves so far: v1, v2",
+    ),
     ({"probe": {**TEMPORAL["probe"], "asOfTx": "$tx:v1*5"}}, "items[0].probe.asOfTx", "is not a reference"),
     ({"probe": {**TEMPORAL["probe"], "asOfTx": "$id:v1"}}, "items[0].probe.asOfTx", "expected a $tx: reference here"),
     ({"probe": {**TEMPORAL["probe"], "asOfTx": 1.5}}, "items[0].probe.asOfTx", "expected integer milliseconds"),
-    ({"probe": {**TEMPORAL["probe"], "asOfValid": "yesterday"}}, "items[0].probe.asOfValid", "not an RFC 3339 timestamp"),
+    (
+        {"probe": {**TEMPORAL["probe"], "asOfValid": "yesterday"}},
+        "items[0].probe.asOfValid",
+        "not an RFC 3339 timestamp",
+    ),
     ({"probe": {**TEMPORAL["probe"], "target": "$tx:v1"}}, "items[0].probe.target", "expected a $id: reference here"),
     ({"probe": {"call": "query"}}, "items[0].probe", "a probe needs a label or a target"),
-    ({"probe": {**TEMPORAL["probe"], "call": "diff"}}, "items[0].probe", "unknown call 'diff'; valid calls: query, compare"),
-    ({"probe": {"call": "compare", "label": "PRICE", "fromTx": "$tx:v1"}}, "items[0].probe.toTx", "required field is missing"),
-    ({"probe": {"call": "compare", "label": "PRICE", "fromTx": "$tx:v1", "toTx": "$tx:v2"}}, "items[0].expect",
-     "the probe is a compare: expect takes added, removed and/or changed"),
+    (
+        {"probe": {**TEMPORAL["probe"], "call": "diff"}},
+        "items[0].probe",
+        "unknown call 'diff'; valid calls: query, compare",
+    ),
+    (
+        {"probe": {"call": "compare", "label": "PRICE", "fromTx": "$tx:v1"}},
+        "items[0].probe.toTx",
+        "required field is missing",
+    ),
+    (
+        {"probe": {"call": "compare", "label": "PRICE", "fromTx": "$tx:v1", "toTx": "$tx:v2"}},
+        "items[0].expect",
+        "the probe is a compare: expect takes added, removed and/or changed",
+    ),
     ({"expect": {"added": 1}}, "items[0].expect", "the probe is a query: expect takes count and/or records"),
     ({"expect": {}}, "items[0].expect", "expect checks nothing"),
     ({"expect": {"count": -1}}, "items[0].expect.count", "input should be greater than or equal to 0"),
@@ -690,13 +871,17 @@ def test_malformed_item_names_manifest_item_and_field(
 @pytest.mark.parametrize(("change", "json_path", "fragment"), TEMPORAL_MALFORMED)
 def test_malformed_temporal_item(tmp_path: Path, change: dict[str, Any], json_path: str, fragment: str) -> None:
     error = load_error(write_dataset(tmp_path, items=[{**TEMPORAL, **change}]))
-    assert str(error).startswith(f"{tmp_path / 'manifest.json'}: item 'temporal-price', field {json_path}: "), str(error)
+    assert str(error).startswith(f"{tmp_path / 'manifest.json'}: item 'temporal-price', field {json_path}: "), str(
+        error
+    )
     assert fragment in str(error)
     assert error.json_path == json_path
 
 
 def test_item_index_is_counted_in_the_items_array(tmp_path: Path) -> None:
-    error = load_error(write_dataset(tmp_path, items=[QA, REVIEW, ADVERSARIAL, {**QA, "id": "qa-2", "expectedEvidence": [None]}]))
+    error = load_error(
+        write_dataset(tmp_path, items=[QA, REVIEW, ADVERSARIAL, {**QA, "id": "qa-2", "expectedEvidence": [None]}])
+    )
     assert error.json_path == "items[3].expectedEvidence[0]" and error.item_id == "qa-2"
 
 
@@ -728,17 +913,32 @@ def _line_of(root: Path, needle: str, occurrence: int = 1) -> int:
 # these through (the surrogates only outside ``question``), and a target then got them as JSON.
 REFUSED_VALUES = [
     # (old text, new text, json path, item id or None, message fragment)
-    ('"label": "PRICE"', '"label": "PR\\ud800ICE"', "items[2].setup[0].label", "temporal-price",
-     "lone UTF-16 surrogate (\\ud800 at character 2)"),
+    (
+        '"label": "PRICE"',
+        '"label": "PR\\ud800ICE"',
+        "items[2].setup[0].label",
+        "temporal-price",
+        "lone UTF-16 surrogate (\\ud800 at character 2)",
+    ),
     ('"sku": "A"', '"sku": "\\udfff"', "items[2].setup[0].properties.sku", "temporal-price", "lone UTF-16 surrogate"),
     ('"sku": "A"', '"s\\udc00": "A"', "items[2].setup[0].properties", "temporal-price", "the key 's\\udc00'"),
     ('"price": 10', '"price": NaN', "items[2].setup[0].properties.price", "temporal-price", "NaN is not a JSON number"),
     ('"price": 10', '"price": -Infinity', "items[2].setup[0].properties.price", "temporal-price", "-Infinity is not"),
-    ('"price": 10', '"price": 1e400', "items[2].setup[0].properties.price", "temporal-price",
-     "the number 1e400 is too large for a 64-bit float"),
+    (
+        '"price": 10',
+        '"price": 1e400',
+        "items[2].setup[0].properties.price",
+        "temporal-price",
+        "the number 1e400 is too large for a 64-bit float",
+    ),
     ('"asOfTx": "$tx:v2-1"', '"asOfTx": 1e400', "items[2].probe.asOfTx", "temporal-price", "1e400"),
-    ('"price": 10', '"price": 9007199254740992', "items[2].setup[0].properties.price", "temporal-price",
-     "outside ±9007199254740991"),
+    (
+        '"price": 10',
+        '"price": 9007199254740992',
+        "items[2].setup[0].properties.price",
+        "temporal-price",
+        "outside ±9007199254740991",
+    ),
     ('"price": 10', '"price": -' + "9" * 5000, "items[2].setup[0].properties.price", "temporal-price", "(5000 digits)"),
     ('"2 tablets daily"', '"2 tablets\\ud83d daily"', "items[4].evidence.claims[0].text", "review-dose", "surrogate"),
     ('"format": "text"', '"format": "te\\udc80xt"', "corpus[1].format", None, "lone UTF-16 surrogate"),
@@ -749,8 +949,20 @@ REFUSED_VALUES = [
 @pytest.mark.parametrize(
     ("old", "new", "json_path", "item_id", "fragment"),
     REFUSED_VALUES,
-    ids=["label-surrogate", "property-surrogate", "key-surrogate", "nan", "infinity", "1e400", "asOfTx-1e400",
-         "int-2**53", "int-5000-digits", "claim-surrogate", "corpus-surrogate", "id-surrogate"],
+    ids=[
+        "label-surrogate",
+        "property-surrogate",
+        "key-surrogate",
+        "nan",
+        "infinity",
+        "1e400",
+        "asOfTx-1e400",
+        "int-2**53",
+        "int-5000-digits",
+        "claim-surrogate",
+        "corpus-surrogate",
+        "id-surrogate",
+    ],
 )
 def test_values_a_manifest_may_not_hold_are_refused_naming_item_field_and_line(
     dataset_dir: Path, old: str, new: str, json_path: str, item_id: str | None, fragment: str
@@ -758,7 +970,11 @@ def test_values_a_manifest_may_not_hold_are_refused_naming_item_field_and_line(
     root = _edited(dataset_dir, old, new)
     error = load_error(root)
     manifest = root / "manifest.json"
-    who = "" if item_id is None else (f"item {item_id} (no valid id), " if item_id.startswith("items[") else f"item {item_id!r}, ")
+    who = (
+        ""
+        if item_id is None
+        else (f"item {item_id} (no valid id), " if item_id.startswith("items[") else f"item {item_id!r}, ")
+    )
     line = _line_of(root, new.split(":")[0] if new.startswith('"s\\') else new)
     assert str(error).startswith(f"{manifest}: line {line}: {who}field {json_path}: "), str(error)
     assert fragment in str(error)
@@ -770,7 +986,7 @@ def test_paired_surrogate_escapes_and_the_largest_exact_integer_load(dataset_dir
     root = _edited(dataset_dir, '"sku": "A"', '"sku": "\\ud83d\\ude00", "n": 9007199254740991, "m": -9007199254740991')
     dataset = load_dataset(root)
     step = dataset.by_id["temporal-price"].setup[0]
-    assert step.properties["sku"] == "\U0001F600" and step.properties["n"] == 2**53 - 1
+    assert step.properties["sku"] == "\U0001f600" and step.properties["n"] == 2**53 - 1
 
 
 def test_duplicate_key_names_the_item_and_the_line(dataset_dir: Path) -> None:
@@ -788,7 +1004,9 @@ def test_duplicate_key_in_an_item_without_a_valid_id_names_its_index(dataset_dir
     root = _edited(dataset_dir, '"id": "adv-moon",', '"id": 7, "id": 8,')
     error = load_error(root)
     line = _line_of(root, '"id": 7')
-    assert str(error).startswith(f"{root / 'manifest.json'}: line {line}: item items[1] (no valid id), field items[1]: ")
+    assert str(error).startswith(
+        f"{root / 'manifest.json'}: line {line}: item items[1] (no valid id), field items[1]: "
+    )
     assert "duplicate key 'id'" in str(error) and error.item_id == "items[1]"
 
 
@@ -878,11 +1096,13 @@ def fuzz_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.one_of(
-    st.binary(max_size=300),
-    st.sampled_from([b"", b"{", b"[" * 5000, b'{"items": [' + b"[" * 3000 + b"]}", b"1" * 5000, b'"\\ud800"']),
-    st.text(max_size=200).map(lambda t: t.encode("utf-8", "surrogatepass")),
-))
+@given(
+    data=st.one_of(
+        st.binary(max_size=300),
+        st.sampled_from([b"", b"{", b"[" * 5000, b'{"items": [' + b"[" * 3000 + b"]}", b"1" * 5000, b'"\\ud800"']),
+        st.text(max_size=200).map(lambda t: t.encode("utf-8", "surrogatepass")),
+    )
+)
 def test_arbitrary_bytes_as_manifest_raise_only_dataset_error(fuzz_dir: Path, data: bytes) -> None:
     (fuzz_dir / "manifest.json").write_bytes(data)
     try:
@@ -893,10 +1113,37 @@ def test_arbitrary_bytes_as_manifest_raise_only_dataset_error(fuzz_dir: Path, da
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=10),
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(
-        st.sampled_from(["id", "kind", "question", "find", "tags", "setup", "probe", "expect", "evidence", "response",
-                         "sources", "marker", "metadata", "op", "save", "target", "call", "claims", "x-y", "ü"]),
-        children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "id",
+                    "kind",
+                    "question",
+                    "find",
+                    "tags",
+                    "setup",
+                    "probe",
+                    "expect",
+                    "evidence",
+                    "response",
+                    "sources",
+                    "marker",
+                    "metadata",
+                    "op",
+                    "save",
+                    "target",
+                    "call",
+                    "claims",
+                    "x-y",
+                    "ü",
+                ]
+            ),
+            children,
+            max_size=4,
+        )
+    ),
     max_leaves=12,
 )
 
@@ -943,7 +1190,14 @@ def test_two_corpus_entries_may_share_one_file(tmp_path: Path) -> None:
         {"name": "a", "label": "L1", "file": "log.txt", "format": "text"},
         {"name": "b", "label": "L2", "file": "log.txt", "format": "text"},
     ]
-    dataset = load_dataset(write_dataset(tmp_path, corpus=corpus, files={"log.txt": b"x\r\ny"}, items=[{"id": "q", "kind": "qa", "question": "?", "find": "L2"}]))
+    dataset = load_dataset(
+        write_dataset(
+            tmp_path,
+            corpus=corpus,
+            files={"log.txt": b"x\r\ny"},
+            items=[{"id": "q", "kind": "qa", "question": "?", "find": "L2"}],
+        )
+    )
     assert dataset.documents["a"].canonical == dataset.documents["b"].canonical == "x\ny"
     assert dataset.documents["b"].label == "L2"
 

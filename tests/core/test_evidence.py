@@ -54,9 +54,7 @@ URL = "https://forum.example/t/42"
 
 def one_claim_block(assertiveness: str, tiers: list[str], **claim_extra) -> EvidenceBlock:
     """A block with one claim ``c1`` (``CLAIM``) resting on one source per tier given."""
-    sources = [
-        {"id": f"s{i}", "url": f"{URL}/{i}", "declaredTier": tier} for i, tier in enumerate(tiers, 1)
-    ]
+    sources = [{"id": f"s{i}", "url": f"{URL}/{i}", "declaredTier": tier} for i, tier in enumerate(tiers, 1)]
     claim = {
         "id": "c1",
         "text": CLAIM,
@@ -130,9 +128,7 @@ def test_unsourced_claim(assertiveness: str, verdict: str, rewrite: str | None) 
 def test_soften_rewrite_is_a_hedge_with_lowered_first_letter() -> None:
     [finding] = review_answer(one_claim_block("definitive", ["reputable"]), CLAIM).findings
     assert finding.verdict == "soften"
-    assert finding.suggested_rewrite == (
-        "Evidence suggests that aspirin reduces the risk of a second heart attack."
-    )
+    assert finding.suggested_rewrite == ("Evidence suggests that aspirin reduces the risk of a second heart attack.")
 
 
 def test_flag_rewrite_attributes_to_the_source_tier_and_url() -> None:
@@ -341,8 +337,13 @@ def claim(**over) -> dict:
             "claims[1].id: duplicate claim id 'c1' (first declared at claims[0])",
         ),
         (
-            {"sources": [{"id": "a", "declaredTier": "official"}, {"id": "b", "declaredTier": "official"},
-                         {"id": "a", "declaredTier": "community"}]},
+            {
+                "sources": [
+                    {"id": "a", "declaredTier": "official"},
+                    {"id": "b", "declaredTier": "official"},
+                    {"id": "a", "declaredTier": "community"},
+                ]
+            },
             (),
             "sources[2].id: duplicate source id 'a' (first declared at sources[0])",
         ),
@@ -409,9 +410,7 @@ def blocks_and_answers(draw) -> tuple[EvidenceBlock, str]:
             "id": f"c{i}",
             "text": text,
             "assertiveness": draw(st.sampled_from(["definitive", "likely", "tentative"])),
-            "sourceIds": draw(st.lists(st.sampled_from([s["id"] for s in sources]), unique=True))
-            if sources
-            else [],
+            "sourceIds": draw(st.lists(st.sampled_from([s["id"] for s in sources]), unique=True)) if sources else [],
         }
         for i, text in enumerate(draw(st.lists(words, max_size=4)))
     ]
@@ -444,9 +443,7 @@ def run_script(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-needs_source = pytest.mark.skipif(
-    not EXPERTQA_SRC.is_file(), reason=f"ExpertQA source not present at {EXPERTQA_SRC}"
-)
+needs_source = pytest.mark.skipif(not EXPERTQA_SRC.is_file(), reason=f"ExpertQA source not present at {EXPERTQA_SRC}")
 
 
 @needs_source
@@ -516,7 +513,12 @@ def test_expertqa_loads_with_the_dataset_loader() -> None:
         ),
         ({"minScore": 2}, "item 'rv-1', field items[0].evidence.minScore: minScore must be a number in [0, 1]"),
         (
-            {"claims": [{"id": "c", "text": "x", "assertiveness": "likely"}, {"id": "c", "text": "y", "assertiveness": "likely"}]},
+            {
+                "claims": [
+                    {"id": "c", "text": "x", "assertiveness": "likely"},
+                    {"id": "c", "text": "y", "assertiveness": "likely"},
+                ]
+            },
             "item 'rv-1', field items[0].evidence: claims[1].id: duplicate claim id 'c'",
         ),
     ],
@@ -524,7 +526,10 @@ def test_expertqa_loads_with_the_dataset_loader() -> None:
 )
 def test_malformed_block_in_a_manifest_names_item_and_field(tmp_path: Path, block: dict, expected: str) -> None:
     (tmp_path / "corpus").mkdir()
-    manifest = {"version": "v1", "items": [{"id": "rv-1", "kind": "review", "response": {"answer": "x"}, "evidence": block}]}
+    manifest = {
+        "version": "v1",
+        "items": [{"id": "rv-1", "kind": "review", "response": {"answer": "x"}, "evidence": block}],
+    }
     (tmp_path / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     with pytest.raises(DatasetError) as excinfo:
         load_dataset(tmp_path)

@@ -169,7 +169,9 @@ def test_gate_and_report_do_not_import_each_other_and_lineage_is_a_leaf():
     assert "report" not in runtime_imports("gate.py")
     assert "gate" in runtime_imports("report.py")
     assert runtime_imports("lineage.py") == {"wire"}
-    assert BaselineInfo.__module__ == ModelLineage.__module__ == MergeInfo.__module__ == "pytest_groundeval.core.lineage"
+    assert (
+        BaselineInfo.__module__ == ModelLineage.__module__ == MergeInfo.__module__ == "pytest_groundeval.core.lineage"
+    )
 
 
 def test_the_report_module_stays_under_800_lines():

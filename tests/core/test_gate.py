@@ -83,7 +83,9 @@ def test_each_default_floor_fails_for_its_metric(field, value, metric, reason):
 
 
 def test_none_metric_is_skipped_with_note_and_does_not_fail():
-    result = evaluate_gate(metrics(falsehood_rejection=None, temporal_accuracy=None), dataset_version="v1", models=MODELS)
+    result = evaluate_gate(
+        metrics(falsehood_rejection=None, temporal_accuracy=None), dataset_version="v1", models=MODELS
+    )
     assert result.passed
     check = check_for(result, "falsehoodRejection")
     assert check.outcome == "SKIP"
@@ -341,7 +343,20 @@ def test_format_check_one_line_with_units():
     )
     latency = format_check(check_for(result, "latencyMsP95"))
     assert "\n" not in latency
-    assert latency.split() == ["latencyMsP95", "412.3", "ms", "<=", "400.0", "ms", "FAIL", "412.3", "ms", ">", "400.0", "ms"]
+    assert latency.split() == [
+        "latencyMsP95",
+        "412.3",
+        "ms",
+        "<=",
+        "400.0",
+        "ms",
+        "FAIL",
+        "412.3",
+        "ms",
+        ">",
+        "400.0",
+        "ms",
+    ]
     recall = format_check(check_for(result, "falsehoodRejection"))
     assert recall.split()[:5] == ["falsehoodRejection", "n/a", ">=", "0.9500", "SKIP"]
     assert recall.endswith("no items measured this metric (n/a)")
@@ -351,8 +366,12 @@ def test_format_check_one_line_with_units():
 
 
 def test_a_target_that_returns_no_claims_fails_the_claim_floors():
-    silent = metrics(claim_support_precision=None, claim_support_recall=None, qa_claims=0,
-                     items_by_kind={"qa": 5, "adversarial": 0, "temporal": 0, "citation": 0, "review": 0})
+    silent = metrics(
+        claim_support_precision=None,
+        claim_support_recall=None,
+        qa_claims=0,
+        items_by_kind={"qa": 5, "adversarial": 0, "temporal": 0, "citation": 0, "review": 0},
+    )
     result = evaluate_gate(silent, dataset_version="v1", models=MODELS)
     for metric in ("claimSupportPrecision", "claimSupportRecall"):
         check = check_for(result, metric)
@@ -360,8 +379,12 @@ def test_a_target_that_returns_no_claims_fails_the_claim_floors():
     assert not result.passed
     # With no qa items at all (a -k adversarial slice), no qa item could measure it: the
     # claim floors are left out of the table, neither FAIL nor SKIP (docs/gate.md).
-    sliced = metrics(claim_support_precision=None, claim_support_recall=None, qa_claims=0,
-                     items_by_kind={"qa": 0, "adversarial": 5, "temporal": 0, "citation": 0, "review": 0})
+    sliced = metrics(
+        claim_support_precision=None,
+        claim_support_recall=None,
+        qa_claims=0,
+        items_by_kind={"qa": 0, "adversarial": 5, "temporal": 0, "citation": 0, "review": 0},
+    )
     sliced_result = evaluate_gate(sliced, dataset_version="v1", models=MODELS)
     assert not [c for c in sliced_result.checks if c.metric.startswith("claimSupport")]
     assert sliced_result.passed
@@ -374,8 +397,15 @@ CITATION_ONLY = {"qa": 0, "adversarial": 0, "temporal": 0, "citation": 4, "revie
 
 
 def citation_metrics(**overrides) -> Metrics:
-    return Metrics(**{"citation_metadata_accuracy": 0.7, "evidence_risk_score": 1.0, "items": 4,
-                      "items_by_kind": CITATION_ONLY, **overrides})
+    return Metrics(
+        **{
+            "citation_metadata_accuracy": 0.7,
+            "evidence_risk_score": 1.0,
+            "items": 4,
+            "items_by_kind": CITATION_ONLY,
+            **overrides,
+        }
+    )
 
 
 def test_a_gate_that_checks_only_errors_fails_naming_what_was_measured():
@@ -394,20 +424,26 @@ def test_a_gate_that_checks_only_errors_fails_naming_what_was_measured():
 
 def test_error_count_ceilings_alone_arm_nothing_but_a_latency_ceiling_does():
     judged = citation_metrics(judge_errors=0, latency_ms_p95=80.0)
-    only_counts = evaluate_gate(judged, floors=parse_floors({"judgeErrors": 2, "errors": 1}), dataset_version="c",
-                                models=MODELS)
+    only_counts = evaluate_gate(
+        judged, floors=parse_floors({"judgeErrors": 2, "errors": 1}), dataset_version="c", models=MODELS
+    )
     assert check_for(only_counts, "qualityBounds").outcome == "FAIL"
     ceiling = evaluate_gate(judged, floors=parse_floors({"latencyMsP95": 100}), dataset_version="c", models=MODELS)
     assert ceiling.passed and not [c for c in ceiling.checks if c.metric == "qualityBounds"]
     # A quality bound that is n/a arms nothing either.
-    n_a = evaluate_gate(citation_metrics(evidence_risk_score=None), floors=parse_floors({"evidenceRiskScore": 0.5}),
-                        dataset_version="c", models=MODELS)
+    n_a = evaluate_gate(
+        citation_metrics(evidence_risk_score=None),
+        floors=parse_floors({"evidenceRiskScore": 0.5}),
+        dataset_version="c",
+        models=MODELS,
+    )
     assert check_for(n_a, "evidenceRiskScore").outcome == "SKIP" and check_for(n_a, "qualityBounds").outcome == "FAIL"
 
 
 def test_a_citation_only_gate_lists_no_qa_adversarial_or_temporal_bounds():
-    result = evaluate_gate(citation_metrics(), floors=parse_floors({"citationMetadataAccuracy": 0.6}),
-                           dataset_version="c", models=MODELS)
+    result = evaluate_gate(
+        citation_metrics(), floors=parse_floors({"citationMetadataAccuracy": 0.6}), dataset_version="c", models=MODELS
+    )
     assert [c.metric for c in result.checks] == ["citationMetadataAccuracy", "errors"]
     assert result.passed
 
@@ -416,8 +452,9 @@ def test_not_gated_checks_only_the_error_counts():
     from pytest_groundeval.core.gate import verdict
 
     bad = metrics(claim_support_precision=0.1, falsehood_rejection=0.0)
-    result = evaluate_gate(bad, floors=parse_floors({"latencyMsP95": 1}), dataset_version="v1", models=MODELS,
-                           gated=False)
+    result = evaluate_gate(
+        bad, floors=parse_floors({"latencyMsP95": 1}), dataset_version="v1", models=MODELS, gated=False
+    )
     assert [c.metric for c in result.checks] == ["errors"]
     assert result.passed and not result.gated and verdict(result) == "NOT GATED"
     errored = evaluate_gate(metrics(errors=1), dataset_version="v1", models=MODELS, gated=False)
@@ -443,8 +480,13 @@ def test_manifest_floors_and_a_floors_file_merge_key_by_key():
 
 def test_a_baseline_of_another_lineage_leaves_the_absolute_recall_floor_to_decide():
     baseline = report(retrieval_recall=0.99, models={"generate": "gen-b", "embed": "emb-a"})
-    result = evaluate_gate(metrics(retrieval_recall=0.5), floors=parse_floors({"retrievalRecall": 0.8}),
-                           baseline=baseline, dataset_version="v1", models=MODELS)
+    result = evaluate_gate(
+        metrics(retrieval_recall=0.5),
+        floors=parse_floors({"retrievalRecall": 0.8}),
+        baseline=baseline,
+        dataset_version="v1",
+        models=MODELS,
+    )
     absolute, skipped = [c for c in result.checks if c.metric == "retrievalRecall"]
     assert absolute.outcome == "FAIL" and absolute.reason == "0.5000 < 0.8000"
     assert skipped.outcome == "SKIP"
@@ -452,5 +494,3 @@ def test_a_baseline_of_another_lineage_leaves_the_absolute_recall_floor_to_decid
         "a baseline arms recall only within its lineage; the absolute retrievalRecall floor 0.8000 applies"
     )
     assert not result.passed
-
-

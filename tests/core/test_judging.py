@@ -162,7 +162,9 @@ def test_the_citation_kind_is_a_package_of_small_modules_with_a_leaf_for_text():
             target = _absolute(relpath, module, level)
             assert not (in_function and target.startswith("pytest_groundeval")), f"{relpath}:{line} imports {target}"
             if path.stem == "text":
-                assert not target.startswith("pytest_groundeval.core.kinds.citation"), f"text.py:{line} imports {target}"
+                assert not target.startswith("pytest_groundeval.core.kinds.citation"), (
+                    f"text.py:{line} imports {target}"
+                )
 
 
 def _string_tuples(tree: ast.Module) -> list[tuple[int, frozenset[str]]]:
@@ -198,7 +200,13 @@ def test_unparseable_and_unjudged_are_defined_once_and_no_module_says_just_verdi
     ambiguous = []
     for relpath, tree in TREES.items():
         for node in tree.body:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AnnAssign)
+                else []
+            )
             names = [t.id for t in targets if isinstance(t, ast.Name)]
             ambiguous += [f"{relpath}:{name}" for name in names if name in ("VERDICTS", "Verdict", "VERDICT_LABELS")]
             value = getattr(node, "value", None)

@@ -53,7 +53,10 @@ def citation_item(**fields) -> CitationItem:
 
 def judge(answer: str, sources=SOURCES, regex=SPEAKER_PARTY, mention_timeout_s=None, **item_fields) -> ItemOutcome:
     return judge_citation(
-        citation_item(**item_fields), answer=answer, sources=sources, mention_regex=regex,
+        citation_item(**item_fields),
+        answer=answer,
+        sources=sources,
+        mention_regex=regex,
         mention_timeout_s=mention_timeout_s,
     )
 
@@ -179,9 +182,7 @@ def test_mention_agreeing_with_no_cited_source_names_each():
 
 def test_multiple_groups_only_the_disagreeing_field_is_named():
     record = paragraph_records(judge("Anna Berg (M) wants fibre [1]."))[0]
-    assert record["metadataMismatch"] == [
-        "speaker 'Anna Berg', party 'M' (cited [1]) but source [1] has party 'S'"
-    ]
+    assert record["metadataMismatch"] == ["speaker 'Anna Berg', party 'M' (cited [1]) but source [1] has party 'S'"]
 
 
 def test_each_distinct_failing_mention_recorded_once():
@@ -306,7 +307,10 @@ def test_outcome_round_trips_through_json():
     assert wire["kind"] == "citation"
     assert wire["pass"] is False
     assert set(wire["extra"]) == {
-        "citationParagraphsJudged", "citationParagraphsMismatched", "citationParagraphsDropped", "citationParagraphs"
+        "citationParagraphsJudged",
+        "citationParagraphsMismatched",
+        "citationParagraphsDropped",
+        "citationParagraphs",
     }
 
 
@@ -523,9 +527,12 @@ def test_a_target_item_whose_pattern_times_out_is_an_error_and_not_the_targets_f
     monkeypatch.setattr(citation.text, "MENTION_TIMEOUT_S", 0.05)
     dataset = load_dataset(_copy_citation_smoke(tmp_path, CATASTROPHIC))
     item = CitationItem.model_validate({"id": "cit-live", "kind": "citation", "question": "Who?", "find": "DEBATE"})
-    response = {"answer": "a" * 40 + " [S1].", "traceId": None,
-                "evidence": [{"marker": "S1", "document": "citation-smoke/debate.txt", "start": 0, "end": 4}],
-                "claims": []}
+    response = {
+        "answer": "a" * 40 + " [S1].",
+        "traceId": None,
+        "evidence": [{"marker": "S1", "document": "citation-smoke/debate.txt", "start": 0, "end": 4}],
+        "claims": [],
+    }
     with pytest.raises(ItemError) as info:
         ItemRunner(ScriptedTarget(response)).run(item, dataset)
     assert info.value.cause is None and "item 'cit-live'" in info.value.outcome.error
@@ -614,7 +621,9 @@ def judged_outcome(item_id: str, verdicts: list, expected: list, mismatch: list 
 
 
 JUDGED = [
-    judged_outcome("a", ["supported", "wrong_speaker", None], ["supported", "wrong_speaker", "partial"], [False, True, False]),
+    judged_outcome(
+        "a", ["supported", "wrong_speaker", None], ["supported", "wrong_speaker", "partial"], [False, True, False]
+    ),
     judged_outcome("b", ["unparseable", "partial", "supported"], ["unsupported", "partial", None]),
     judged_outcome("c", ["wrong_speaker", "unsupported"], ["wrong_speaker", "supported"]),
 ]

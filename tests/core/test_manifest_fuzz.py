@@ -32,9 +32,30 @@ class _Deep:
     def __init__(self, depth: int, value: Any) -> None:
         self.depth, self.value = depth, value
 
+
 _ODD_TEXT = st.sampled_from(
-    ["", " ", "v1\n", "\ud800", "a\udfffb", "\u200b", "\x00", "\u2028", "e\u0301", "😀", "\ufeff", "$tx:", "$id:",
-     "../x", "/etc/passwd", "a" * 300, "NaN", "[1]", "(?P<x>", "(?P<speaker>(\\w+\\s?)+)\\("]
+    [
+        "",
+        " ",
+        "v1\n",
+        "\ud800",
+        "a\udfffb",
+        "\u200b",
+        "\x00",
+        "\u2028",
+        "e\u0301",
+        "😀",
+        "\ufeff",
+        "$tx:",
+        "$id:",
+        "../x",
+        "/etc/passwd",
+        "a" * 300,
+        "NaN",
+        "[1]",
+        "(?P<x>",
+        "(?P<speaker>(\\w+\\s?)+)\\(",
+    ]
 )
 _NUMBERS = st.one_of(
     st.integers(min_value=-(2**70), max_value=2**70),
@@ -96,7 +117,9 @@ def _encode(manifest: dict, data: st.DataObject) -> bytes:
         if isinstance(value, _Deep):
             return "[" * value.depth + dump(value.value) + "]" * value.depth
         if isinstance(value, dict):
-            return "{" + ", ".join(f"{json.dumps(k, ensure_ascii=ascii_only)}: {dump(v)}" for k, v in value.items()) + "}"
+            return (
+                "{" + ", ".join(f"{json.dumps(k, ensure_ascii=ascii_only)}: {dump(v)}" for k, v in value.items()) + "}"
+            )
         if isinstance(value, list):
             return "[" + ", ".join(dump(v) for v in value) + "]"
         return json.dumps(value, ensure_ascii=ascii_only, allow_nan=True)
@@ -105,8 +128,10 @@ def _encode(manifest: dict, data: st.DataObject) -> bytes:
     raw = text.encode("utf-8", errors="surrogatepass")  # lone surrogates as raw (invalid) UTF-8 too
     if data.draw(st.booleans(), label="cut"):
         at = data.draw(st.integers(0, len(raw)), label="at")
-        insert = data.draw(st.sampled_from([b"", b",", b"}", b"\xff", b'"', b"\\u", b'"id": "x",', b"NaN"]), label="insert")
-        raw = raw[:at] + insert + raw[at + data.draw(st.integers(0, 3), label="drop"):]
+        insert = data.draw(
+            st.sampled_from([b"", b",", b"}", b"\xff", b'"', b"\\u", b'"id": "x",', b"NaN"]), label="insert"
+        )
+        raw = raw[:at] + insert + raw[at + data.draw(st.integers(0, 3), label="drop") :]
     return raw
 
 

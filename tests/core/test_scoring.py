@@ -147,7 +147,9 @@ def test_claim_coverage_duplicates_do_not_inflate():
 # --- negations ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("word", ["not", "never", "nor", "nunca", "jamás", "nadie", "tampoco", "inte", "aldrig", "inga"])
+@pytest.mark.parametrize(
+    "word", ["not", "never", "nor", "nunca", "jamás", "nadie", "tampoco", "inte", "aldrig", "inga"]
+)
 def test_listed_negations(word):
     assert word in NEGATIONS
     assert is_negation(word)

@@ -192,5 +192,3 @@ def test_outputs_import_no_pytest():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
-
-

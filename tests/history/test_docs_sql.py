@@ -21,11 +21,14 @@ def _populate(store: HistoryStore) -> str:
     store.add_items(older, [_data.qa("a"), _data.qa("b", passed=False)])
     store.finish_run(older, metrics={"claimSupportPrecision": 0.95}, gate={"passed": True, "checks": []})
     newer = store.open_run(_data.config(), label="nightly", started_ms=2_000)
-    store.add_items(newer, [
-        _data.qa("a", passed=False, tools=("search", "sql")),
-        _data.qa("b", tools=("search", "search")),
-        _data.citation("c", [_data.paragraph(0, verdict="wrong_speaker"), _data.paragraph(1)], tools=("sql",)),
-    ])
+    store.add_items(
+        newer,
+        [
+            _data.qa("a", passed=False, tools=("search", "sql")),
+            _data.qa("b", tools=("search", "search")),
+            _data.citation("c", [_data.paragraph(0, verdict="wrong_speaker"), _data.paragraph(1)], tools=("sql",)),
+        ],
+    )
     store.finish_run(newer, metrics={"claimSupportPrecision": 0.9}, gate={"passed": False, "checks": []})
     # A complete rejudge clears c (its set becomes current); an incomplete attempt calling it wrong_speaker
     # again is kept but not current: the queries must read the current set only.
@@ -60,10 +63,11 @@ def test_every_ready_query_runs_and_returns_rows(store: HistoryStore) -> None:
     assert {row[0]: (row[1], row[2]) for row in by_tool} == expected == {"search": (2, 1), "sql": (2, 1)}
     sets = next(rows for head, rows in results.items() if "prompt_version" in head)
     assert [(r[1], r[2], r[5], bool(r[6])) for r in sets] == [
-        ("run", None, "incomplete", False), ("rejudge", "judge-b", "complete", True),
-        ("rejudge", "judge-c", "incomplete", False)]
+        ("run", None, "incomplete", False),
+        ("rejudge", "judge-b", "complete", True),
+        ("rejudge", "judge-c", "incomplete", False),
+    ]
     earlier = next(rows for head, rows in results.items() if "s.id AS set_id" in head)
-    assert {(r[2], r[3], r[4]) for r in earlier} == {
-        ("incomplete", "wrong_speaker", 1), ("incomplete", "unjudged", 1)}
+    assert {(r[2], r[3], r[4]) for r in earlier} == {("incomplete", "wrong_speaker", 1), ("incomplete", "unjudged", 1)}
     flips = next(rows for head, rows in results.items() if "a.passed AS was" in head)
     assert sorted((r[0], bool(r[2]), bool(r[3])) for r in flips) == [("a", True, False), ("b", False, True)]

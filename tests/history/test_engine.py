@@ -129,7 +129,9 @@ def test_the_writer_refuses_a_newer_schema_and_an_unreachable_server(tmp_path: P
         conn.execute(update(schema.schema_info).values(version=schema.SCHEMA_VERSION + 1))
     with pytest.raises(HistoryError, match="upgrade pytest-groundeval"):
         HistoryWriter.open(url)
-    with pytest.raises(HistoryError, match=r"cannot open history database postgresql\+psycopg://u:\*\*\*@127.0.0.1:1/x"):
+    with pytest.raises(
+        HistoryError, match=r"cannot open history database postgresql\+psycopg://u:\*\*\*@127.0.0.1:1/x"
+    ):
         HistoryWriter.open("postgresql://u:secret@127.0.0.1:1/x?connect_timeout=2")
 
 
@@ -138,8 +140,10 @@ def test_compact_trace_keeps_spans_and_claims_and_counts_the_rest() -> None:
 
     response = {
         "answer": "x",
-        "evidence": [{"marker": f"S{i}", "document": "d.md", "start": i, "end": i + 1, "text": "t" * 500,
-                      "score": 0.5} for i in range(60)],
+        "evidence": [
+            {"marker": f"S{i}", "document": "d.md", "start": i, "end": i + 1, "text": "t" * 500, "score": 0.5}
+            for i in range(60)
+        ],
         "claims": [{"text": "c", "verdict": "supported", "markers": ["S1"], "start": 0, "end": 1}],
     }
     trace = compact_trace(response)

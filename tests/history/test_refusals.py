@@ -20,7 +20,12 @@ def _pytest_run(pytester: pytest.Pytester, url: str) -> pytest.RunResult:
     """A pytest run with ``--eval-history=url``; the history is opened before any item runs (no target needed)."""
     shutil.copytree(SMOKE, pytester.path / "smoke")
     return pytester.runpytest(
-        "-p", "no:cacheprovider", "-p", "no:benchmark", "--eval-dataset=smoke", "--eval-url=http://127.0.0.1:9",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:benchmark",
+        "--eval-dataset=smoke",
+        "--eval-url=http://127.0.0.1:9",
         "--eval-api-key=unused",
         f"--eval-history={url}",
     )
@@ -74,7 +79,6 @@ def test_a_schema_version_that_is_not_one_is_refused_by_the_cli_and_pytest(
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 
 
-
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
@@ -106,8 +110,9 @@ def test_tables_changed_by_hand_are_refused_before_any_item_runs(
     result.stderr.fnmatch_lines([f"*--eval-history: history database*{expected}*"])
 
 
-def test_a_sql_ascii_postgres_database_is_refused_naming_its_encoding(pg_server, pytester: pytest.Pytester,
-                                                                        capsys) -> None:
+def test_a_sql_ascii_postgres_database_is_refused_naming_its_encoding(
+    pg_server, pytester: pytest.Pytester, capsys
+) -> None:
     name = f"ascii_{uuid.uuid4().hex[:8]}"
     admin = pg_server._admin()
     with admin.connect() as conn:

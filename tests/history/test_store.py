@@ -109,7 +109,9 @@ def test_bad_record_names_item_and_field_and_writes_nothing(store: HistoryStore)
 def test_killed_writer_keeps_its_batches_and_has_no_finish_time(store: HistoryStore, history_url: str) -> None:
     proc = subprocess.Popen(
         [sys.executable, str(WRITER), history_url, "killed", "1000", "10", "slow"],
-        stdout=subprocess.PIPE, text=True, env=_env(),
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_env(),
     )
     try:
         run_id, seen = None, 0
@@ -139,7 +141,10 @@ def test_two_writer_processes_at_once_both_succeed(history_url: str) -> None:
     procs = [
         subprocess.Popen(
             [sys.executable, str(WRITER), history_url, label, "300", "10", "finish", str(start_at)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_env(),
         )
         for label in ("left", "right")
     ]
@@ -183,8 +188,13 @@ def test_group_by_tool_kind_and_tag(store: HistoryStore) -> None:
         _data.qa("a", tools=("search",), tags=("geo",), latency=10, iterations=1),
         _data.qa("b", tools=("search", "sql"), tags=("geo", "hard"), passed=False, latency=20, iterations=3),
         _data.qa("c", tools=(), tags=(), latency=30, iterations=None),
-        _data.citation("d", [_data.paragraph(0, verdict="wrong_speaker"), _data.paragraph(1, verdict="supported")],
-                       tools=("sql",), tags=("hard",), latency=40),
+        _data.citation(
+            "d",
+            [_data.paragraph(0, verdict="wrong_speaker"), _data.paragraph(1, verdict="supported")],
+            tools=("sql",),
+            tags=("hard",),
+            latency=40,
+        ),
         _data.citation("e", [_data.paragraph(0, verdict="partial")], tools=("sql",), tags=("hard",), latency=50),
     ]
     run_id = _record_run(store, records)
@@ -230,7 +240,9 @@ def test_compare_finds_a_planted_regression_and_the_cli_exits_1(store: HistorySt
     b = _record_run(store, bad, label="pr", started_ms=2_000)
     cmp = compare_runs(store, a, b)
     assert cmp.regressed
-    assert any(r.startswith("claimSupportPrecision 0.85 fails its floor >= 0.9") for r in cmp.regressions), cmp.regressions
+    assert any(r.startswith("claimSupportPrecision 0.85 fails its floor >= 0.9") for r in cmp.regressions), (
+        cmp.regressions
+    )
     assert [f.item_id for f in cmp.pass_to_fail] == ["c", "q0", "q1", "q2"] and cmp.fail_to_pass == []
     assert cmp.flips_by("kind", cmp.pass_to_fail) == {"citation": 1, "qa": 3}
     assert cmp.flips_by("tag", cmp.pass_to_fail) == {"geo": 3, "speech": 1}
@@ -262,8 +274,12 @@ def _judge(model: str, verdicts: dict[str, str], fail_on: set[str] = frozenset()
         if request.item_id in fail_on:
             raise ConnectionError("judge unreachable")
         assert request.text.startswith(f"Paragraph {request.paragraph}") and request.question
-        return JudgeVerdict(verdict=verdicts.get(request.item_id, "supported"), rationale="checked the source",
-                            judge_model=model, coverage_score=0.75)
+        return JudgeVerdict(
+            verdict=verdicts.get(request.item_id, "supported"),
+            rationale="checked the source",
+            judge_model=model,
+            coverage_score=0.75,
+        )
 
     judge.calls = calls
     return judge
@@ -284,8 +300,9 @@ def _set_verdicts(store: HistoryStore, set_id: int):
             select(j.c.verdict, j.c.judge_model, j.c.coverage_score).where(j.c.set_id == set_id)))  # fmt: skip
 
 
-def test_rejudge_writes_a_new_set_and_makes_it_current_only_when_complete(store: HistoryStore, history_url: str,
-                                                                        capsys) -> None:
+def test_rejudge_writes_a_new_set_and_makes_it_current_only_when_complete(
+    store: HistoryStore, history_url: str, capsys
+) -> None:
     records = [
         _data.citation("c1", [_data.paragraph(0, verdict="supported"), _data.paragraph(1)]),
         _data.citation("c2", [_data.paragraph(0), _data.paragraph(1)]),
@@ -301,13 +318,23 @@ def test_rejudge_writes_a_new_set_and_makes_it_current_only_when_complete(store:
     assert first.calls == [("c1", 1), ("c2", 0), ("c2", 1)]  # c1#0 already had a verdict
     assert (result.judged, result.errors, result.complete) == (3, 0, True)
     second_set = result.set_id
-    assert _sets(store, run_id) == [(run_set, "run", None, "incomplete", False, 4, 3),
-                                    (second_set, "rejudge", "judge-b", "complete", True, 4, 0)]
+    assert _sets(store, run_id) == [
+        (run_set, "run", None, "incomplete", False, 4, 3),
+        (second_set, "rejudge", "judge-b", "complete", True, 4, 0),
+    ]
     # The run's own verdicts are kept as they were; the new set holds the old verdict and the new ones.
-    assert _set_verdicts(store, run_set) == [("-", "-", None), ("-", "-", None), ("-", "-", None),
-                                             ("supported", "judge-a", 0.5)]
-    assert _set_verdicts(store, second_set) == [("supported", "judge-a", 0.5), ("supported", "judge-b", 0.75),
-                                                ("wrong_speaker", "judge-b", 0.75), ("wrong_speaker", "judge-b", 0.75)]
+    assert _set_verdicts(store, run_set) == [
+        ("-", "-", None),
+        ("-", "-", None),
+        ("-", "-", None),
+        ("supported", "judge-a", 0.5),
+    ]
+    assert _set_verdicts(store, second_set) == [
+        ("supported", "judge-a", 0.5),
+        ("supported", "judge-b", 0.75),
+        ("wrong_speaker", "judge-b", 0.75),
+        ("wrong_speaker", "judge-b", 0.75),
+    ]
     detail = show_run(store, run_id)
     assert detail.metrics["citationSupportedRate"] == 0.5 and detail.metrics["wrongSpeakerRate"] == 0.5
     assert detail.gate["passed"] is False and detail.run.status == "FAIL"  # 0.5 < the recorded floor 0.9
@@ -322,12 +349,21 @@ def test_rejudge_writes_a_new_set_and_makes_it_current_only_when_complete(store:
     assert len(second.calls) == 4 and (result.judged, result.errors, result.failed, result.complete) == (2, 2, 2, False)
     assert "2 of 4 paragraph(s) got no parseable verdict (2 judge error(s))" in result.reason
     assert "c2#0: judge unreachable" in result.reason
-    assert _sets(store, run_id)[1:] == [(second_set, "rejudge", "judge-b", "complete", True, 4, 0),
-                                        (result.set_id, "rejudge", "judge-c", "incomplete", False, 4, 2)]
-    assert _set_verdicts(store, result.set_id) == [("-", "-", 0.75), ("-", "-", 0.75), ("supported", "judge-c", 0.75),
-                                                   ("supported", "judge-c", 0.75)]
-    assert _set_verdicts(store, second_set)[1:] == [("supported", "judge-b", 0.75), ("wrong_speaker", "judge-b", 0.75),
-                                                    ("wrong_speaker", "judge-b", 0.75)]
+    assert _sets(store, run_id)[1:] == [
+        (second_set, "rejudge", "judge-b", "complete", True, 4, 0),
+        (result.set_id, "rejudge", "judge-c", "incomplete", False, 4, 2),
+    ]
+    assert _set_verdicts(store, result.set_id) == [
+        ("-", "-", 0.75),
+        ("-", "-", 0.75),
+        ("supported", "judge-c", 0.75),
+        ("supported", "judge-c", 0.75),
+    ]
+    assert _set_verdicts(store, second_set)[1:] == [
+        ("supported", "judge-b", 0.75),
+        ("wrong_speaker", "judge-b", 0.75),
+        ("wrong_speaker", "judge-b", 0.75),
+    ]
     after = show_run(store, run_id)
     assert (after.metrics, after.gate, after.run.status) == (detail.metrics, detail.gate, "FAIL")
     assert after.verdicts == detail.verdicts and after.verdicts["wrong_speaker"] == 2
@@ -361,15 +397,51 @@ def test_migration_from_the_first_released_schema(history_url: str) -> None:
     v1 = V1_METADATA.tables
     with engine.connect().execution_options(**WRITE) as conn, conn.begin():
         create_version(conn, V1_METADATA, 1)
-        conn.execute(v1["runs"].insert().values(id="a" * 32, label="old", config={"models": {}}, started_ms=5,
-                                                finished_ms=9, metrics={"errors": 0}, gate={"passed": True}))
-        item = conn.execute(v1["items"].insert().returning(v1["items"].c.id).values(
-            run_id="a" * 32, item_id="c1", kind="citation", passed=True, detail="", tags=["x"],
-            outcome={"id": "c1", "kind": "citation", "pass": True, "extra": {}}, recorded_ms=6)).scalar()
+        conn.execute(
+            v1["runs"]
+            .insert()
+            .values(
+                id="a" * 32,
+                label="old",
+                config={"models": {}},
+                started_ms=5,
+                finished_ms=9,
+                metrics={"errors": 0},
+                gate={"passed": True},
+            )
+        )
+        item = conn.execute(
+            v1["items"]
+            .insert()
+            .returning(v1["items"].c.id)
+            .values(
+                run_id="a" * 32,
+                item_id="c1",
+                kind="citation",
+                passed=True,
+                detail="",
+                tags=["x"],
+                outcome={"id": "c1", "kind": "citation", "pass": True, "extra": {}},
+                recorded_ms=6,
+            )
+        ).scalar()
         conn.execute(v1["item_tags"].insert().values(item=item, tag="x", run_id="a" * 32))
-        conn.execute(v1["judgments"].insert().values(
-            item=item, run_id="a" * 32, paragraph=0, text="Old [1].", markers=["1"], missing_markers=[],
-            metadata_mismatch=[], deterministic_pass=True, verdict="supported", rationale="old judge"))
+        conn.execute(
+            v1["judgments"]
+            .insert()
+            .values(
+                item=item,
+                run_id="a" * 32,
+                paragraph=0,
+                text="Old [1].",
+                markers=["1"],
+                missing_markers=[],
+                metadata_mismatch=[],
+                deterministic_pass=True,
+                verdict="supported",
+                rationale="old judge",
+            )
+        )
     with engine.connect() as conn:
         assert stored_version(conn) == 1
     engine.dispose()
@@ -402,21 +474,57 @@ def test_migration_from_version_2_makes_the_judgments_each_runs_first_current_se
     with engine.connect().execution_options(**WRITE) as conn, conn.begin():
         create_version(conn, V2_METADATA, 2)
         for run_id, judge, started in ((judged, "judge-x", 5), (unjudged, None, 6), (killed, "judge-x", 7)):
-            conn.execute(v2["runs"].insert().values(
-                id=run_id, label=run_id[0], config={"models": {}, "judgeModel": judge, "scorerModel": None},
-                started_ms=started, finished_ms=None if run_id == killed else started + 10,
-                interrupted=None if run_id == killed else False,
-                metrics=None if run_id == killed else {"errors": 0}, gate=None if run_id == killed else
-                {"passed": run_id == judged, "checks": []}, gate_passed=None if run_id == killed else run_id == judged))
-            item = conn.execute(v2["items"].insert().returning(v2["items"].c.id).values(
-                run_id=run_id, item_id="c1", kind="citation", passed=True, detail="", tags=[], tool_trace=None,
-                outcome={"id": "c1", "kind": "citation", "pass": True, "extra": {}}, recorded_ms=started)).scalar()
+            conn.execute(
+                v2["runs"]
+                .insert()
+                .values(
+                    id=run_id,
+                    label=run_id[0],
+                    config={"models": {}, "judgeModel": judge, "scorerModel": None},
+                    started_ms=started,
+                    finished_ms=None if run_id == killed else started + 10,
+                    interrupted=None if run_id == killed else False,
+                    metrics=None if run_id == killed else {"errors": 0},
+                    gate=None if run_id == killed else {"passed": run_id == judged, "checks": []},
+                    gate_passed=None if run_id == killed else run_id == judged,
+                )
+            )
+            item = conn.execute(
+                v2["items"]
+                .insert()
+                .returning(v2["items"].c.id)
+                .values(
+                    run_id=run_id,
+                    item_id="c1",
+                    kind="citation",
+                    passed=True,
+                    detail="",
+                    tags=[],
+                    tool_trace=None,
+                    outcome={"id": "c1", "kind": "citation", "pass": True, "extra": {}},
+                    recorded_ms=started,
+                )
+            ).scalar()
             for paragraph in (0, 1):
-                conn.execute(v2["judgments"].insert().values(
-                    item=item, run_id=run_id, paragraph=paragraph, text=f"P{paragraph} [1].", markers=["1"],
-                    missing_markers=[], metadata_mismatch=[], deterministic_pass=True,
-                    verdict="supported" if judge else None, rationale="ok" if judge else None,
-                    judge_model=judge, judged_ms=started + 1 if judge else None, coverage_score=0.5))
+                conn.execute(
+                    v2["judgments"]
+                    .insert()
+                    .values(
+                        item=item,
+                        run_id=run_id,
+                        paragraph=paragraph,
+                        text=f"P{paragraph} [1].",
+                        markers=["1"],
+                        missing_markers=[],
+                        metadata_mismatch=[],
+                        deterministic_pass=True,
+                        verdict="supported" if judge else None,
+                        rationale="ok" if judge else None,
+                        judge_model=judge,
+                        judged_ms=started + 1 if judge else None,
+                        coverage_score=0.5,
+                    )
+                )
     engine.dispose()
 
     with HistoryStore.open(history_url) as store:
@@ -480,8 +588,11 @@ def test_finish_can_record_what_the_run_learnt(store: HistoryStore) -> None:
     config = {**_data.config(), "models": {"generate": "unknown", "embed": "unknown"}}
     recorder = RunRecorder(store, config, background=False)
     recorder.add(_data.qa("q"))
-    recorder.finish(metrics={"errors": 0}, gate={"passed": True, "checks": []},
-                    config_update={"models": {"generate": "gen-2", "embed": "emb-2"}})
+    recorder.finish(
+        metrics={"errors": 0},
+        gate={"passed": True, "checks": []},
+        config_update={"models": {"generate": "gen-2", "embed": "emb-2"}},
+    )
     detail = show_run(store, recorder.run_id)
     assert detail.config["models"] == {"generate": "gen-2", "embed": "emb-2"}
     assert detail.config["options"] == {"concurrency": 4} and detail.run.dataset_version == "2026.1"

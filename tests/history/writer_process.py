@@ -22,12 +22,21 @@ def main() -> None:
     store = HistoryStore.open(url)  # two processes may create the schema at once
     while time.time() < start_at:
         time.sleep(0.005)
-    recorder = RunRecorder(store, {"dataset": {"version": "v"}, "models": {}}, label=label,
-                           batch_size=int(batch), max_delay_s=60)
+    recorder = RunRecorder(
+        store, {"dataset": {"version": "v"}, "models": {}}, label=label, batch_size=int(batch), max_delay_s=60
+    )
     printed = 0
     for i in range(int(n_items)):
-        recorder.add({"id": f"{label}-{i}", "kind": "qa", "pass": i % 7 != 0, "latencyMs": float(i),
-                      "tags": [f"t{i % 3}"], "toolTrace": [{"tool": "search", "hits": [str(i)]}]})
+        recorder.add(
+            {
+                "id": f"{label}-{i}",
+                "kind": "qa",
+                "pass": i % 7 != 0,
+                "latencyMs": float(i),
+                "tags": [f"t{i % 3}"],
+                "toolTrace": [{"tool": "search", "hits": [str(i)]}],
+            }
+        )
         if recorder.recorded != printed:  # a batch was committed by the writer thread
             printed = recorder.recorded
             print(f"recorded {recorder.run_id} {printed}", flush=True)

@@ -13,7 +13,10 @@ from pytest_groundeval.core.kinds.citation import judge_citation, paragraphs, so
 REPO = Path(__file__).resolve().parents[2]
 SHARED_DATA = REPO.parent / "shared" / "data"  # beside the checkout, as CI lays it
 DATASETS = {
-    "build_expertqa_citations": (REPO / "datasets" / "expertqa-citations", SHARED_DATA / "expertqa" / "rand_test.first180.jsonl"),
+    "build_expertqa_citations": (
+        REPO / "datasets" / "expertqa-citations",
+        SHARED_DATA / "expertqa" / "rand_test.first180.jsonl",
+    ),
     "build_attribution": (REPO / "datasets" / "attribution", SHARED_DATA / "timeqa" / "human_annotated_test.json"),
 }
 GENERATED = {"manifest.json", "corpus"}
@@ -26,7 +29,11 @@ def test_rebuild_is_byte_identical(load_script, script, tmp_path):
         pytest.skip(f"{src} (the shared source data) is not on this machine")
     load_script(script).build(src, tmp_path)
     built = {p.relative_to(tmp_path).as_posix(): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
-    committed = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and p.relative_to(root).parts[0] in GENERATED}
+    committed = {
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
+        if p.is_file() and p.relative_to(root).parts[0] in GENERATED
+    }
     assert set(built) == committed
     assert [name for name, data in built.items() if (root / name).read_bytes() != data] == []
 
@@ -72,7 +79,10 @@ def test_duplicate_labels_and_origin_keys_are_named_as_written(tmp_path):
         '{"version": "v1", "items": [{"id": "c", "kind": "citation", "response": {"answer": "a [1]"},'
         ' "paragraphLabels": [{"index": 0, "expectedVerdict": "supported"}, {"index": 0, "expectedVerdict": "partial"}]}]}'
     )
-    with pytest.raises(DatasetError, match=r"item 'c', field items\[0\]\.paragraphLabels\[1\]\.index: .*already labelled by paragraphLabels\[0\]"):
+    with pytest.raises(
+        DatasetError,
+        match=r"item 'c', field items\[0\]\.paragraphLabels\[1\]\.index: .*already labelled by paragraphLabels\[0\]",
+    ):
         load_dataset(tmp_path)
     # origin is free-form: a key that happens to be a model field's snake name is not shown camelCased.
     (tmp_path / "manifest.json").write_text(

@@ -24,7 +24,9 @@ BERG = {"marker": "1", "metadata": {"speaker": "Anna Berg", "party": "S"},
         "text": "Anna Berg (S): Every municipality should have fibre to ninety percent of households by 2030."}  # fmt: skip
 
 SUPPORTED = judge_input("Lars Holm (M) said the market has already reached most towns [2].", [HOLM])
-PARTIAL = judge_input("Lars Holm (M) said the market reached most towns, and that rural fibre is fully funded by taxes [2].", [HOLM])
+PARTIAL = judge_input(
+    "Lars Holm (M) said the market reached most towns, and that rural fibre is fully funded by taxes [2].", [HOLM]
+)
 UNSUPPORTED = judge_input("Drought insurance premiums tripled for coastal farmers [2].", [HOLM])
 WRONG_SPEAKER = judge_input(
     "Anna Berg (S) said the market has already reached most towns [2].",
@@ -32,7 +34,9 @@ WRONG_SPEAKER = judge_input(
     [BERG],
     ["speaker 'Anna Berg', party 'S' (cited [2]) but source [2] has speaker 'Lars Holm', party 'M'"],
 )
-WRONG_ATTRIBUTION = judge_input("Every municipality should have fibre to ninety percent of households by 2030 [2].", [HOLM], [BERG])
+WRONG_ATTRIBUTION = judge_input(
+    "Every municipality should have fibre to ninety percent of households by 2030 [2].", [HOLM], [BERG]
+)
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +85,11 @@ def test_fenced_json_is_unwrapped(mock):
 
 @pytest.mark.parametrize(
     ("fault", "reason"),
-    [("prose", "not a JSON object"), ("badverdict", "unknown verdict 'mostly_fine'"), ("norationale", "empty rationale")],
+    [
+        ("prose", "not a JSON object"),
+        ("badverdict", "unknown verdict 'mostly_fine'"),
+        ("norationale", "empty rationale"),
+    ],
 )
 def test_parse_failures_are_retried_then_unparseable(mock, fault, reason):
     result = judge_once(mock.base_url, f"mock-judge+fault={fault}", SUPPORTED, parse_retries=2)
@@ -230,9 +238,20 @@ def test_a_rationale_quoting_the_key_is_stored_without_it(tmp_path):
 
         def do_POST(self):
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            said = json.dumps({"verdict": "supported", "rationale": f"I was called with {self.headers['Authorization']}"})
-            body = json.dumps({"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [
-                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": said}}]}).encode()
+            said = json.dumps(
+                {"verdict": "supported", "rationale": f"I was called with {self.headers['Authorization']}"}
+            )
+            body = json.dumps(
+                {
+                    "id": "c",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": "m",
+                    "choices": [
+                        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": said}}
+                    ],
+                }
+            ).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -243,8 +262,13 @@ def test_a_rationale_quoting_the_key_is_stored_without_it(tmp_path):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     key = "sk-judge-secret-9d2e71"
     try:
-        result = judge_once(f"http://127.0.0.1:{server.server_address[1]}/v1", "m", SUPPORTED, api_key=key,
-                            cache=JudgeCache(tmp_path / "cache"))
+        result = judge_once(
+            f"http://127.0.0.1:{server.server_address[1]}/v1",
+            "m",
+            SUPPORTED,
+            api_key=key,
+            cache=JudgeCache(tmp_path / "cache"),
+        )
     finally:
         server.shutdown()
         server.server_close()

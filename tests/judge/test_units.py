@@ -105,8 +105,13 @@ def test_mock_judge_rules_from_the_input_alone():
     assert mock_judge.judge_verdict(judge_input("alpha beta gamma delta [1]", [source]))[0] == "supported"
     assert mock_judge.judge_verdict(judge_input("alpha beta omega zeta [1]", [source]))[0] == "partial"
     assert mock_judge.judge_verdict(judge_input("zeta eta theta iota [1]", [source]))[0] == "unsupported"
-    assert mock_judge.judge_verdict(judge_input("omega sigma lambda kappa [1]", [source], [other]))[0] == "wrong_attribution"
-    assert mock_judge.judge_verdict(judge_input("alpha beta [1]", [source], [], ["speaker 'C D'"]))[0] == "wrong_speaker"
+    assert (
+        mock_judge.judge_verdict(judge_input("omega sigma lambda kappa [1]", [source], [other]))[0]
+        == "wrong_attribution"
+    )
+    assert (
+        mock_judge.judge_verdict(judge_input("alpha beta [1]", [source], [], ["speaker 'C D'"]))[0] == "wrong_speaker"
+    )
     assert mock_judge.is_judge({"messages": judge_messages(judge_input("x", []))})
 
 

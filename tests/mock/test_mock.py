@@ -25,8 +25,7 @@ MESSAGES = [
     {"role": "user", "content": "Question: How far is the Moon?"},
 ]
 EXPECTED_ANSWER = (
-    "The Moon is 384.400 km from Earth. [S1] Stockholm har 3,5 miljoner invånare. [S2] "
-    "Staden ligger vid Mälaren. [S2]"
+    "The Moon is 384.400 km from Earth. [S1] Stockholm har 3,5 miljoner invånare. [S2] Staden ligger vid Mälaren. [S2]"
 )
 
 
@@ -281,7 +280,9 @@ def test_lone_surrogate_in_a_request_is_a_400_not_a_crash():
 
     body = b'{"model": "m", "messages": [{"role": "user", "content": "ECHO: broken \\ud800 text"}]}'
     with ThreadedMockProvider() as mock:
-        response = httpx.post(f"{mock.base_url}/chat/completions", content=body, headers={"content-type": "application/json"})
+        response = httpx.post(
+            f"{mock.base_url}/chat/completions", content=body, headers={"content-type": "application/json"}
+        )
         assert response.status_code == 400
         assert "surrogate" in response.json()["error"]["message"]
         # An escaped pair (an emoji) is one character and fine.
@@ -290,4 +291,4 @@ def test_lone_surrogate_in_a_request_is_a_400_not_a_crash():
             content=b'{"model": "m", "messages": [{"role": "user", "content": "ECHO: \\ud83d\\ude00"}]}',
             headers={"content-type": "application/json"},
         )
-        assert ok.status_code == 200 and ok.json()["choices"][0]["message"]["content"] == "\U0001F600"
+        assert ok.status_code == 200 and ok.json()["choices"][0]["message"]["content"] == "\U0001f600"

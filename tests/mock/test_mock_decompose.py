@@ -70,7 +70,9 @@ def test_spans_always_slice_the_draft(draft):
         previous_end = claim["end"]
 
 
-@given(st.lists(st.text(alphabet=st.sampled_from(list("abc åä東3.5")), min_size=1, max_size=30), min_size=1, max_size=3))
+@given(
+    st.lists(st.text(alphabet=st.sampled_from(list("abc åä東3.5")), min_size=1, max_size=30), min_size=1, max_size=3)
+)
 def test_cited_blocks_decompose_to_their_marker(blocks):
     blocks = [b for b in blocks if b.strip(" .")]
     answer = " ".join(cite_block(f"S{i + 1}", b.strip()) for i, b in enumerate(blocks))
@@ -94,6 +96,8 @@ def test_claim_markers_are_the_contract_markers_of_the_claim_text(draft):
 TOKEN_RULE = re.compile(r"\w+|[^\w\s]")  # docs/mock.md, "Token counting"
 
 
-@given(st.text() | st.text(alphabet=st.sampled_from(list("ab_1 .,\t\n\x1c\x85\xa0\u2028\u3000é\u0301ö東。–”’ß٣😀İ\ud800"))))
+@given(
+    st.text() | st.text(alphabet=st.sampled_from(list("ab_1 .,\t\n\x1c\x85\xa0\u2028\u3000é\u0301ö東。–”’ß٣😀İ\ud800")))
+)
 def test_fast_token_count_equals_the_documented_regex_rule(text):
     assert count_tokens(text) == len(TOKEN_RULE.findall(text))

@@ -60,7 +60,9 @@ def test_500_on_chat_embeddings_and_score(mock):
         sdk(mock).chat.completions.create(model="mock-generate", messages=MESSAGES, extra_headers=fault("500"))
     with pytest.raises(openai.InternalServerError):
         sdk(mock).embeddings.create(model="mock-embed+fault=500", input="x")
-    score = httpx.post(mock.base_url + "/score", json={"model": "s", "text_1": "a", "text_2": "a"}, headers=fault("500"))
+    score = httpx.post(
+        mock.base_url + "/score", json={"model": "s", "text_1": "a", "text_2": "a"}, headers=fault("500")
+    )
     assert score.status_code == 500 and score.json()["error"]["type"] == "server_error"
     assert [(r.kind, r.status) for r in mock.log] == [("chat", 500), ("embeddings", 500), ("score", 500)]
 
@@ -82,7 +84,9 @@ def test_429x2_fails_twice_then_succeeds_for_a_retrying_client(mock):
 def test_cut_stream_ends_without_done(mock):
     received = b""
     with pytest.raises(httpx.RemoteProtocolError):
-        with httpx.stream("POST", mock.base_url + "/chat/completions", json=chat_body(stream=True), headers=fault("cut")) as r:
+        with httpx.stream(
+            "POST", mock.base_url + "/chat/completions", json=chat_body(stream=True), headers=fault("cut")
+        ) as r:
             for part in r.iter_bytes():
                 received += part
     assert b"[DONE]" not in received
@@ -90,7 +94,11 @@ def test_cut_stream_ends_without_done(mock):
     assert len(events) > 3  # some content arrived before the cut
     assert events[-1].startswith(b"data: {") and not events[-1].endswith(b"}")  # cut mid-event
     with pytest.raises(openai.APIConnectionError):
-        list(sdk(mock).chat.completions.create(model="mock-generate", messages=MESSAGES, stream=True, extra_headers=fault("cut")))
+        list(
+            sdk(mock).chat.completions.create(
+                model="mock-generate", messages=MESSAGES, stream=True, extra_headers=fault("cut")
+            )
+        )
 
 
 def test_cut_non_streamed_body(mock):
@@ -102,7 +110,9 @@ def test_cut_non_streamed_body(mock):
 
 
 def test_malformed_stream_has_one_invalid_event_then_done(mock):
-    raw = httpx.post(mock.base_url + "/chat/completions", json=chat_body(stream=True), headers=fault("malformed")).content
+    raw = httpx.post(
+        mock.base_url + "/chat/completions", json=chat_body(stream=True), headers=fault("malformed")
+    ).content
     events = [e for e in raw.split(b"\n\n") if e]
     assert events[-1] == b"data: [DONE]"
     invalid = []
@@ -113,11 +123,17 @@ def test_malformed_stream_has_one_invalid_event_then_done(mock):
             invalid.append(event)
     assert len(invalid) == 1
     with pytest.raises(json.JSONDecodeError):
-        list(sdk(mock).chat.completions.create(model="mock-generate", messages=MESSAGES, stream=True, extra_headers=fault("malformed")))
+        list(
+            sdk(mock).chat.completions.create(
+                model="mock-generate", messages=MESSAGES, stream=True, extra_headers=fault("malformed")
+            )
+        )
 
 
 def test_malformed_non_streamed_body_is_200_invalid_json(mock):
-    response = httpx.post(mock.base_url + "/score", json={"model": "s", "text_1": "a", "text_2": "a"}, headers=fault("malformed"))
+    response = httpx.post(
+        mock.base_url + "/score", json={"model": "s", "text_1": "a", "text_2": "a"}, headers=fault("malformed")
+    )
     assert response.status_code == 200
     with pytest.raises(json.JSONDecodeError):
         json.loads(response.content)

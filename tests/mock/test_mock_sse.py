@@ -14,7 +14,7 @@ import pytest
 from pytest_groundeval.mock import MockProvider, ThreadedMockProvider
 from pytest_groundeval.mock.sse import content_pieces
 
-TRICKY = "ECHO: Line one\nline two\u2028sep\u2029para \"quoted\" 東京は日本の首都です。Åsa bor i Växjö."
+TRICKY = 'ECHO: Line one\nline two\u2028sep\u2029para "quoted" 東京は日本の首都です。Åsa bor i Växjö.'
 
 
 @pytest.fixture(scope="module")

@@ -36,7 +36,7 @@ if not Path(CHROMIUM).exists():  # pragma: no cover - CI installs it (.ci/run)
     pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
 
 HOSTILE_ANSWER = (
-    'Kontoret öppnade 2021 [S1]. <script>window.__pwned = 1</script> '
+    "Kontoret öppnade 2021 [S1]. <script>window.__pwned = 1</script> "
     '<img src=x onerror="window.__pwned = 2"> Det har fyrtio anställda [S2].'
 )
 
@@ -62,7 +62,9 @@ class Page:
         self.console: list[str] = []
         self.dialogs: list[str] = []
         self.requests: list[str] = []
-        self.page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None)
+        self.page.on(
+            "console", lambda m: self.console.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None
+        )
         self.page.on("pageerror", lambda e: self.console.append(f"pageerror: {e}"))
         self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
         self.page.on("request", lambda r: self.requests.append(r.url))
@@ -72,7 +74,8 @@ class Page:
 
     def rows(self) -> list[dict[str, str]]:
         return self.page.eval_on_selector_all(
-            "#items-table tbody tr.row", "rows => rows.map(r => ({id: r.dataset.id, kind: r.dataset.kind, outcome: r.dataset.outcome}))"
+            "#items-table tbody tr.row",
+            "rows => rows.map(r => ({id: r.dataset.id, kind: r.dataset.kind, outcome: r.dataset.outcome}))",
         )
 
 
@@ -149,12 +152,32 @@ def hostile_report(v1_report):
         "question": "<b>När</b> öppnade kontoret?",
         "answer": HOSTILE_ANSWER,
         "claims": [
-            {"text": first, "start": 0, "end": len(first.encode()), "markers": ["S1"], "verdict": "supported", "true": True},
-            {"text": second, "start": start2, "end": start2 + len(second.encode()), "markers": ["S2"],
-             "verdict": "unsupported\" onmouseover=\"window.__pwned=4", "true": False},
+            {
+                "text": first,
+                "start": 0,
+                "end": len(first.encode()),
+                "markers": ["S1"],
+                "verdict": "supported",
+                "true": True,
+            },
+            {
+                "text": second,
+                "start": start2,
+                "end": start2 + len(second.encode()),
+                "markers": ["S2"],
+                "verdict": 'unsupported" onmouseover="window.__pwned=4',
+                "true": False,
+            },
         ],
-        "evidence": [{"marker": "S1", "document": "smoke/notes.txt", "start": 0, "end": 40,
-                      "text": "Kontoret i Göteborg öppnade i mars 2021.<svg onload=window.__pwned=5>"}],
+        "evidence": [
+            {
+                "marker": "S1",
+                "document": "smoke/notes.txt",
+                "start": 0,
+                "end": 40,
+                "text": "Kontoret i Göteborg öppnade i mars 2021.<svg onload=window.__pwned=5>",
+            }
+        ],
         "expectedEvidence": ["öppnade i mars 2021", "fyrtio anställda"],
     }
     v1_report["gate"]["checks"][0]["reason"] += " <img src=x onerror=window.__pwned=6>"
@@ -218,10 +241,14 @@ def test_search_and_sort(open_report, v1_report):
     page.page.fill("#f-search", "")
     page.page.select_option("#f-kind", "qa")
     page.page.click("th[data-sort=latencyMs]")
-    shown = page.page.eval_on_selector_all("#items-table tbody tr.row td:nth-child(4)", "els => els.map(e => parseFloat(e.textContent))")
+    shown = page.page.eval_on_selector_all(
+        "#items-table tbody tr.row td:nth-child(4)", "els => els.map(e => parseFloat(e.textContent))"
+    )
     assert shown == sorted(shown) and len(shown) == 369
     page.page.click("th[data-sort=latencyMs]")
-    shown = page.page.eval_on_selector_all("#items-table tbody tr.row td:nth-child(4)", "els => els.map(e => parseFloat(e.textContent))")
+    shown = page.page.eval_on_selector_all(
+        "#items-table tbody tr.row td:nth-child(4)", "els => els.map(e => parseFloat(e.textContent))"
+    )
     assert shown == sorted(shown, reverse=True)
 
 
@@ -249,12 +276,18 @@ def test_untrusted_markup_stays_inert_and_visible_as_text(open_report, hostile_r
 
 def test_citation_items_and_history(open_report, citation_report):
     history = [
-        {"id": "run-1", "startedAt": 1796000000000, "metrics": {**citation_report["metrics"], "citationMetadataAccuracy": 0.5}},
+        {
+            "id": "run-1",
+            "startedAt": 1796000000000,
+            "metrics": {**citation_report["metrics"], "citationMetadataAccuracy": 0.5},
+        },
         {"id": "run-2", "startedAt": "2026-11-30T10:00:00Z", "metrics": citation_report["metrics"]},
     ]
     page = open_report(citation_report, history)
     assert page.console == []
-    verdicts = page.page.eval_on_selector_all("#charts svg rect.bar-pass, #charts svg rect.bar-fail", "els => els.length")
+    verdicts = page.page.eval_on_selector_all(
+        "#charts svg rect.bar-pass, #charts svg rect.bar-fail", "els => els.length"
+    )
     assert verdicts >= 3
     assert page.page.locator("#history figure.trend svg").count() >= 2
     rows = page.page.eval_on_selector_all("#cmp tbody tr", "rows => rows.map(r => r.textContent)")

@@ -41,9 +41,7 @@ def test_a_failing_gate_says_fail(citation_report):
 
 
 def test_cells_cannot_break_the_table_or_inject_html(v1_report):
-    v1_report["items"][0].update(
-        {"pass": False, "detail": "a | b\n<script>alert(1)</script> `code` [link](http://x)"}
-    )
+    v1_report["items"][0].update({"pass": False, "detail": "a | b\n<script>alert(1)</script> `code` [link](http://x)"})
     text = render_markdown(v1_report)
     row = next(line for line in text.splitlines() if line.startswith(f"| {v1_report['items'][0]['id']} |"))
     assert row.count(" | ") == 3  # still four cells

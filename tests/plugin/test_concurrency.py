@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "datasets" / "smoke"
 
-RECORDING_CONFTEST = '''
+RECORDING_CONFTEST = """
 import json, os, threading
 import pytest
 
@@ -61,7 +61,7 @@ def groundeval_target(groundeval_target):
 def ran(request):
     note(event="ran", nodeid=request.node.nodeid)
     yield
-'''
+"""
 
 
 @pytest.fixture
@@ -87,8 +87,6 @@ def questions(smoke: Path) -> dict[str, str]:
     }
 
 
-
-
 def test_k_sends_only_selected_items(run, pytester, smoke, log):
     record(pytester, log)
     result = run(f"--eval-dataset={smoke}", "-k", "cited", "--eval-concurrency=16")
@@ -111,7 +109,9 @@ def test_xdist_sends_each_item_once_and_only_from_the_worker_that_runs_it(run, p
     assert set(sent) <= ran  # sent only by the worker that ran it
     assert {w for w, _ in ran} == {"gw0", "gw1"}
     # And workers did send ahead: some item was sent before its worker set it up.
-    order = [(e["event"], e.get("nodeid") or by_question[e["question"]]) for e in events(log) if e["event"] != "records"]
+    order = [
+        (e["event"], e.get("nodeid") or by_question[e["question"]]) for e in events(log) if e["event"] != "records"
+    ]
     assert any(order.index(("sent", n)) < order.index(("ran", n)) for _, n in sent)
 
 
@@ -120,7 +120,9 @@ def test_temporal_steps_stay_in_order_under_concurrency(run, pytester, smoke, lo
     result = run(f"--eval-dataset={smoke}", "-m", "temporal", "--eval-concurrency=16")
     result.assert_outcomes(passed=3)
     manifest = json.loads((smoke / "manifest.json").read_text(encoding="utf-8"))
-    expected = sorted([step["op"] for step in item["setup"]] for item in manifest["items"] if item["kind"] == "temporal")
+    expected = sorted(
+        [step["op"] for step in item["setup"]] for item in manifest["items"] if item["kind"] == "temporal"
+    )
     by_label: dict[str, list[str]] = defaultdict(list)
     for e in events(log):
         if e["event"] == "records":
@@ -131,9 +133,7 @@ def test_temporal_steps_stay_in_order_under_concurrency(run, pytester, smoke, lo
 def test_exitfirst_reports_nothing_for_items_that_did_not_run(run, pytester, smoke, log):
     record(pytester, log, fail="How long")  # qa-smoke-index-build loses its evidence and fails
     report = pytester.path / "report.json"
-    result = run(
-        f"--eval-dataset={smoke}", "-k", "qa", "-x", "--eval-concurrency=8", f"--eval-report={report}"
-    )
+    result = run(f"--eval-dataset={smoke}", "-k", "qa", "-x", "--eval-concurrency=8", f"--eval-report={report}")
     result.assert_outcomes(passed=2, failed=1)
     ran = [e["nodeid"] for e in events(log) if e["event"] == "ran"]
     items = json.loads(report.read_text())["items"]

@@ -69,7 +69,8 @@ def test_a_run_is_recorded_and_n2_rows_equal_n0_rows(run, pytester, smoke):
     assert result.ret == 0, result.stdout.str()
     runs = _rows(db, "SELECT id, label, finished_ms, gate_passed, config FROM runs ORDER BY started_ms")
     assert [(label, finished is not None, passed) for _, label, finished, passed, _ in runs] == [
-        ("plain", True, 1), ("xdist", True, 1)
+        ("plain", True, 1),
+        ("xdist", True, 1),
     ]
     (plain, *_, config_a), (xdist, *_, config_b) = runs
     config = json.loads(config_a)
@@ -126,7 +127,8 @@ def test_the_tool_trace_is_stored_and_grouped_by_tool(run, pytester, smoke, caps
     assert groundeval(["history", "show", "latest", "--by", "tool", "--history", f"sqlite:///{db}"]) == 0
     out = capsys.readouterr().out
     assert [line.split()[:2] for line in out.splitlines() if line.startswith(("search", "sql"))] == [
-        ["search", "7"], ["sql", "7"]
+        ["search", "7"],
+        ["sql", "7"],
     ]
 
 
@@ -135,10 +137,24 @@ def test_a_killed_run_keeps_its_items_and_has_no_finish_time(pytester, smoke, sh
     pytester.makeconftest(TARGET_CONFTEST.format(delay=1.0))
     db = pytester.path / "h.db"
     command = [
-        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", f"--eval-dataset={smoke}",
-        "-p", "no:hypothesispytest", "-p", "no:anyio",  # see NO_THIRD_PARTY_PLUGINS in tests/plugin/conftest.py
-        f"--eval-url={shared_target.base_url}", f"--eval-api-key={shared_target.api_key}",
-        f"--eval-history=sqlite:///{db}", "--eval-concurrency=1", "-k", "qa or adversarial",
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:benchmark",
+        f"--eval-dataset={smoke}",
+        "-p",
+        "no:hypothesispytest",
+        "-p",
+        "no:anyio",  # see NO_THIRD_PARTY_PLUGINS in tests/plugin/conftest.py
+        f"--eval-url={shared_target.base_url}",
+        f"--eval-api-key={shared_target.api_key}",
+        f"--eval-history=sqlite:///{db}",
+        "--eval-concurrency=1",
+        "-k",
+        "qa or adversarial",
     ]
     child = subprocess.Popen(command, cwd=pytester.path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              env=dict(os.environ))  # fmt: skip
@@ -157,7 +173,7 @@ def test_a_killed_run_keeps_its_items_and_has_no_finish_time(pytester, smoke, sh
     finally:
         child.kill()
     assert recorded >= 2
-    (finished, metrics), = _rows(db, "SELECT finished_ms, metrics FROM runs")
+    ((finished, metrics),) = _rows(db, "SELECT finished_ms, metrics FROM runs")
     assert finished is None and metrics is None
     items = _rows(db, "SELECT count(*) FROM items")[0][0]
     assert 2 <= items < 7
@@ -202,7 +218,10 @@ def test_rejudge_fills_missing_judgments_with_the_mock_judge_and_all_replaces_th
     assert "paragraph(s) given a parseable verdict" in capsys.readouterr().out
     # Every set is kept: the run's own, the first rejudge, the one --all replaced it with.
     assert _rows(db, "SELECT origin, status, is_current FROM judgment_sets ORDER BY id") == [
-        ("run", "incomplete", 0), ("rejudge", "complete", 0), ("rejudge", "complete", 1)]
+        ("run", "incomplete", 0),
+        ("rejudge", "complete", 0),
+        ("rejudge", "complete", 1),
+    ]
 
 
 def _unused_port() -> int:
@@ -251,8 +270,11 @@ def test_a_dead_or_prose_judge_never_destroys_stored_verdicts_nor_flips_the_run(
     assert "7 of 7 paragraph(s) got no parseable verdict (7 judge error(s))" in err and "unreachable" in err
     assert _rows(db, CURRENT) == judged and _rows(db, stored) == [run_row]
     assert _rows(db, "SELECT origin, judge_model, status, is_current, failed FROM judgment_sets ORDER BY id") == [
-        ("run", None, "incomplete", 0, 7), ("rejudge", "mock-judge", "complete", 1, 0),
-        ("rejudge", "mock-judge+fault=prose", "incomplete", 0, 7), ("rejudge", "judge-x", "incomplete", 0, 7)]
+        ("run", None, "incomplete", 0, 7),
+        ("rejudge", "mock-judge", "complete", 1, 0),
+        ("rejudge", "mock-judge+fault=prose", "incomplete", 0, 7),
+        ("rejudge", "judge-x", "incomplete", 0, 7),
+    ]
     # The earlier sets are in the database, with their verdicts: the prose attempt's are kept as unparseable.
     assert {v for (v,) in _rows(db, "SELECT verdict FROM judgments WHERE set_id = 3")} == {"unparseable"}
 

@@ -98,7 +98,11 @@ def test_every_verdict_reaches_the_report_metrics_and_summary(run, pytester, cit
     assert all(0.0 <= p["coverageScore"] <= 1.0 and p["scorerError"] is None for p in paragraphs)
     extra = read(report)["items"][0]["extra"]
     assert (extra["citationParagraphsSupported"], extra["citationParagraphsWrongSpeaker"]) == (1, 1)
-    assert (extra["citationParagraphsUnparseable"], extra["citationJudgeErrors"], extra["citationScorerErrors"]) == (0, 0, 0)
+    assert (extra["citationParagraphsUnparseable"], extra["citationJudgeErrors"], extra["citationScorerErrors"]) == (
+        0,
+        0,
+        0,
+    )
     metrics = read(report)["metrics"]
     assert metrics["citationSupportedRate"] == metrics["wrongSpeakerRate"] == 0.2
     assert (metrics["unparseableRate"], metrics["judgeErrors"], metrics["scorerErrors"]) == (0.0, 0, 0)
@@ -136,7 +140,9 @@ def test_a_judge_answering_prose_is_unparseable_everywhere_and_cannot_pass_a_flo
     assert [p["verdict"] for p in paragraphs] == ["unparseable"] * 5
     # One request and two parse retries per paragraph, each rejection recorded (every fault: tests/judge).
     assert all(p["judgeAttempts"] == 3 and len(p["parseFailures"]) == 3 for p in paragraphs)
-    assert all("not a JSON object" in p["parseFailures"][0] and "not a JSON object" in p["rationale"] for p in paragraphs)
+    assert all(
+        "not a JSON object" in p["parseFailures"][0] and "not a JSON object" in p["rationale"] for p in paragraphs
+    )
     metrics = read(report)["metrics"]
     assert (metrics["unparseableRate"], metrics["citationSupportedRate"], metrics["judgeErrors"]) == (1.0, 0.0, 0)
     assert metrics["verdictDistribution"]["unparseable"] == 5 and metrics["judgeAgreement"] == 0.0
@@ -188,7 +194,9 @@ def test_judge_errors_and_unparseable_counts_print_in_red_when_non_zero(run, pyt
                 f"--eval-floors={floors}", "--color=yes")  # fmt: skip
     lines = prose.stdout.lines
     (unparseable,) = [line for line in lines if "paragraph(s) unparseable" in line]
-    assert unparseable.startswith(RED) and "judge: 5 of 5 paragraph(s) unparseable (unparseableRate 1.0000)" in unparseable
+    assert (
+        unparseable.startswith(RED) and "judge: 5 of 5 paragraph(s) unparseable (unparseableRate 1.0000)" in unparseable
+    )
     assert not [line for line in lines if "left unjudged (" in line]
     down = run(f"--eval-dataset={cites}", "--eval-judge=mock", "--eval-judge-model=mock-judge+fault=500",
                "--eval-scorer-url=mock", "--eval-scorer-model=mock-score+fault=500", f"--eval-floors={floors}",
@@ -278,7 +286,9 @@ def test_a_judge_that_answers_keeps_the_session_running(run, pytester, cites):
     assert result.ret == pytest.ExitCode.OK and "gave up" not in result.stdout.str()
 
 
-def test_the_cache_makes_an_unchanged_rerun_ask_nothing_and_the_key_is_never_written(run, pytester, cites, mock, monkeypatch):
+def test_the_cache_makes_an_unchanged_rerun_ask_nothing_and_the_key_is_never_written(
+    run, pytester, cites, mock, monkeypatch
+):
     key = "sk-groundeval-test-3f9a1c77e2"
     monkeypatch.setenv("GROUNDEVAL_JUDGE_API_KEY", key)
     cache, report, junit = pytester.path / "cache", pytester.path / "r.json", pytester.path / "j.xml"
@@ -310,8 +320,13 @@ def test_xdist_gives_the_same_citation_metrics(run, pytester, cites):
         run(f"--eval-dataset={cites}", "--eval-judge=mock", "--eval-scorer-url=mock", f"--eval-report={report}",
             "-n", workers)  # fmt: skip
         metrics = read(report)["metrics"]
-        figures.append({k: v for k, v in metrics.items() if k.startswith(("citation", "judge", "verdict", "wrong",
-                                                                           "coverage", "scorer", "unparseable"))})
+        figures.append(
+            {
+                k: v
+                for k, v in metrics.items()
+                if k.startswith(("citation", "judge", "verdict", "wrong", "coverage", "scorer", "unparseable"))
+            }
+        )
     assert figures[0] == figures[1]
     assert figures[0]["judgeKappa"] == pytest.approx(0.75) and figures[0]["verdictDistribution"]["supported"] == 4
 
@@ -343,11 +358,15 @@ def test_generated_questions_run_against_the_target_with_the_judge(run, pytester
         (["--eval-scorer-cap=10"], "--eval-scorer-cap given, but no scorer"),
         (["--eval-judge=mock", "--eval-judge-concurrency=0"], "expected a whole number >= 1"),
         (["--eval-judge-url=http://u:sk-secret@127.0.0.1/v1", "--eval-judge-model=m"], "GROUNDEVAL_JUDGE_API_KEY"),
-        (["--eval-judge-url=http://127.0.0.1:1/v1", "--eval-judge-model=m", "--eval-judge-api-key=sk-secret"],
-         "the judge's API key was given by --eval-judge-api-key: it is read only from the environment variable "
-         "GROUNDEVAL_JUDGE_API_KEY"),
-        (["--eval-judge-url=http://127.0.0.1:1/v1", "--eval-judge-model=m", "-o", "eval_judge_api_key=sk-secret"],
-         "the judge's API key was given by ini eval_judge_api_key"),
+        (
+            ["--eval-judge-url=http://127.0.0.1:1/v1", "--eval-judge-model=m", "--eval-judge-api-key=sk-secret"],
+            "the judge's API key was given by --eval-judge-api-key: it is read only from the environment variable "
+            "GROUNDEVAL_JUDGE_API_KEY",
+        ),
+        (
+            ["--eval-judge-url=http://127.0.0.1:1/v1", "--eval-judge-model=m", "-o", "eval_judge_api_key=sk-secret"],
+            "the judge's API key was given by ini eval_judge_api_key",
+        ),
     ],
 )
 def test_judge_options_are_checked(pytester, args, message):
@@ -362,10 +381,19 @@ def test_judge_settings_resolve_and_never_show_the_key(pytester, monkeypatch):
     from pytest_groundeval.plugin.options import resolve_settings
 
     monkeypatch.setenv("GROUNDEVAL_JUDGE_API_KEY", "sk-from-env-0042")
-    settings = resolve_settings(pytester.parseconfig("--eval-judge-url=https://judge.example/v1/", "--eval-judge-model=m"))
-    assert (settings.judge_url, settings.judge_model, settings.judge_api_key) == ("https://judge.example/v1", "m", "sk-from-env-0042")
+    settings = resolve_settings(
+        pytester.parseconfig("--eval-judge-url=https://judge.example/v1/", "--eval-judge-model=m")
+    )
+    assert (settings.judge_url, settings.judge_model, settings.judge_api_key) == (
+        "https://judge.example/v1",
+        "m",
+        "sk-from-env-0042",
+    )
     assert settings.judge_cache is None and settings.scorer_cap == 28_000 and "sk-from-env-0042" not in repr(settings)
     mocked = resolve_settings(pytester.parseconfig("--eval-judge=mock", "--eval-scorer-url=mock"))
     assert (mocked.judge_model, mocked.scorer_url, mocked.scorer_model, mocked.judge_api_key) == (
-        "mock-judge", "mock", "mock-score", None
+        "mock-judge",
+        "mock",
+        "mock-score",
+        None,
     )

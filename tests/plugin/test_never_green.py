@@ -29,7 +29,9 @@ def test_an_empty_dataset_value_is_a_usage_error(run, pytester, monkeypatch, how
         pytester.makeini("[pytest]\neval_dataset =\n")
     result = run(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*[Ee][Vv][Aa][Ll]?[Dd][Aa][Tt][Aa][Ss][Ee][Tt]* is given but empty (an unset CI variable?)*"])
+    result.stderr.fnmatch_lines(
+        ["*[Ee][Vv][Aa][Ll]?[Dd][Aa][Tt][Aa][Ss][Ee][Tt]* is given but empty (an unset CI variable?)*"]
+    )
     assert not (pytester.path / "r.json").exists()
 
 
@@ -57,8 +59,13 @@ def test_a_manifest_path_counts_as_a_dataset_for_those_options(run, pytester, sm
 
 def test_credentials_in_the_url_are_refused_and_never_printed(run, pytester, smoke):
     report = pytester.path / "r.json"
-    result = run(f"--eval-dataset={smoke}", "--eval-url=http://user:SECRET@127.0.0.1:9", "--eval-api-key=k",
-                 f"--eval-report={report}", "--junitxml=j.xml")
+    result = run(
+        f"--eval-dataset={smoke}",
+        "--eval-url=http://user:SECRET@127.0.0.1:9",
+        "--eval-api-key=k",
+        f"--eval-report={report}",
+        "--junitxml=j.xml",
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*carries credentials*--eval-api-key*"])
     text = result.stdout.str() + result.stderr.str()
@@ -98,8 +105,14 @@ def test_items_that_never_ran_after_the_restart_budget_are_errors(run, pytester,
     # items it never handed out must be accounted for, not dropped.
     pytester.makeconftest(CRASHING_TARGET.format(crash=("What is", "När", "How long"), slow=()))
     report = pytester.path / "r.json"
-    result = run(f"--eval-dataset={smoke}", "-n", "2", "--max-worker-restart=1", f"--eval-report={report}",
-                 "--eval-concurrency=1")
+    result = run(
+        f"--eval-dataset={smoke}",
+        "-n",
+        "2",
+        "--max-worker-restart=1",
+        f"--eval-report={report}",
+        "--eval-concurrency=1",
+    )
     assert result.ret != 0
     data = json.loads(report.read_text())
     assert data["interrupted"] is True
@@ -149,8 +162,14 @@ def test_items_in_flight_when_the_restart_budget_runs_out_are_crashes_not_not_ru
     # workers' items reach anyone: those in flight crashed, only the others never ran.
     pytester.makeconftest(CRASHING_TARGET.format(crash=("När", "How long"), slow=("What is",)))
     report = pytester.path / "r.json"
-    result = run(f"--eval-dataset={smoke}", "-n", "2", "--eval-concurrency=4", f"--max-worker-restart={restarts}",
-                 f"--eval-report={report}")
+    result = run(
+        f"--eval-dataset={smoke}",
+        "-n",
+        "2",
+        "--eval-concurrency=4",
+        f"--max-worker-restart={restarts}",
+        f"--eval-report={report}",
+    )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     data = json.loads(report.read_text())
     items = {i["id"]: i for i in data["items"]}
@@ -243,10 +262,25 @@ def groundeval_target(groundeval_target):
 def _start(pytester: pytest.Pytester, smoke: Path, shared_target, report: Path, *extra: str) -> subprocess.Popen:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     command = [
-        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", f"--eval-dataset={smoke}",
-        "-p", "no:hypothesispytest", "-p", "no:anyio",  # see NO_THIRD_PARTY_PLUGINS in conftest.py
-        f"--eval-url={shared_target.base_url}", f"--eval-api-key={shared_target.api_key}",
-        f"--eval-report={report}", "--eval-concurrency=1", "-k", "qa or adversarial", *extra,
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:benchmark",
+        f"--eval-dataset={smoke}",
+        "-p",
+        "no:hypothesispytest",
+        "-p",
+        "no:anyio",  # see NO_THIRD_PARTY_PLUGINS in conftest.py
+        f"--eval-url={shared_target.base_url}",
+        f"--eval-api-key={shared_target.api_key}",
+        f"--eval-report={report}",
+        "--eval-concurrency=1",
+        "-k",
+        "qa or adversarial",
+        *extra,
     ]
     return subprocess.Popen(command, cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
@@ -418,8 +452,9 @@ def test_a_collection_error_never_ends_in_a_passing_gate(run, pytester, smoke, w
     # With --continue-on-collection-errors the dataset runs and passes its gate, but a test
     # file that does not import is still a failed session, as pytest alone would say.
     pytester.makepyfile(test_broken="import a_module_that_does_not_exist\n")
-    result = run(f"--eval-dataset={smoke}", "test_broken.py", "-k", "temporal", "-n", workers,
-                 "--continue-on-collection-errors")
+    result = run(
+        f"--eval-dataset={smoke}", "test_broken.py", "-k", "temporal", "-n", workers, "--continue-on-collection-errors"
+    )
     result.stdout.fnmatch_lines(["*ERROR*test_broken.py*"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
@@ -428,7 +463,7 @@ def test_a_collection_error_never_ends_in_a_passing_gate(run, pytester, smoke, w
 
 
 def test_a_target_that_never_started_still_names_the_dataset(run, pytester, smoke):
-    command = f"{sys.executable} -c \"import sys; sys.exit(3)\""
+    command = f'{sys.executable} -c "import sys; sys.exit(3)"'
     result = run(f"--eval-dataset={smoke}", f"--eval-spawn={command}", "-k", "qa")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["dataset smoke-1  lineage*items 4 (failed 0, errors 4)*"])
@@ -584,7 +619,9 @@ def test_negative_token_counts_are_a_malformed_response(run, pytester, scripted_
     scripted_target.routes["/v1/generate"] = scripted.Reply(body=_alpha_answer(usage=usage))
     result = run(*args)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["*generate returned a malformed response: field 'usage.*Tokens' must be an integer >= 0, got -*"])
+    result.stdout.fnmatch_lines(
+        ["*generate returned a malformed response: field 'usage.*Tokens' must be an integer >= 0, got -*"]
+    )
     item = json.loads((pytester.path / "r.json").read_text())["items"][0]
     assert item["error"] and item["promptTokens"] is None
 
@@ -596,8 +633,10 @@ def test_expected_evidence_missing_from_the_corpus_blames_the_dataset_not_the_ta
     dataset = _one_qa_dataset(pytester.path / "ds", expected="Alpha ships in June.")
     result = run(f"--eval-dataset={dataset}", f"--eval-url={scripted_target.url}", "--eval-api-key=k")
     assert result.ret == pytest.ExitCode.INTERRUPTED  # a collection error, as every broken manifest
-    assert ("manifest.json: item 'qa-alpha', field items[0].expectedEvidence[0]: the expected evidence "
-            "string 'Alpha ships in June.' does not occur in the canonical text") in result.stdout.str()
+    assert (
+        "manifest.json: item 'qa-alpha', field items[0].expectedEvidence[0]: the expected evidence "
+        "string 'Alpha ships in June.' does not occur in the canonical text"
+    ) in result.stdout.str()
     assert not [r for r in scripted_target.requests if r[1] == "/v1/generate"]
 
 
@@ -703,12 +742,14 @@ def test_a_run_that_gates_only_errors_fails_saying_what_was_measured(pytester):
     dataset = _dataset(pytester, "expertqa", floors=None)
     result = pytester.runpytest("-p", "no:cacheprovider", f"--eval-dataset={dataset}")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines([
-        "qualityBounds * FAIL  nothing gated: no quality metric was compared with a bound (only error counts); "
-        "measured: evidenceRiskScore 0.3019; arm a floor in the dataset manifest's \"floors\" or a floors file "
-        "(--eval-floors FILE, *), or measure without gating with --eval-no-gate*",
-        "gate: FAIL",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "qualityBounds * FAIL  nothing gated: no quality metric was compared with a bound (only error counts); "
+            'measured: evidenceRiskScore 0.3019; arm a floor in the dataset manifest\'s "floors" or a floors file '
+            "(--eval-floors FILE, *), or measure without gating with --eval-no-gate*",
+            "gate: FAIL",
+        ]
+    )
 
 
 def test_default_floors_that_are_all_n_a_gate_nothing(pytester):
@@ -717,7 +758,9 @@ def test_default_floors_that_are_all_n_a_gate_nothing(pytester):
     report = pytester.path / "r.json"
     result = pytester.runpytest("-p", "no:cacheprovider", f"--eval-dataset={dataset}", f"--eval-report={report}")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["*nothing gated*measured: citationMetadataAccuracy 0.7143, evidenceRiskScore 1.0000;*"])
+    result.stdout.fnmatch_lines(
+        ["*nothing gated*measured: citationMetadataAccuracy 0.7143, evidenceRiskScore 1.0000;*"]
+    )
     # groundeval gate re-applies the same rule to the saved report.
     from pytest_groundeval.cli import main
 
@@ -813,24 +856,33 @@ def test_manifest_floors_apply_and_a_floors_file_overrides_them_key_by_key(pytes
     report = pytester.path / "r.json"
     result = pytester.runpytest("-p", "no:cacheprovider", f"--eval-dataset={dataset}", f"--eval-report={report}")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines([
-        "citationMetadataAccuracy * 0.7143 >= 0.9000 * FAIL  0.7143 < 0.9000",
-        "evidenceRiskScore * 1.0000 >= 0.5000 * PASS  1.0000 >= 0.5000",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "citationMetadataAccuracy * 0.7143 >= 0.9000 * FAIL  0.7143 < 0.9000",
+            "evidenceRiskScore * 1.0000 >= 0.5000 * PASS  1.0000 >= 0.5000",
+        ]
+    )
     data = json.loads(report.read_text())
     assert data["floors"]["citationMetadataAccuracy"] == 0.9 and data["floors"]["evidenceRiskScore"] == 0.5
     # groundeval gate re-applies the manifest's floors the report recorded.
     assert main(["gate", "--report", str(report)]) == 1
     # The floors file names one key: it wins for that key, the manifest's other key stays.
     (pytester.path / "floors.json").write_text('{"citationMetadataAccuracy": 0.7}')
-    result = pytester.runpytest("-p", "no:cacheprovider", f"--eval-dataset={dataset}",
-                                f"--eval-floors={pytester.path / 'floors.json'}", f"--eval-report={report}")
+    result = pytester.runpytest(
+        "-p",
+        "no:cacheprovider",
+        f"--eval-dataset={dataset}",
+        f"--eval-floors={pytester.path / 'floors.json'}",
+        f"--eval-report={report}",
+    )
     assert result.ret == 0
-    result.stdout.fnmatch_lines([
-        "citationMetadataAccuracy * 0.7143 >= 0.7000 * PASS *",
-        "evidenceRiskScore * 1.0000 >= 0.5000 * PASS *",
-        "gate: PASS",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "citationMetadataAccuracy * 0.7143 >= 0.7000 * PASS *",
+            "evidenceRiskScore * 1.0000 >= 0.5000 * PASS *",
+            "gate: PASS",
+        ]
+    )
     assert json.loads(report.read_text())["floors"]["evidenceRiskScore"] == 0.5
     assert main(["gate", "--report", str(report)]) == 0
 
@@ -838,10 +890,16 @@ def test_manifest_floors_apply_and_a_floors_file_overrides_them_key_by_key(pytes
 @pytest.mark.parametrize(
     ("floors", "field", "problem"),
     [
-        ({"citationMetadataAccuracy": 1.5}, 'floors["citationMetadataAccuracy"]',
-         "'1.5' is not a valid floor for citationMetadataAccuracy: expected a number in [[]0, 1[]]"),
-        ({"claimSupportPrecison": 0.9}, 'floors["claimSupportPrecison"]',
-         "'claimSupportPrecison' is not a metric with a floor or ceiling; valid names: *"),
+        (
+            {"citationMetadataAccuracy": 1.5},
+            'floors["citationMetadataAccuracy"]',
+            "'1.5' is not a valid floor for citationMetadataAccuracy: expected a number in [[]0, 1[]]",
+        ),
+        (
+            {"claimSupportPrecison": 0.9},
+            'floors["claimSupportPrecison"]',
+            "'claimSupportPrecison' is not a metric with a floor or ceiling; valid names: *",
+        ),
         ({"errors": None}, 'floors["errors"]', "errors cannot be disabled with null: it is always checked"),
         ([0.9], "floors", "floors must be a JSON object mapping metric names to numbers, got [[]0.9[]]"),
     ],
@@ -859,21 +917,31 @@ def test_a_citation_only_table_lists_only_what_its_kinds_measure(pytester):
     result = pytester.runpytest("-p", "no:cacheprovider", f"--eval-dataset={dataset}")
     assert result.ret == 0
     table = result.stdout.str().split("groundeval gate")[1]
-    for metric in ("retrievalRecall", "claimSupportPrecision", "claimSupportRecall", "falsehoodRejection",
-                   "temporalAccuracy"):
+    for metric in (
+        "retrievalRecall",
+        "claimSupportPrecision",
+        "claimSupportRecall",
+        "falsehoodRejection",
+        "temporalAccuracy",
+    ):
         assert metric not in table, metric
     result.stdout.fnmatch_lines(["citationMetadataAccuracy * PASS *", "errors * PASS *", "gate: PASS"])
 
 
 def test_an_explicit_baseline_of_another_dataset_version_is_a_usage_error(run, pytester, smoke):
     report = pytester.path / "r.json"
-    result = run(f"--eval-dataset={smoke}", f"--eval-baseline={ROOT / 'datasets' / 'v1' / 'baseline.json'}",
-                 f"--eval-report={report}")
+    result = run(
+        f"--eval-dataset={smoke}",
+        f"--eval-baseline={ROOT / 'datasets' / 'v1' / 'baseline.json'}",
+        f"--eval-report={report}",
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([
-        "*baseline *baseline.json is a report of dataset 'v1.1', but this run is dataset 'smoke-1': a baseline is "
-        "compared only with a run of the same dataset version*",
-    ])
+    result.stderr.fnmatch_lines(
+        [
+            "*baseline *baseline.json is a report of dataset 'v1.1', but this run is dataset 'smoke-1': a baseline is "
+            "compared only with a run of the same dataset version*",
+        ]
+    )
     assert not report.exists()
 
 
@@ -881,7 +949,9 @@ def test_an_explicit_baseline_of_another_version_is_refused_when_the_dataset_is_
     # As an IDE runs it: no --eval-dataset, so the version is known only at the end.
     result = run(str(smoke / "manifest.json"), f"--eval-baseline={ROOT / 'datasets' / 'v1' / 'baseline.json'}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stdout.fnmatch_lines(["groundeval: baseline *is a report of dataset 'v1.1', but this run is dataset 'smoke-1'*"])
+    result.stdout.fnmatch_lines(
+        ["groundeval: baseline *is a report of dataset 'v1.1', but this run is dataset 'smoke-1'*"]
+    )
 
 
 def _other_lineage_baseline(path: Path, version: str) -> Path:
@@ -894,12 +964,19 @@ def _other_lineage_baseline(path: Path, version: str) -> Path:
     items = [ItemOutcome(id="qa-smoke-alpha-budget", kind="qa", passed=True, evidence_expected=1, evidence_found=1)]
     models = {"generate": "other-generate", "embed": "other-embed"}
     metrics = compute_metrics(items)  # its gate is its own too: a report's stored gate is re-checked
-    write_report(path, Report(
-        dataset_version=version, models=models,
-        started_at_ms=1_700_000_000_000, duration_ms=1.0, metrics=metrics,
-        gate=evaluate_gate(metrics, dataset_version=version, models=models), items=items,
-        environment={"pluginVersion": "0.1.0", "python": "3.11", "platform": "linux", "gitCommit": None},
-    ))
+    write_report(
+        path,
+        Report(
+            dataset_version=version,
+            models=models,
+            started_at_ms=1_700_000_000_000,
+            duration_ms=1.0,
+            metrics=metrics,
+            gate=evaluate_gate(metrics, dataset_version=version, models=models),
+            items=items,
+            environment={"pluginVersion": "0.1.0", "python": "3.11", "platform": "linux", "gitCommit": None},
+        ),
+    )
     return path
 
 
@@ -913,10 +990,12 @@ def test_a_baseline_of_another_lineage_is_skipped_and_the_absolute_recall_floor_
     baseline = _other_lineage_baseline(pytester.path / "b.json", "smoke-1")
     result = run(f"--eval-dataset={dataset}", f"--eval-baseline={baseline}")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines([
-        "retrievalRecall * 0.8000 >= 0.9500 * FAIL  0.8000 < 0.9500",
-        "retrievalRecall * 0.8000 >= n/a * SKIP  baseline model lineage generate=other-generate/embed=other-embed "
-        "differs from generate=mock-generate/embed=mock-embed: a baseline arms recall only within its lineage; "
-        "the absolute retrievalRecall floor 0.9500 applies",
-        "gate: FAIL",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "retrievalRecall * 0.8000 >= 0.9500 * FAIL  0.8000 < 0.9500",
+            "retrievalRecall * 0.8000 >= n/a * SKIP  baseline model lineage generate=other-generate/embed=other-embed "
+            "differs from generate=mock-generate/embed=mock-embed: a baseline arms recall only within its lineage; "
+            "the absolute retrievalRecall floor 0.9500 applies",
+            "gate: FAIL",
+        ]
+    )

@@ -98,14 +98,19 @@ def test_markdown_of_two_datasets_covers_each_and_html_of_two_is_refused(run, py
     assert "### groundeval smoke-1 gate:" in text and "### groundeval citation-smoke" in text
     result = run(str(smoke), str(citation), f"--eval-html={pytester.path / 'r.html'}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--eval-html writes the page of one dataset, but this run has 2 (*citation-smoke*smoke*)*"])
+    result.stderr.fnmatch_lines(
+        ["*--eval-html writes the page of one dataset, but this run has 2 (*citation-smoke*smoke*)*"]
+    )
     assert not (pytester.path / "r.html").exists()
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--eval-html=nowhere/r.html",), "*'nowhere/r.html' given by --eval-html is in a directory that does not exist*"),
+        (
+            ("--eval-html=nowhere/r.html",),
+            "*'nowhere/r.html' given by --eval-html is in a directory that does not exist*",
+        ),
         (("--eval-markdown=.",), "*'.' given by --eval-markdown is a directory*"),
         (("--eval-html=r.out", "--eval-markdown=r.out"), "*--eval-html and --eval-markdown name the same file*"),
         (("--eval-shard=4/3",), "*--eval-shard: '4/3' is not a valid shard: expected K/N with 1 <= K <= N*"),

@@ -35,10 +35,6 @@ DETERMINISTIC = (
 )
 
 
-
-
-
-
 def read_report(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
@@ -178,9 +174,25 @@ def test_help_lists_every_option_in_one_group(run, pytester):
     text = result.stdout.str()
     group = text.split("groundeval: gate grounded-answer quality:")[1].split("\n\n")[0]
     for name in (
-        "dataset", "spawn", "setup", "url", "api-key", "report", "html", "markdown", "no-step-summary", "shard",
-        "baseline", "floors", "strict", "no-gate",
-        "timeout", "ready-timeout", "model-generate", "model-embed", "max-response-bytes",
+        "dataset",
+        "spawn",
+        "setup",
+        "url",
+        "api-key",
+        "report",
+        "html",
+        "markdown",
+        "no-step-summary",
+        "shard",
+        "baseline",
+        "floors",
+        "strict",
+        "no-gate",
+        "timeout",
+        "ready-timeout",
+        "model-generate",
+        "model-embed",
+        "max-response-bytes",
     ):
         assert f"--eval-{name}" in group, name
 
@@ -193,9 +205,13 @@ def test_spawn_and_url_together_is_a_usage_error(run, pytester, smoke):
 
 @pytest.mark.parametrize("flag", ["--eval-spawn", "--eval-setup"])
 def test_an_unknown_spawn_placeholder_is_a_usage_error(run, pytester, smoke, flag):
-    result = run(f"--eval-dataset={smoke}", "--eval-spawn=serve --port {port}", f"{flag}=serve --port {{prot}}", spawn=True)
+    result = run(
+        f"--eval-dataset={smoke}", "--eval-spawn=serve --port {port}", f"{flag}=serve --port {{prot}}", spawn=True
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*{flag}: the command 'serve --port {{prot}}' uses {{prot}}, which is not a placeholder*"])
+    result.stderr.fnmatch_lines(
+        [f"*{flag}: the command 'serve --port {{prot}}' uses {{prot}}, which is not a placeholder*"]
+    )
     result.stderr.fnmatch_lines(["*the placeholders are {port}, {data_dir}, {llm_url}, {embed_url}, {api_key}*"])
 
 
@@ -212,7 +228,9 @@ def test_max_response_bytes_is_resolved_from_flag_ini_and_env(pytester, monkeypa
     with pytest.raises(pytest.UsageError, match="'0' is not a valid value for env GROUNDEVAL_MAX_RESPONSE_BYTES"):
         resolve_settings(pytester.parseconfig())
     pytester.makeini("[pytest]\neval_max_response_bytes = 16MB\n")
-    with pytest.raises(pytest.UsageError, match="'16MB' is not a valid value for ini eval_max_response_bytes: expected"):
+    with pytest.raises(
+        pytest.UsageError, match="'16MB' is not a valid value for ini eval_max_response_bytes: expected"
+    ):
         resolve_settings(pytester.parseconfig())
 
 
@@ -269,10 +287,18 @@ def test_review_items_start_no_mock_and_no_target(run, pytester):
         "corpus": [{"name": "q.txt", "label": "Q", "file": "q.txt", "format": "text"}],
         "corpusHashes": {"q.txt": digest},
         "items": [
-            {"id": "rev-ok", "kind": "review", "response": {"answer": "Aspirin thins the blood."},
-             "evidence": dict(block, minScore=0.3)},
-            {"id": "rev-flagged", "kind": "review", "response": {"answer": "Aspirin thins the blood."},
-             "evidence": dict(block, minScore=0.5)},
+            {
+                "id": "rev-ok",
+                "kind": "review",
+                "response": {"answer": "Aspirin thins the blood."},
+                "evidence": dict(block, minScore=0.3),
+            },
+            {
+                "id": "rev-flagged",
+                "kind": "review",
+                "response": {"answer": "Aspirin thins the blood."},
+                "evidence": dict(block, minScore=0.5),
+            },
         ],
     }
     (dataset / "manifest.json").write_text(json.dumps(manifest))
@@ -502,7 +528,9 @@ def test_groundeval_gate_reapplies_the_baseline_and_floors_the_run_recorded(run,
     assert out[-1] == "gate: FAIL"
     report = json.loads(saved.read_text())
     assert report["baseline"]["path"] == "baseline.json"
-    assert report["baseline"]["qaItems"] == report["baseline"]["baselineQaItems"] == report["metrics"]["itemsByKind"]["qa"]
+    assert (
+        report["baseline"]["qaItems"] == report["baseline"]["baselineQaItems"] == report["metrics"]["itemsByKind"]["qa"]
+    )
     assert report["baseline"]["retrievalRecall"] == json.loads(baseline.read_text())["metrics"]["retrievalRecall"]
     assert report["floors"]["retrievalRecallMargin"] == 0.03 and "temporalAccuracy" not in report["floors"]
 
@@ -587,7 +615,7 @@ def test_lf_reruns_only_the_failed_item(run, pytester, smoke):
 
 def test_crashed_worker_item_counts_as_error(run, pytester, smoke):
     pytester.makeconftest(
-        '''
+        """
 import os
 import pytest
 
@@ -595,7 +623,7 @@ import pytest
 def crash_on_one(request):
     if request.node.name == "adv-smoke-echo":
         os._exit(1)
-'''
+"""
     )
     report = pytester.path / "r.json"
     result = run(f"--eval-dataset={smoke}", "-n", "2", "-k", "adversarial", f"--eval-report={report}")
@@ -621,21 +649,31 @@ def test_evidence_reviews_make_no_provider_call(run, pytester, smoke):
     """Review items, and the review of a qa answer's evidence block, leave the mock's log unchanged (docs/evidence-risk.md)."""
     manifest = json.loads((smoke / "manifest.json").read_text(encoding="utf-8"))
     block = {
-        "claims": [{"id": "c1", "text": "Kontoret i Göteborg öppnade i mars 2021", "assertiveness": "definitive",
-                    "sourceIds": ["s1"]}],
+        "claims": [
+            {
+                "id": "c1",
+                "text": "Kontoret i Göteborg öppnade i mars 2021",
+                "assertiveness": "definitive",
+                "sourceIds": ["s1"],
+            }
+        ],
         "sources": [{"id": "s1", "url": "https://example.org/notes", "declaredTier": "official"}],
     }
     for item in manifest["items"]:
         if item["id"] == "qa-smoke-goteborg-office":
             item["evidence"] = block
     manifest["items"].append(
-        {"id": "rev-office", "kind": "review", "response": {"answer": "Kontoret i Göteborg öppnade i mars 2021."},
-         "evidence": block}
+        {
+            "id": "rev-office",
+            "kind": "review",
+            "response": {"answer": "Kontoret i Göteborg öppnade i mars 2021."},
+            "evidence": block,
+        }
     )
     (smoke / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False), encoding="utf-8")
     calls = pytester.path / "calls.jsonl"
     pytester.makeconftest(
-        f'''
+        f"""
 import json
 import pytest
 
@@ -645,7 +683,7 @@ def count_provider_calls(request, groundeval_mock):
     yield
     with open({str(calls)!r}, "a") as f:
         f.write(json.dumps([request.node.name, len(groundeval_mock.log) - before]) + "\\n")
-'''
+"""
     )
     args = (f"--eval-dataset={smoke}", "-k", "goteborg or rev", "--eval-concurrency=1")
     result = run(*args, spawn=True)
@@ -721,7 +759,9 @@ def test_dataset_outside_the_rootdir_keeps_its_node_ids_and_its_gate(run, pytest
     floors = pytester.path / "floors.json"
     floors.write_text(json.dumps({"tokensPerQuery": 1}))
     result = run(f"--eval-dataset={outside}", f"--eval-floors={floors}", "-k", "cited", "-v")
-    result.stdout.fnmatch_lines(["*ds/manifest.json::adversarial::adv-smoke-cited-budget PASSED*", "tokensPerQuery*FAIL*", "gate: FAIL"])
+    result.stdout.fnmatch_lines(
+        ["*ds/manifest.json::adversarial::adv-smoke-cited-budget PASSED*", "tokensPerQuery*FAIL*", "gate: FAIL"]
+    )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
@@ -835,8 +875,7 @@ def test_groundeval_gate_applies_the_slice_rule_like_the_plugin(run, pytester, s
     assert read_report(baseline)["metrics"]["retrievalRecall"] == pytest.approx(0.75)
     # The slice holding only that item is compared with its own baseline figure (0.0), not 0.75.
     sliced = pytester.path / "slice.json"
-    result = run(f"--eval-dataset={smoke}", "-k", "index", f"--eval-baseline={baseline}",
-                 f"--eval-report={sliced}")
+    result = run(f"--eval-dataset={smoke}", "-k", "index", f"--eval-baseline={baseline}", f"--eval-report={sliced}")
     result.stdout.fnmatch_lines(["retrievalRecall*PASS*baseline over the 1 qa item that ran 0.0000*"])
     capsys.readouterr()
     cli.main(["gate", "--report", str(sliced), "--baseline", str(baseline)])

@@ -88,4 +88,3 @@ def test_the_controller_side_imports_at_top_level_and_stays_small(name):
     path = PLUGIN / name
     assert _function_level_package_imports(path) == []
     assert len(path.read_text(encoding="utf-8").splitlines()) < 800
-

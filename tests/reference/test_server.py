@@ -43,8 +43,16 @@ NOTES_PARAGRAPHS = [
     "Revenue rose 12% in the third quarter after the Stockholm launch.",
 ]
 PROJECTS = [
-    {"name": "Project Alpha", "owner": "Ingrid Sjöberg", "summary": "Project Alpha ships the search service in May 2025."},
-    {"name": "Project Beta", "owner": "Lars Åkesson", "summary": "Project Beta migrates the billing database to PostgreSQL."},
+    {
+        "name": "Project Alpha",
+        "owner": "Ingrid Sjöberg",
+        "summary": "Project Alpha ships the search service in May 2025.",
+    },
+    {
+        "name": "Project Beta",
+        "owner": "Lars Åkesson",
+        "summary": "Project Beta migrates the billing database to PostgreSQL.",
+    },
 ]
 
 
@@ -125,14 +133,26 @@ def _label(prefix: str) -> str:
 
 
 def _ingest_notes(client: httpx.Client, label: str, name: str | None = None) -> dict:
-    body = {"name": name or f"{label}/notes.txt", "label": label, "format": "text", "contentHash": "h-notes", "content": NOTES_TEXT}
+    body = {
+        "name": name or f"{label}/notes.txt",
+        "label": label,
+        "format": "text",
+        "contentHash": "h-notes",
+        "content": NOTES_TEXT,
+    }
     response = client.post("/v1/documents", json=body)
     assert response.status_code == 200, response.text
     return response.json()
 
 
 def _ingest_projects(client: httpx.Client, label: str) -> dict:
-    body = {"name": f"{label}/projects.json", "label": label, "format": "json", "contentHash": "h-projects", "content": PROJECTS}
+    body = {
+        "name": f"{label}/projects.json",
+        "label": label,
+        "format": "json",
+        "contentHash": "h-projects",
+        "content": PROJECTS,
+    }
     response = client.post("/v1/documents", json=body)
     assert response.status_code == 200, response.text
     return response.json()
@@ -170,8 +190,11 @@ def test_server_announces_where_it_listens(ref: Reference) -> None:
 def test_the_log_names_the_run_and_item_of_each_call(ref: Reference) -> None:
     run_id = uuid.uuid4().hex
     with ref.client() as client:
-        response = client.post("/v1/generate", json={"question": "Who?", "find": None},
-                               headers={"X-Groundeval-Run-Id": run_id, "X-Groundeval-Item-Id": "qa-logged"})
+        response = client.post(
+            "/v1/generate",
+            json={"question": "Who?", "find": None},
+            headers={"X-Groundeval-Run-Id": run_id, "X-Groundeval-Item-Id": "qa-logged"},
+        )
         assert response.status_code == 200
         client.get("/v1/info")
     deadline = time.monotonic() + 5
@@ -220,7 +243,13 @@ def test_ingest_is_idempotent_on_name_and_hash(ref: Reference) -> None:
         assert isinstance(first["txStart"], int) and first["documentId"]
         changed = client.post(
             "/v1/documents",
-            json={"name": f"{label}/notes.txt", "label": label, "format": "text", "contentHash": "h-2", "content": "Other text."},
+            json={
+                "name": f"{label}/notes.txt",
+                "label": label,
+                "format": "text",
+                "contentHash": "h-2",
+                "content": "Other text.",
+            },
         ).json()
         assert changed["documentId"] != first["documentId"]
         assert changed["txStart"] > first["txStart"]
@@ -347,7 +376,9 @@ def test_tenants_never_see_each_others_documents_or_records(ref: Reference) -> N
         record = mine.post("/v1/records", json={"op": "create", "label": label, "properties": {"v": 1}}).json()
         assert _generate(theirs, "Göteborg office", label)["evidence"] == []
         assert theirs.post("/v1/query", json={"label": label}).json() == {"records": []}
-        assert _error(theirs.post("/v1/records", json={"op": "delete", "target": record["id"]}), 404)["field"] == "target"
+        assert (
+            _error(theirs.post("/v1/records", json={"op": "delete", "target": record["id"]}), 404)["field"] == "target"
+        )
         # Same name and hash in another tenant is another document.
         assert _ingest_notes(theirs, label)["documentId"] != _ingest_notes(mine, label)["documentId"]
         assert len(mine.post("/v1/query", json={"label": label}).json()["records"]) == 1
@@ -377,11 +408,19 @@ def test_keys_are_stored_only_as_hashes(ref: Reference) -> None:
         ("/v1/records", {"op": "update", "properties": {}}, "target"),
         ("/v1/records", {"op": "create", "target": "rec_1", "label": "L"}, "target"),
         ("/v1/records", {"op": "create"}, "label"),
-        ("/v1/records", {"op": "create", "label": "L", "validTime": {"start": "2024-01-01T00:00:00"}}, "validTime.start"),
+        (
+            "/v1/records",
+            {"op": "create", "label": "L", "validTime": {"start": "2024-01-01T00:00:00"}},
+            "validTime.start",
+        ),
         ("/v1/records", {"op": "create", "label": "L", "validTime": {"start": "yesterday"}}, "validTime.start"),
         (
             "/v1/records",
-            {"op": "create", "label": "L", "validTime": {"start": "2024-02-01T00:00:00Z", "end": "2024-01-01T00:00:00Z"}},
+            {
+                "op": "create",
+                "label": "L",
+                "validTime": {"start": "2024-02-01T00:00:00Z", "end": "2024-01-01T00:00:00Z"},
+            },
             "validTime.end",
         ),
         ("/v1/query", {"asOfTx": "soon"}, "asOfTx"),
@@ -407,12 +446,22 @@ def test_invalid_json_is_400(ref: Reference, route: str) -> None:
 # stored: each was a 500 (or a non-standard NaN in an answer) and is a 422 naming the field.
 UNSENDABLE = [
     ("/v1/records", b'{"op": "create", "label": "L", "properties": {"price": NaN}}', "properties.price", "NaN"),
-    ("/v1/records", b'{"op": "create", "label": "L", "properties": {"p": [1, -Infinity]}}', "properties.p.1", "Infinity"),
+    (
+        "/v1/records",
+        b'{"op": "create", "label": "L", "properties": {"p": [1, -Infinity]}}',
+        "properties.p.1",
+        "Infinity",
+    ),
     ("/v1/records", b'{"op": "create", "label": "L", "properties": {"p": 1e400}}', "properties.p", "64-bit float"),
     ("/v1/records", b'{"op": "create", "label": "PR\\ud800", "properties": {}}', "label", "lone UTF-16 surrogate"),
     ("/v1/records", b'{"op": "create", "label": "L", "properties": {"k\\udc00": 1}}', "properties", "lone UTF-16"),
     ("/v1/generate", b'{"question": "Who? \\ud800"}', "question", "lone UTF-16 surrogate"),
-    ("/v1/documents", b'{"name": "n", "contentHash": "h", "format": "text", "content": "x\\udfff"}', "content", "surrogate"),
+    (
+        "/v1/documents",
+        b'{"name": "n", "contentHash": "h", "format": "text", "content": "x\\udfff"}',
+        "content",
+        "surrogate",
+    ),
     ("/v1/query", b'{"asOfTx": 1000000000000000000000000000000}', "asOfTx", "outside"),
     ("/v1/query", b'{"asOfTx": 1e400}', "asOfTx", "64-bit float"),
     ("/v1/compare", b'{"fromTx": 99999999999999999999}', "fromTx", "outside"),
@@ -428,9 +477,24 @@ UNSENDABLE = [
 @pytest.mark.parametrize(
     ("route", "body", "field", "fragment"),
     UNSENDABLE,
-    ids=["nan", "infinity", "1e400", "label-surrogate", "key-surrogate", "question-surrogate", "content-surrogate",
-         "huge-asOfTx", "asOfTx-1e400", "huge-fromTx", "huge-asOfValid", "question-list", "properties-string",
-         "asOfTx-true", "not-an-object", "deep-nesting"],
+    ids=[
+        "nan",
+        "infinity",
+        "1e400",
+        "label-surrogate",
+        "key-surrogate",
+        "question-surrogate",
+        "content-surrogate",
+        "huge-asOfTx",
+        "asOfTx-1e400",
+        "huge-fromTx",
+        "huge-asOfValid",
+        "question-list",
+        "properties-string",
+        "asOfTx-true",
+        "not-an-object",
+        "deep-nesting",
+    ],
 )
 def test_whatever_a_client_sends_is_a_422_naming_the_field_never_a_500(
     ref: Reference, route: str, body: bytes, field: str | None, fragment: str
@@ -445,7 +509,9 @@ def test_whatever_a_client_sends_is_a_422_naming_the_field_never_a_500(
 
 def test_a_body_that_is_not_utf8_is_400(ref: Reference) -> None:
     with ref.client() as client:
-        response = client.post("/v1/generate", content=b'{"question": "caf\xe9"}', headers={"Content-Type": "application/json"})
+        response = client.post(
+            "/v1/generate", content=b'{"question": "caf\xe9"}', headers={"Content-Type": "application/json"}
+        )
     error = _error(response, 400)
     assert error["code"] == "invalid_json" and "not valid UTF-8 at byte 17" in error["message"]
 
@@ -497,8 +563,13 @@ def test_delete_ends_the_record_and_recreate_starts_a_fresh_history(ref: Referen
         current = _query(client, label=label)
         assert [r["id"] for r in current] == [again["id"]]
         assert "deleted" not in json.dumps(current)
-        assert _error(client.post("/v1/records", json={"op": "update", "target": created["id"]}), 404)["field"] == "target"
-        assert _error(client.post("/v1/records", json={"op": "delete", "target": created["id"]}), 404)["code"] == "not_found"
+        assert (
+            _error(client.post("/v1/records", json={"op": "update", "target": created["id"]}), 404)["field"] == "target"
+        )
+        assert (
+            _error(client.post("/v1/records", json={"op": "delete", "target": created["id"]}), 404)["code"]
+            == "not_found"
+        )
 
 
 def test_writes_in_the_same_millisecond_are_ordered_and_all_kept(ref: Reference) -> None:
@@ -553,9 +624,13 @@ def test_compare_reports_added_removed_and_changed_between_two_tx_times(ref: Ref
         assert [(ch["id"], ch["before"]["properties"], ch["after"]["properties"]) for ch in diff["changed"]] == [
             (a["id"], {"v": 1}, {"v": 10})
         ]
-        only_a = client.post("/v1/compare", json={"target": a["id"], "fromTx": a["txStart"], "toTx": c["txStart"]}).json()
+        only_a = client.post(
+            "/v1/compare", json={"target": a["id"], "fromTx": a["txStart"], "toTx": c["txStart"]}
+        ).json()
         assert (len(only_a["added"]), len(only_a["removed"]), len(only_a["changed"])) == (0, 0, 1)
-        nothing = client.post("/v1/compare", json={"label": label, "fromTx": a["txStart"] - 1, "toTx": a["txStart"] - 1}).json()
+        nothing = client.post(
+            "/v1/compare", json={"label": label, "fromTx": a["txStart"] - 1, "toTx": a["txStart"] - 1}
+        ).json()
         assert nothing == {"added": [], "removed": [], "changed": []}
 
 
@@ -580,7 +655,9 @@ process pool (a forkserver and a worker per core, started at start-up) costs eac
 def test_generation_faults_are_502_naming_the_cause(
     mock: ThreadedMockProvider, tmp_path: Path, fault: str, extra: tuple[str, ...], message: str
 ) -> None:
-    with reference_server(tmp_path, mock.base_url, "--model-generate", f"mock-generate+fault={fault}", *extra, *INLINE) as server:
+    with reference_server(
+        tmp_path, mock.base_url, "--model-generate", f"mock-generate+fault={fault}", *extra, *INLINE
+    ) as server:
         with server.client() as client:
             _ingest_notes(client, "FAULT")
             response = client.post("/v1/generate", json={"question": "Göteborg office", "find": "FAULT"})
@@ -605,8 +682,12 @@ def test_a_429_with_retry_after_is_retried_and_then_succeeds(mock: ThreadedMockP
     assert answer["claims"] and all(c["verdict"] == "supported" for c in answer["claims"])
 
 
-def test_an_embedding_fault_fails_ingest_with_502_and_stores_nothing(mock: ThreadedMockProvider, tmp_path: Path) -> None:
-    with reference_server(tmp_path, mock.base_url, "--model-embed", "mock-embed+fault=500", "--provider-timeout", "5", *INLINE) as server:
+def test_an_embedding_fault_fails_ingest_with_502_and_stores_nothing(
+    mock: ThreadedMockProvider, tmp_path: Path
+) -> None:
+    with reference_server(
+        tmp_path, mock.base_url, "--model-embed", "mock-embed+fault=500", "--provider-timeout", "5", *INLINE
+    ) as server:
         with server.client() as client:
             body = {"name": "n.txt", "label": "EMB", "format": "text", "contentHash": "h", "content": "Some text."}
             error = _error(client.post("/v1/documents", json=body), 502)

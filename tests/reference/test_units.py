@@ -65,7 +65,7 @@ def test_sse_accepts_crlf_cr_and_lf_line_endings(newline: bytes) -> None:
 
 
 def test_sse_joins_multi_line_data_and_reads_the_event_name() -> None:
-    events = SSEDecoder().feed(b"event: error\ndata: {\"a\":\ndata: 1}\nid: 7\n\n")
+    events = SSEDecoder().feed(b'event: error\ndata: {"a":\ndata: 1}\nid: 7\n\n')
     assert events == [SSEEvent("error", '{"a":\n1}')]
 
 
@@ -104,7 +104,10 @@ def test_chat_stream_done_without_final_blank_line_is_accepted() -> None:
 
 
 def test_chat_stream_error_object_in_a_200_stream_is_an_error() -> None:
-    raw = f"data: {_chunk('Hej')}\n\n".encode() + b'data: {"error":{"message":"model overloaded","code":"overloaded"}}\n\n'
+    raw = (
+        f"data: {_chunk('Hej')}\n\n".encode()
+        + b'data: {"error":{"message":"model overloaded","code":"overloaded"}}\n\n'
+    )
     with pytest.raises(ProviderError, match="error inside the stream: model overloaded"):
         _run([raw])
     with pytest.raises(ProviderError, match="error inside the stream"):
@@ -284,7 +287,9 @@ def test_paragraph_spans_slice_exactly_and_cover_every_non_space_character(text:
 
 
 def test_bm25_prefers_the_chunk_with_the_question_terms() -> None:
-    scores = bm25_scores("When did the Göteborg office open?", ["The Malmö office.", "Göteborg office opened in 2021.", "x"])
+    scores = bm25_scores(
+        "When did the Göteborg office open?", ["The Malmö office.", "Göteborg office opened in 2021.", "x"]
+    )
     assert scores[1] > scores[0] > scores[2] == 0.0
 
 
@@ -306,7 +311,15 @@ def _version(tx_start: int, tx_end: int | None, valid: tuple[int | None, int | N
 
 @pytest.mark.parametrize(
     ("tx", "valid", "visible"),
-    [(10, 100, True), (9, 100, False), (20, 100, False), (19, 100, True), (10, 50, True), (10, 49, False), (10, 200, False)],
+    [
+        (10, 100, True),
+        (9, 100, False),
+        (20, 100, False),
+        (19, 100, True),
+        (10, 50, True),
+        (10, 49, False),
+        (10, 200, False),
+    ],
 )
 def test_visibility_is_half_open_in_both_times(tx: int, valid: int, visible: bool) -> None:
     assert is_visible(_version(10, 20, (50, 200)), tx, valid) is visible
@@ -362,7 +375,9 @@ def _with_client(settings_kwargs: dict, body: Callable[[ProviderClient, MockProv
 
 def test_retry_after_is_capped_and_the_retry_succeeds() -> None:
     async def body(client: ProviderClient, mock: MockProvider) -> tuple[str, list[int]]:
-        text, _ = await client.chat_stream([{"role": "user", "content": "[S1] Åre är kallt.\nQuestion: q"}], "m+fault=429:30x1")
+        text, _ = await client.chat_stream(
+            [{"role": "user", "content": "[S1] Åre är kallt.\nQuestion: q"}], "m+fault=429:30x1"
+        )
         return text, [r.status for r in mock.log]
 
     # Retry-After says 30 s; the cap (0.05 s) wins, so this returns at once.

@@ -59,7 +59,11 @@ CASES = {
     "function_word": (
         REVIEW,
         "The decision was premature, analysts said.",
-        ["The decision was on, analysts said.", "The decision was premature, it said.", "The decision was premature, analysts so."],
+        [
+            "The decision was on, analysts said.",
+            "The decision was premature, it said.",
+            "The decision was premature, analysts so.",
+        ],
     ),
     "compound": (
         PUMP,
@@ -86,9 +90,7 @@ def test_the_untouched_sentence_stays_supported(case: str) -> None:
     assert _verdict(original, span) == "supported"
 
 
-@pytest.mark.parametrize(
-    ("case", "swap"), [(case, swap) for case in sorted(CASES) for swap in CASES[case][2]]
-)
+@pytest.mark.parametrize(("case", "swap"), [(case, swap) for case in sorted(CASES) for swap in CASES[case][2]])
 def test_a_one_word_swap_is_not_supported(case: str, swap: str) -> None:
     span, original, _ = CASES[case]
     assert swap != original
@@ -114,12 +116,21 @@ def test_the_swaps_pass_the_bag_of_words_rules_they_are_meant_to_defeat() -> Non
 @pytest.mark.parametrize(
     ("claim", "span"),
     [
-        ("After the Stockholm launch, revenue rose 12% in the third quarter.", "Revenue rose 12% in the third quarter after the Stockholm launch."),
+        (
+            "After the Stockholm launch, revenue rose 12% in the third quarter.",
+            "Revenue rose 12% in the third quarter after the Stockholm launch.",
+        ),
         ("The sun is white when viewed from space.", "When viewed from space the sun looks white."),
         ("The nightly build is run by the Göteborg office.", "The Göteborg office runs the nightly build."),
-        ("Arthur's Magazine was an American literary periodical.", "Arthur's Magazine (1844–1846) was an American literary periodical."),
+        (
+            "Arthur's Magazine was an American literary periodical.",
+            "Arthur's Magazine (1844–1846) was an American literary periodical.",
+        ),
         ("A ferry carries seven cars.", "The ferry carries seven cars and two buses."),
-        ("Solar-powered pumps were installed.", "The village installed a solar-powered pump. Solar-powered pumps were installed in May."),
+        (
+            "Solar-powered pumps were installed.",
+            "The village installed a solar-powered pump. Solar-powered pumps were installed in May.",
+        ),
     ],
 )
 def test_faithful_restatements_stay_supported(claim: str, span: str) -> None:
@@ -131,7 +142,10 @@ def test_faithful_restatements_stay_supported(claim: str, span: str) -> None:
 # hard case: a clause cut in two can align each half somewhere, one half reaching round the other.
 ROLE_SWAPS = [
     ("The ferry sails from Upper Harbour to Long Island.", "The ferry sails from Long Island to Upper Harbour."),
-    ("In summer it rains more in Port Ellis than in Santa Marta.", "In summer it rains more in Santa Marta than in Port Ellis."),
+    (
+        "In summer it rains more in Port Ellis than in Santa Marta.",
+        "In summer it rains more in Santa Marta than in Port Ellis.",
+    ),
     ("En verano llueve más en Villa Nueva que en San Telmo.", "En verano llueve más en San Telmo que en Villa Nueva."),
     ("The harbour office was built before the North Tower.", "The North Tower was built before the harbour office."),
     ("Lund is larger than Eslöv.", "Eslöv is larger than Lund."),
@@ -189,7 +203,11 @@ def test_same_word_for_compounds_and_number_words(a: str, b: str, same: bool) ->
 
 
 def test_one_index_serves_every_claim_of_an_answer() -> None:
-    claims = [("The harbour opened in 1998. [S1]", ["S1"]), ("The harbour opened in 1999. [S1]", ["S1"]), ("Uncited.", [])]
+    claims = [
+        ("The harbour opened in 1998. [S1]", ["S1"]),
+        ("The harbour opened in 1999. [S1]", ["S1"]),
+        ("Uncited.", []),
+    ]
     assert [c.verdict for c in verify_claims(claims, {"S1": FERRY})] == ["supported", "contradicted", "unsupported"]
     index = EvidenceIndex([FERRY])
     assert align_claim("The harbour opened in 1998.", index).ok
@@ -205,13 +223,21 @@ def _large_answer() -> tuple[list[tuple[str, list[str]]], dict[str, str]]:
     Verifying it takes about 0.4 s of CPU, a hundred times the small answer's; verification
     grows with claims times span, so 500 sentences (50 KB) cost about 2 s for no more proof.
     """
-    sentences = [f"Depot {n} in the northern district stores {n * 7} crates of spare parts for the regional rail line." for n in range(200)]
+    sentences = [
+        f"Depot {n} in the northern district stores {n * 7} crates of spare parts for the regional rail line."
+        for n in range(200)
+    ]
     return [(f"{s} [S1]", ["S1"]) for s in sentences], {"S1": " ".join(sentences)}
 
 
 async def _finish_order(kind: str) -> list[str]:
-    config = ReferenceConfig(data_dir=Path("."), llm_url="http://127.0.0.1:9/v1", embed_url="http://127.0.0.1:9/v1",
-                             verify_executor=kind, verify_workers=2)
+    config = ReferenceConfig(
+        data_dir=Path("."),
+        llm_url="http://127.0.0.1:9/v1",
+        embed_url="http://127.0.0.1:9/v1",
+        verify_executor=kind,
+        verify_workers=2,
+    )
     state = ServerState(config, verifier=new_verifier(config))
     try:
         if state.verifier is not None:  # start both workers first, as the server does at start-up
@@ -221,7 +247,9 @@ async def _finish_order(kind: str) -> list[str]:
 
         async def run(name: str, claims, evidence) -> None:
             checks = await verify_answer(state, claims, evidence)
-            assert all(c.verdict == "supported" for c in checks), [c.reason for c in checks if c.verdict != "supported"][:3]
+            assert all(c.verdict == "supported" for c in checks), [
+                c.reason for c in checks if c.verdict != "supported"
+            ][:3]
             order.append(name)
 
         large = asyncio.ensure_future(run("large", large_claims, large_evidence))
@@ -253,7 +281,9 @@ def test_the_pool_is_sized_to_the_machine(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_near_miss_manifest_classes_are_the_ones_tested_here() -> None:
-    manifest = json.loads((Path(__file__).resolve().parents[2] / "datasets" / "near-miss" / "manifest.json").read_text("utf-8"))
+    manifest = json.loads(
+        (Path(__file__).resolve().parents[2] / "datasets" / "near-miss" / "manifest.json").read_text("utf-8")
+    )
     classes = {t for item in manifest["items"] for t in item["tags"]} & set(CASES)
     assert classes == set(CASES)
 
@@ -273,7 +303,9 @@ def test_pool_workers_end_when_their_server_is_killed_outright() -> None:
     # A stand-in "server" (a real child process) made the pool; SIGKILL it and its workers must go too.
     server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     context = multiprocessing.get_context("forkserver")
-    pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=context, initializer=pool_worker_init, initargs=(server.pid,))
+    pool = concurrent.futures.ProcessPoolExecutor(
+        1, mp_context=context, initializer=pool_worker_init, initargs=(server.pid,)
+    )
     try:
         worker = pool.submit(os.getpid).result(timeout=30)
         assert not _gone(worker, 0.2)  # alive while the server is

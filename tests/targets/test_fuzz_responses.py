@@ -79,7 +79,13 @@ def replies(draw) -> Reply:
     applied = claimed if honest and claimed else draw(st.sampled_from([None, "gzip", "deflate"]))
     for coding in reversed([c.strip() for c in (applied or "").split(",") if c.strip()]):
         data = _encode(coding, data)
-    headers = [("Content-Type", "application/json" + draw(st.sampled_from(["", "; charset=utf-8", "; charset=latin-1", "; charset=utf-16", "; charset=nope"])))]
+    headers = [
+        (
+            "Content-Type",
+            "application/json"
+            + draw(st.sampled_from(["", "; charset=utf-8", "; charset=latin-1", "; charset=utf-16", "; charset=nope"])),
+        )
+    ]
     if claimed:
         headers.append(("Content-Encoding", claimed))
     framing = draw(st.sampled_from(["honest", "none", "short", "long", "chunked"]))
@@ -110,7 +116,10 @@ def test_fuzzed_http_responses_raise_only_target_errors(scripted_server, call_ta
 
 
 @settings(max_examples=300, deadline=None)
-@given(body=generate_bodies() | json_values, call=st.sampled_from(["generate", "ingest", "records", "query", "compare", "info"]))
+@given(
+    body=generate_bodies() | json_values,
+    call=st.sampled_from(["generate", "ingest", "records", "query", "compare", "info"]),
+)
 def test_check_response_raises_only_target_errors_on_any_json_value(body, call) -> None:
     try:
         assert check_response(call, body) is body
@@ -149,8 +158,11 @@ def test_in_process_responses_that_cannot_be_json_are_target_errors(body, expect
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(body=generate_bodies() | json_values, call=st.sampled_from(["generate", "ingest", "records", "query", "compare", "info"]),
-       indent=st.sampled_from([None, 0, 2]))
+@given(
+    body=generate_bodies() | json_values,
+    call=st.sampled_from(["generate", "ingest", "records", "query", "compare", "info"]),
+    indent=st.sampled_from([None, 0, 2]),
+)
 def test_guided_decoding_accepts_exactly_what_json_loads_accepts(monkeypatch, body, call, indent) -> None:
     # Large responses are decoded field by field (targets/decode.py); forcing that path on
     # every response must accept the same responses, with the same value.

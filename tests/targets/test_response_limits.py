@@ -124,7 +124,9 @@ def deflate_raw(data: bytes) -> bytes:
     ],
 )
 def test_compressed_answers_within_the_limit_are_read(scripted, call_target, mode, coding, encode) -> None:
-    scripted.reply = Reply(headers=[("Content-Type", "application/json"), ("Content-Encoding", coding)], body=encode(GOOD_BYTES))
+    scripted.reply = Reply(
+        headers=[("Content-Type", "application/json"), ("Content-Encoding", coding)], body=encode(GOOD_BYTES)
+    )
     with HttpTarget(scripted.url, "k") as target:
         assert call_target(target, mode) == GOOD
     assert scripted.requests[-1][2]["Accept-Encoding"] == "gzip, deflate"
@@ -188,12 +190,17 @@ def test_a_body_that_is_not_utf8_names_the_byte_offset(scripted, call_target, mo
 @pytest.mark.parametrize("mode", MODES)
 def test_a_declared_charset_is_honoured_and_an_unknown_one_named(scripted, call_target, mode: str) -> None:
     body = dict(GOOD, traceId="café")
-    scripted.reply = Reply(headers=[("Content-Type", "application/json; charset=latin-1")], body=json.dumps(body, ensure_ascii=False).encode("latin-1"))
+    scripted.reply = Reply(
+        headers=[("Content-Type", "application/json; charset=latin-1")],
+        body=json.dumps(body, ensure_ascii=False).encode("latin-1"),
+    )
     with HttpTarget(scripted.url, "k") as target:
         assert call_target(target, mode)["traceId"] == "café"
     scripted.reply = Reply(headers=[("Content-Type", "application/json; charset=klingon")], body=GOOD_BYTES)
     with HttpTarget(scripted.url, "k") as target:
-        assert "charset 'klingon', which is not a known text encoding" in str(fails(target, mode, call_target, scripted))
+        assert "charset 'klingon', which is not a known text encoding" in str(
+            fails(target, mode, call_target, scripted)
+        )
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -219,15 +226,23 @@ def test_deep_or_invalid_json_is_a_target_error(scripted, call_target, mode, bod
 
 # A million-element list of the wrong shape (issue 19 measured 15 MiB of it: 7.6 GB, 34 s, one item).
 MANY_BAD = {
-    "evidence-lists": (b'{"answer": "x", "claims": [], "evidence": [' + b"[], " * 250_000 + b'[]]}',
-                       "field 'evidence[0]' must be an object, got []"),
-    "evidence-empty-objects": (b'{"answer": "x", "claims": [], "evidence": [' + b"{}, " * 250_000 + b'{}]}',
-                               "missing required field 'evidence[0].marker'"),
-    "answer-a-list": (b'{"answer": [' + b"[], " * 250_000 + b'[]], "claims": [], "evidence": []}',
-                      "field 'answer' must be a string, got a list of more than 256 characters"),
-    "markers-lists": (b'{"answer": "x", "evidence": [], "claims": [{"text": "x", "start": 0, "end": 1, '
-                      b'"verdict": "supported", "markers": [' + b"[], " * 250_000 + b'[]]}]}',
-                      "field 'claims[0].markers' must be a list of strings, got []"),
+    "evidence-lists": (
+        b'{"answer": "x", "claims": [], "evidence": [' + b"[], " * 250_000 + b"[]]}",
+        "field 'evidence[0]' must be an object, got []",
+    ),
+    "evidence-empty-objects": (
+        b'{"answer": "x", "claims": [], "evidence": [' + b"{}, " * 250_000 + b"{}]}",
+        "missing required field 'evidence[0].marker'",
+    ),
+    "answer-a-list": (
+        b'{"answer": [' + b"[], " * 250_000 + b'[]], "claims": [], "evidence": []}',
+        "field 'answer' must be a string, got a list of more than 256 characters",
+    ),
+    "markers-lists": (
+        b'{"answer": "x", "evidence": [], "claims": [{"text": "x", "start": 0, "end": 1, '
+        b'"verdict": "supported", "markers": [' + b"[], " * 250_000 + b"[]]}]}",
+        "field 'claims[0].markers' must be a list of strings, got []",
+    ),
     "top-level-list": (b"[" + b"[], " * 250_000 + b"[]]", "returned JSON that is not an object (a list)"),
 }
 
@@ -325,7 +340,9 @@ def citation_question():
             "kind": "citation",
             "question": "What did Lars Holm say?",
             "find": "DEBATE",
-            "sources": [{"marker": "S1", "document": "citation-smoke/debate.txt", "metadata": {"speaker": "Lars Holm"}}],
+            "sources": [
+                {"marker": "S1", "document": "citation-smoke/debate.txt", "metadata": {"speaker": "Lars Holm"}}
+            ],
         }
     )
 
@@ -358,7 +375,9 @@ def test_broken_bodies_are_item_errors_that_count_toward_the_stop(scripted, body
     assert all(isinstance(e.cause, TargetError) for e in errors)
     assert errors[0].outcome.error.startswith("POST /v1/documents")
     assert runner.stop_reason is not None
-    assert runner.stop_reason.startswith(f"{ERROR_STREAK} items in a row could not be run; the last: POST /v1/documents")
+    assert runner.stop_reason.startswith(
+        f"{ERROR_STREAK} items in a row could not be run; the last: POST /v1/documents"
+    )
 
 
 def test_an_in_process_target_returning_unusable_values_gives_item_errors() -> None:
@@ -373,12 +392,24 @@ def test_an_in_process_target_returning_unusable_values_gives_item_errors() -> N
         def __init__(self, answer):
             self.answer = answer
 
-        def info(self): return None
-        def ingest(self, document): return {"documentId": "d", "txStart": 1}
-        def generate(self, question, find): return {"answer": self.answer, "evidence": [], "claims": []}
-        def records(self, step): return {"id": 1, "txStart": 1}
-        def query(self, body): return {"records": []}
-        def compare(self, body): return {"added": [], "removed": [], "changed": []}
+        def info(self):
+            return None
+
+        def ingest(self, document):
+            return {"documentId": "d", "txStart": 1}
+
+        def generate(self, question, find):
+            return {"answer": self.answer, "evidence": [], "claims": []}
+
+        def records(self, step):
+            return {"id": 1, "txStart": 1}
+
+        def query(self, body):
+            return {"records": []}
+
+        def compare(self, body):
+            return {"added": [], "removed": [], "changed": []}
+
         def close(self): return None  # fmt: skip
 
     dataset = load_dataset(REPO / "datasets" / "citation-smoke")
@@ -398,11 +429,11 @@ def test_fill_placeholders_substitutes_escapes_and_leaves_other_braces() -> None
 
     values = {"port": "8123", "data_dir": "/d", "llm_url": None, "embed_url": "http://e/v1", "api_key": "ge_k"}
     command = (
-        "serve --port {port} --key {api_key} --home ${HOME} --json '{\"a\": {\"b\": 1}}' "
+        'serve --port {port} --key {api_key} --home ${HOME} --json \'{"a": {"b": 1}}\' '
         "| awk '{print $1}' {} {a,b} {{port}} {{name}} ${port}"
     )
     assert fill_placeholders(command, values) == (
-        "serve --port 8123 --key ge_k --home ${HOME} --json '{\"a\": {\"b\": 1}}' "
+        'serve --port 8123 --key ge_k --home ${HOME} --json \'{"a": {"b": 1}}\' '
         "| awk '{print $1}' {} {a,b} {port} {name} $8123"
     )
 

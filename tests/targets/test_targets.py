@@ -42,7 +42,6 @@ LLM_URL = "http://127.0.0.1:9/v1"
 EMBED_URL = "http://127.0.0.1:10/v1"
 
 
-
 def _load_fake_module():
     spec = importlib.util.spec_from_file_location("groundeval_fake_target", FAKE_SCRIPT)
     module = importlib.util.module_from_spec(spec)
@@ -168,9 +167,7 @@ def test_setup_commands_run_in_order_before_the_server(tmp_path: Path) -> None:
 
 def test_failing_setup_stops_the_spawn_with_its_output(tmp_path: Path) -> None:
     bad = f"{PYTHON} -c \"print('cannot migrate'); raise SystemExit(4)\""
-    config = spawn_config(
-        tmp_path, f"{FAKE} --mark {{data_dir}}/server-started", setup=[bad, "echo never-run"]
-    )
+    config = spawn_config(tmp_path, f"{FAKE} --mark {{data_dir}}/server-started", setup=[bad, "echo never-run"])
     spawned = SpawnedTarget(config)
     with pytest.raises(SpawnError) as info:
         spawned.start()
@@ -285,7 +282,13 @@ def test_reference_server_spawns_against_the_mock(tmp_path: Path) -> None:
         )
         with SpawnedTarget(config) as spawned:
             target = spawned.target
-            document = {"name": "eval/a.txt", "label": "NOTE", "format": "text", "contentHash": "0" * 16, "content": text}
+            document = {
+                "name": "eval/a.txt",
+                "label": "NOTE",
+                "format": "text",
+                "contentHash": "0" * 16,
+                "content": text,
+            }
             first = target.ingest(document)
             assert target.ingest(document)["documentId"] == first["documentId"]
             body, latency_ms = target.timed_generate("When does Project Alpha ship?", "NOTE")
@@ -306,7 +309,9 @@ def test_http_target_satisfies_the_protocol(fake: SpawnedTarget) -> None:
 def test_operations_round_trip(fake: SpawnedTarget) -> None:
     target = fake.target
     assert target.info() == {"models": {"generate": "fake-gen", "embed": "fake-embed"}}
-    assert target.ingest({"name": "eval/a.json", "label": "L", "format": "json", "contentHash": "0" * 16, "content": []}) == {
+    assert target.ingest(
+        {"name": "eval/a.json", "label": "L", "format": "json", "contentHash": "0" * 16, "content": []}
+    ) == {
         "documentId": "doc-eval/a.json",
         "txStart": 1000,
     }
@@ -443,12 +448,24 @@ def test_generate_shape_violations_name_the_field(change, field: str) -> None:
 
 def test_in_process_target_satisfies_the_protocol() -> None:
     class Pipeline:
-        def info(self): return None
-        def ingest(self, document): return {"documentId": 1, "txStart": 1}
-        def generate(self, question, find): return {}
-        def records(self, step): return {"id": 1, "txStart": 1}
-        def query(self, body): return {"records": []}
-        def compare(self, body): return {"added": [], "removed": [], "changed": []}
+        def info(self):
+            return None
+
+        def ingest(self, document):
+            return {"documentId": 1, "txStart": 1}
+
+        def generate(self, question, find):
+            return {}
+
+        def records(self, step):
+            return {"id": 1, "txStart": 1}
+
+        def query(self, body):
+            return {"records": []}
+
+        def compare(self, body):
+            return {"added": [], "removed": [], "changed": []}
+
         def close(self): return None  # fmt: skip
 
     class Incomplete:

@@ -94,8 +94,7 @@ class CorpusDocument:
         data = self.canonical_bytes
         if not (isinstance(start, int) and isinstance(end, int)) or not 0 <= start <= end <= len(data):
             raise ValueError(
-                f"span [{start}, {end}) is outside document {self.name!r} "
-                f"({len(data)} UTF-8 bytes of canonical text)"
+                f"span [{start}, {end}) is outside document {self.name!r} ({len(data)} UTF-8 bytes of canonical text)"
             )
         for offset in (start, end):
             # A UTF-8 continuation byte is 0b10xxxxxx: an offset there splits a character.
@@ -160,15 +159,11 @@ def _decode_utf8(data: bytes | bytearray, path: Path) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise DatasetError(
-            f"{path}: not valid UTF-8 at byte offset {exc.start} ({exc.reason})", path=path
-        ) from None
+        raise DatasetError(f"{path}: not valid UTF-8 at byte offset {exc.start} ({exc.reason})", path=path) from None
 
 
 def _json_error(exc: json.JSONDecodeError, path: Path) -> DatasetError:
-    return DatasetError(
-        f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=path
-    )
+    return DatasetError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=path)
 
 
 def _load_document(entry: CorpusEntry, data: bytes | bytearray, digest: str, path: Path) -> CorpusDocument:

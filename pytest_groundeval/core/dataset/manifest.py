@@ -46,7 +46,9 @@ def version_problem(value: Any) -> str | None:
         A plain reason, or None.
     """
     if not isinstance(value, str):
-        return f"expected a string naming this dataset's content, e.g. 'v1' or 'smoke-1', got a JSON {_json_type(value)}"
+        return (
+            f"expected a string naming this dataset's content, e.g. 'v1' or 'smoke-1', got a JSON {_json_type(value)}"
+        )
     if not value.strip():
         return "expected a non-empty label naming this dataset's content, e.g. 'v1' or 'smoke-1'"
     for index, char in enumerate(value):
@@ -67,7 +69,9 @@ _UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
 def _json_type(value: Any) -> str:
     if value is None:
         return "null"
-    return {bool: "boolean", int: "number", float: "number", list: "array", dict: "object"}.get(type(value), type(value).__name__)
+    return {bool: "boolean", int: "number", float: "number", list: "array", dict: "object"}.get(
+        type(value), type(value).__name__
+    )
 
 
 Digest = Annotated[str, StringConstraints(pattern=HASH_PATTERN)]
@@ -257,7 +261,9 @@ class Manifest(WireModel):
         seen: dict[str, int] = {}
         for i, item in enumerate(self.items):
             if item.id in seen:
-                raise RuleError(f"duplicate item id {item.id!r} at items[{seen[item.id]}] and items[{i}]", f"items[{i}].id")
+                raise RuleError(
+                    f"duplicate item id {item.id!r} at items[{seen[item.id]}] and items[{i}]", f"items[{i}].id"
+                )
             seen[item.id] = i
             find = getattr(item, "find", None)
             if find is not None and find not in index.labels:

@@ -261,7 +261,8 @@ class QaKind(Kind):
             id=item.id,
             kind="qa",
             passed=not problems,
-            detail="\n".join(problems) or f"{found}/{len(item.expected_evidence)} evidence found; "
+            detail="\n".join(problems)
+            or f"{found}/{len(item.expected_evidence)} evidence found; "
             f"{supported_true}/{supported} supported claims true",
             evidence_expected=len(item.expected_evidence),
             evidence_found=found,

@@ -72,18 +72,14 @@ def parse_reference(value: str) -> Reference | None:
         return None
     match = _REFERENCE_RE.match(value)
     if match is None or (match.group(1) == "id" and match.group(3)):
-        raise ValueError(
-            f"{value!r} is not a reference: expected $tx:<save>, $tx:<save>+N, $tx:<save>-N or $id:<save>"
-        )
+        raise ValueError(f"{value!r} is not a reference: expected $tx:<save>, $tx:<save>+N, $tx:<save>-N or $id:<save>")
     kind, save, sign, digits = match.groups()
     offset = int(digits) if digits else 0
     # The pattern's first group is (tx|id).
     return Reference(cast(Literal["tx", "id"], kind), save, -offset if sign == "-" else offset)
 
 
-_RFC3339_RE = re.compile(
-    r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})$"
-)
+_RFC3339_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})$")
 
 
 def parse_rfc3339(value: str) -> datetime:
@@ -96,9 +92,7 @@ def parse_rfc3339(value: str) -> datetime:
     """
     match = _RFC3339_RE.match(value) if isinstance(value, str) else None
     if match is None:
-        raise ValueError(
-            f"{value!r} is not an RFC 3339 timestamp with an offset, e.g. 2024-05-01T00:00:00Z"
-        )
+        raise ValueError(f"{value!r} is not an RFC 3339 timestamp with an offset, e.g. 2024-05-01T00:00:00Z")
     date, time, fraction, offset = match.groups()
     # datetime.fromisoformat on Python 3.10 takes neither "Z" nor more than 6 fraction digits.
     micro = f".{(fraction + '000000')[:6]}" if fraction else ""
@@ -355,7 +349,9 @@ class TemporalItem(ItemBase):
             raise RuleError("a probe needs a label or a target, so it stays inside the item's namespace", "probe")
         if probe.target is not None:
             _check_reference(probe.target, "id", saves, "probe.target")
-        tx_fields = (("asOfTx", "as_of_tx"),) if isinstance(probe, QueryProbe) else (("fromTx", "from_tx"), ("toTx", "to_tx"))
+        tx_fields = (
+            (("asOfTx", "as_of_tx"),) if isinstance(probe, QueryProbe) else (("fromTx", "from_tx"), ("toTx", "to_tx"))
+        )
         for alias, name in tx_fields:
             value = getattr(probe, name)
             if isinstance(value, str):
@@ -485,7 +481,9 @@ class TemporalKind(Kind):
             if problems
             else "probe matched"
         )
-        return ItemOutcome(id=item.id, kind="temporal", passed=not problems, detail=detail, extra={"tags": list(item.tags)})
+        return ItemOutcome(
+            id=item.id, kind="temporal", passed=not problems, detail=detail, extra={"tags": list(item.tags)}
+        )
 
     def tally(self, tally: TemporalTally, outcome: ItemOutcome) -> None:
         tally.passed += not outcome.errored and outcome.passed

@@ -34,9 +34,7 @@ GOOD_GENERATE = {
     "answer": "Alpha ships in May [S1].",
     "traceId": "t-1",
     "evidence": [{"marker": "S1", "document": "eval/a.json", "start": 0, "end": 10}],
-    "claims": [
-        {"text": "Alpha ships in May", "start": 0, "end": 18, "markers": ["S1"], "verdict": "supported"}
-    ],
+    "claims": [{"text": "Alpha ships in May", "start": 0, "end": 18, "markers": ["S1"], "verdict": "supported"}],
     "usage": {"promptTokens": 12, "completionTokens": 7},
 }
 
@@ -131,6 +129,7 @@ def main() -> None:
     if args.ignore_sigterm:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if args.on_sigterm:
+
         def shut_down(signum: int, frame: object) -> None:
             time.sleep(0.3)  # a slow, orderly shutdown that SIGKILL would cut short
             with open(args.on_sigterm, "w") as done:

@@ -165,7 +165,9 @@ async def assess_paragraphs(
     return list(await asyncio.gather(*(one(record) for record in records)))
 
 
-def with_assessment(outcome: ItemOutcome, records: Sequence[Mapping[str, Any]], *, judged: bool, scored: bool) -> ItemOutcome:
+def with_assessment(
+    outcome: ItemOutcome, records: Sequence[Mapping[str, Any]], *, judged: bool, scored: bool
+) -> ItemOutcome:
     """``outcome`` with the judge's and the scorer's paragraph records and their counts (docs/citation.md).
 
     The item's ``passed`` is unchanged: the deterministic checks decide an item, the judge's

@@ -75,8 +75,6 @@ def paragraph_catches(record: Mapping[str, Any]) -> list[str]:
     return found
 
 
-
-
 def _extra_count(outcome: ItemOutcome, key: str) -> int | None:
     value = outcome.extra.get(key)
     if value is None:
@@ -195,6 +193,7 @@ JUDGE_BOUNDS = ("citationSupportedRate", "wrongSpeakerRate", "unparseableRate", 
 
 UNPARSEABLE_CEILING = 0.05
 """The ``unparseableRate`` ceiling a judge bound arms unless the floors give one (docs/gate.md)."""
+
 
 def _counter() -> Counter[Any]:
     return Counter()
@@ -356,7 +355,6 @@ def tally_outcome(tally: CitationTally, outcome: ItemOutcome) -> None:
         if expected is not None:
             tally.confusion[(expected, label)] += 1
         tally.catches.update(paragraph_catches(record))
-
 
 
 def tally_results(tally: CitationTally) -> dict[str, Any]:
