@@ -13,7 +13,10 @@ Guarantees:
 - a temporal item's steps run in order inside its one coroutine;
 - at the end of the session, or on ``-x``/interrupt, items still in flight are
   cancelled and their outcomes discarded: nothing is reported for items that
-  did not run.
+  did not run;
+- once Ctrl-C or SIGTERM came, no further item is sent, and a wait for an item
+  ends within ``_POLL_S`` even when the signal's KeyboardInterrupt was swallowed
+  by a finalizer (``session.raise_pending_interrupt``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..core.outcome import ItemOutcome
+from .session import raise_pending_interrupt
 
 _POLL_S = 0.2
 """How often a waiting setup wakes, so Ctrl-C is seen promptly."""
@@ -113,23 +117,30 @@ class ItemDispatcher:
 
         Raises:
             ItemError: the item could not be run.
+            KeyboardInterrupt: Ctrl-C or SIGTERM came, before or during the wait; the
+                item is cancelled and nothing more is sent.
         """
+        raise_pending_interrupt()
         self._submit(test_item)
         self._top_up(test_item)
         future = self._futures.pop(test_item.nodeid)
         self._done.add(test_item.nodeid)
+        stopping = False
         try:
             while True:
                 try:
                     return future.result(timeout=_POLL_S)
                 except concurrent.futures.TimeoutError:
-                    continue
-                except BaseException:
-                    if not future.done():
-                        future.cancel()
-                    raise
+                    pass
+                raise_pending_interrupt()
+        except BaseException as exc:
+            if not future.done():
+                future.cancel()
+            # KeyboardInterrupt (Ctrl-C, SIGTERM) and the like stop the session: send nothing more.
+            stopping = not isinstance(exc, Exception)
+            raise
         finally:
-            if not self._closed:
+            if not self._closed and not stopping:
                 self._top_up(test_item)
 
     def close(self) -> None:

@@ -10,6 +10,13 @@ pytest-xdist is present. Both read this object's flags.
 SIGTERM (what CI cancellation sends) is turned into a KeyboardInterrupt, as pytest
 does SIGINT: the session stops, the report is written and marked interrupted, the
 exit status is not 0 (docs/guarantees.md).
+
+A signal handler's exception is raised wherever the main thread happens to be; when
+that is a finalizer (``__del__``, a weakref callback, a generator closed by the garbage
+collector) Python prints "Exception ignored" and carries on, and the run would go on
+as if Ctrl-C had not been pressed. So both signals are also latched until pytest has
+seen their KeyboardInterrupt: ``raise_pending_interrupt`` raises it again, and the
+dispatcher (``plugin.dispatch``) calls it while it waits for an item.
 """
 
 from __future__ import annotations
@@ -28,6 +35,26 @@ from .record import session_key
 if TYPE_CHECKING:
     from .controller import Controller
     from .crash import ControllerJournal
+
+
+class _Latch:
+    """The signal (``"SIGINT"`` or ``"SIGTERM"``) whose KeyboardInterrupt pytest has not seen yet, if any."""
+
+    signal: str | None = None
+
+
+def raise_pending_interrupt() -> None:
+    """Raise the KeyboardInterrupt of a SIGINT or SIGTERM that has not stopped the session yet.
+
+    Its first raise may have been swallowed by a finalizer (see the module docstring).
+    Does nothing when no such signal came, or outside a session with a dataset.
+
+    Raises:
+        KeyboardInterrupt: as the signal handler raised it (``"SIGTERM"`` for SIGTERM).
+    """
+    name = _Latch.signal
+    if name is not None:
+        raise KeyboardInterrupt(*((name,) if name == "SIGTERM" else ()))
 
 
 class GateSession:
@@ -59,17 +86,31 @@ class GateSession:
         """The run's controller when the session has a dataset (``plugin.controller``)."""
         self._previous_sigterm: Callable[[int, FrameType | None], Any] | int | signal.Handlers | None = None
         """The SIGTERM handler ``install_sigterm`` replaced (what ``signal.signal`` returned), restored at the end."""
+        self._previous_sigint: Callable[[int, FrameType | None], Any] | int | signal.Handlers | None = None
+        """The SIGINT handler replaced by the latching one (what ``signal.signal`` returned), restored at the end."""
 
     # -- SIGTERM ------------------------------------------------------------------
 
     def install_sigterm(self) -> None:
-        """Turn SIGTERM into KeyboardInterrupt, as pytest does SIGINT, unless someone else handles it."""
+        """Turn SIGTERM into KeyboardInterrupt, as pytest does SIGINT, unless someone else handles it.
+
+        In a session with a dataset, SIGINT's default handler is wrapped too, so that both
+        are latched for ``raise_pending_interrupt``.
+        """
+        _Latch.signal = None
         try:
+            if self.controller is not None and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+                self._previous_sigint = signal.signal(signal.SIGINT, self._on_sigint)
             if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
                 return
             self._previous_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
         except ValueError:  # not the main thread (pytest run from a thread): leave signals alone
             self._previous_sigterm = None
+
+    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        if not self.finishing:
+            _Latch.signal = "SIGINT"
+        signal.default_int_handler(signum, frame)  # raises KeyboardInterrupt, as without this handler
 
     def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
         # Once: a second SIGTERM ends the process the default way.
@@ -78,7 +119,7 @@ class GateSession:
             # Every selected item has run: the session is writing its report and tearing
             # down. Let it finish; an interrupt here would only cut the report short.
             return
-        self.interrupted_by = "SIGTERM"
+        self.interrupted_by = _Latch.signal = "SIGTERM"
         raise KeyboardInterrupt("SIGTERM")
 
     @pytest.hookimpl(wrapper=True)
@@ -90,6 +131,7 @@ class GateSession:
 
     @pytest.hookimpl
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        _Latch.signal = None  # pytest has it: the session is stopping
         # Under xdist a worker's session.shouldfail reaches the controller as an interrupt
         # whose message is that reason; the harness's own stops start with "groundeval:".
         if str(excinfo.value).startswith("groundeval:"):
@@ -97,6 +139,13 @@ class GateSession:
 
     @pytest.hookimpl
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        _Latch.signal = None
+        if self._previous_sigint is not None:
+            try:
+                if signal.getsignal(signal.SIGINT) == self._on_sigint:
+                    signal.signal(signal.SIGINT, self._previous_sigint)
+            except ValueError:
+                pass
         if self._previous_sigterm is not None:
             try:
                 if signal.getsignal(signal.SIGTERM) == self._on_sigterm:

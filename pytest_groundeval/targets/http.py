@@ -48,6 +48,10 @@ BODY_EXCERPT_CHARS = 500
 URL_CONNECT_TIMEOUT_S = 5.0
 """Connect timeout of ``connect_url``'s single readiness check."""
 
+READY_POLL_MIN_S = 0.5
+"""Shortest time ``HttpTarget.wait_ready`` gives one ``GET /readyz`` poll to answer, in seconds,
+even at its deadline: a poll of a few hundredths of a second times out on a loaded machine."""
+
 _ROUTES: dict[str, tuple[str, str]] = {
     "info": ("GET", "/v1/info"),
     "ingest": ("POST", "/v1/documents"),
@@ -488,13 +492,19 @@ class HttpTarget:
             process: The child serving the target, if any; when it exits the
                 wait stops at once.
 
+        Each poll may take up to 2 s, and at least ``READY_POLL_MIN_S`` even when
+        less time is left: the last poll may end that much after ``timeout_s``,
+        rather than be too short for a loaded machine to answer in.
+
         Raises:
             TargetUnavailable: ``process`` exited (the message gives its exit
                 code), or no 200 within ``timeout_s`` (the message gives the
-                last status or connection error seen).
+                last status or connection error seen; a poll that only timed out
+                does not hide the status an earlier poll received).
         """
         deadline = time.monotonic() + timeout_s
         last = "no attempt"
+        answered = False  # some poll received a status or a connection error
         while True:
             if process is not None and process.poll() is not None:
                 raise TargetUnavailable(
@@ -510,13 +520,18 @@ class HttpTarget:
                     url=f"{self.base_url}/readyz",
                 )
             try:
-                status = self.ready(timeout_s=max(0.05, min(2.0, remaining)))
+                status = self.ready(timeout_s=min(2.0, max(READY_POLL_MIN_S, remaining)))
             except TargetError as exc:
-                last = str(exc)
+                timed_out = isinstance(exc.__cause__, httpx.TimeoutException)
+                # No answer in time says less than what an earlier poll received: keep that.
+                if not (timed_out and answered):
+                    last = str(exc)
+                    answered = not timed_out
             else:
                 if status == 200:
                     return
                 last = f"HTTP {status}"
+                answered = True
             time.sleep(max(0.0, min(poll_interval_s, deadline - time.monotonic())))
 
 

@@ -334,6 +334,56 @@ def test_ctrl_c_before_the_first_item_finishes_still_writes_a_report(pytester, s
     assert data["metrics"]["items"] == 7 and data["metrics"]["errors"] == 7, data["items"]
 
 
+SWALLOWED_SIGNAL = """
+import os
+import signal
+import time
+
+import pytest
+
+SIGNAL = signal.{signal}
+sent = []
+
+
+class Finalized:
+    def __del__(self):
+        # The signal arrives while a finalizer runs: Python prints "Exception ignored in"
+        # and swallows its KeyboardInterrupt, and the session goes on.
+        os.kill(os.getpid(), SIGNAL)
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end:
+            pass
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    if not sent:
+        sent.append(1)
+        Finalized()
+"""
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_a_signal_swallowed_by_a_finalizer_still_stops_the_run(pytester, smoke, shared_target, name):
+    # A Ctrl-C that lands inside a __del__ used to be lost: the run went on, 30 s an item.
+    pytester.makeconftest(SLOW_TARGET.format(delay=30) + SWALLOWED_SIGNAL.format(signal=name))
+    report = pytester.path / "r.json"
+    child = _start(pytester, smoke, shared_target, report)
+    try:
+        out, _ = child.communicate(timeout=25)  # less than one item's generate
+    finally:
+        child.kill()
+    assert b"Exception ignored in" in out and b"KeyboardInterrupt" in out, out.decode()
+    assert child.returncode not in (0, None)
+    data = json.loads(report.read_text())
+    assert data["interrupted"] is True and data["gate"]["passed"] is False
+    assert data["metrics"]["items"] == 7 and data["metrics"]["errors"] == 7, data["items"]
+    if name == "SIGTERM":
+        assert b"SIGTERM" in out
+    else:
+        assert child.returncode == pytest.ExitCode.INTERRUPTED
+
+
 def _smoke_baseline(smoke: Path, path: Path) -> Path:
     """A baseline report of every smoke qa item (recall 1.0), as a finished run writes one."""
     from pytest_groundeval.core.gate import evaluate_gate

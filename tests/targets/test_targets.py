@@ -423,6 +423,66 @@ def test_wait_ready_reports_the_last_status(not_ready_url) -> None:
         connect_url(url, "k")
 
 
+@pytest.fixture
+def answers_503_then_stalls():
+    """A loopback server whose first ``GET /readyz`` answers 503 and every later one never answers."""
+    import http.server
+    import threading
+
+    release = threading.Event()
+    seen: list[int] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(1)
+            if len(seen) > 1:
+                release.wait(30)  # stall: the poll times out on the client side
+                return
+            self.send_response(503)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        release.set()
+        server.shutdown()
+        server.server_close()
+
+
+def test_wait_ready_keeps_the_last_status_when_a_later_poll_times_out(answers_503_then_stalls) -> None:
+    # The polls after the 503 get no answer: "no response within" must not erase what the target said.
+    url, seen = answers_503_then_stalls
+    with HttpTarget(url, "k") as target, pytest.raises(TargetUnavailable) as info:
+        target.wait_ready(1.0)
+    assert len(seen) >= 2  # a poll did time out after the 503
+    assert "did not answer 200 within 1 s (last: HTTP 503)" in str(info.value)
+
+
+def test_wait_ready_gives_its_last_poll_time_to_answer(monkeypatch) -> None:
+    # Polls right before the deadline used to get a few hundredths of a second, too short under load.
+    from pytest_groundeval.targets.http import READY_POLL_MIN_S
+
+    polls: list[float] = []
+
+    def ready(timeout_s: float) -> int:
+        polls.append(timeout_s)
+        return 503
+
+    with HttpTarget("http://127.0.0.1:9", "k") as target:
+        monkeypatch.setattr(target, "ready", ready)
+        with pytest.raises(TargetUnavailable, match=r"within 0.5 s \(last: HTTP 503\)"):
+            target.wait_ready(0.5, poll_interval_s=0.05)
+    assert len(polls) >= 3 and min(polls) >= READY_POLL_MIN_S, polls
+
+
 @pytest.mark.parametrize(
     ("change", "field"),
     [
