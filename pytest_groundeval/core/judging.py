@@ -132,10 +132,12 @@ class JudgeResult:
 
     verdict: str | None
     """One of ``JUDGE_VERDICTS``, ``UNPARSEABLE``, or None when the judge could not be reached (see ``error``)."""
-    rationale: str
-    """The judge's rationale; for ``unparseable``, why the last reply was rejected; "" when unjudged."""
-    model: str
-    """The judge model asked (recorded as the paragraph's ``judgeModel``; never empty for a judge that was asked)."""
+    rationale: str = ""
+    """The judge's rationale, required (not empty) with a verdict; for ``unparseable``, why the last reply
+    was rejected; "" when unjudged. A verdict without one is recorded as unjudged (a judge error)."""
+    model: str = ""
+    """The judge model asked (recorded as the paragraph's ``judgeModel``); when "" the judge's own
+    :attr:`Judge.model` is recorded. So ``JudgeResult(verdict=None, error="...")`` is a complete result."""
     attempts: int = 0
     """Requests sent for this paragraph (0 for a cache hit)."""
     cached: bool = False

@@ -658,13 +658,13 @@ class FinishedReport:
     path: Path | None = None
     extensions: dict[str, Any] = field(default_factory=dict)
     item_source: Callable[[], Iterator[dict[str, Any]]] | None = field(default=None, repr=False)
-    """Reads the items back (``ReportWriter.items``); None when no report file is written."""
+    """Reads the items back (``ReportWriter.items``, or the outcomes kept for the hooks); None gives none."""
 
     def items(self) -> Iterator[dict[str, Any]]:
         """The report's item outcomes (wire dicts), in the order they finished.
 
-        Streamed from the report's spool, so memory stays flat; empty when no report file is
-        written (``path`` is None): without ``--eval-report`` the run keeps no items.
+        Streamed from the report's spool when a report file is written; without one (``path``
+        None) the plugin keeps the outcomes in memory for the hooks, and only then.
         """
         return self.item_source() if self.item_source is not None else iter(())
 

@@ -34,6 +34,8 @@ that decides is the merged one (``groundeval merge``).
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import os
 import time
@@ -97,6 +99,10 @@ class Controller:
         # errored ones for a Markdown table (it lists only those).
         self.keep = "all" if settings.html else "problems" if (settings.markdown or self.step_summary) else None
         self.exit_decided = False
+        self.hook_items: dict[str, list[dict[str, Any]]] = {}
+        """Per dataset key, every item's wire outcome, for ``FinishedReport.items()`` without a report
+        file; kept only when a ``pytest_groundeval_report`` hook is registered (``_keeps_for_hook``)."""
+        self._hook_keeps: bool | None = None
         self.step_summary_error: str | None = None
         # Read and validate the floors and the baselines before any item runs: against a
         # paid target, a typo found after the run wastes the whole run.
@@ -226,11 +232,20 @@ class Controller:
             self.history.add(run, wire if wire is not None else outcome.to_wire(), self.run_floors(run))
         if self.keep == "all" or (self.keep == "problems" and not outcome.passed):
             run.kept.append(outcome.to_wire())
+        if self._keeps_for_hook():
+            self.hook_items.setdefault(run.key, []).append(wire if wire is not None else outcome.to_wire())
         if outcome.error is not None:
             run.errored += 1
             run.not_run += outcome.not_run
         elif not outcome.passed:
             run.failed += 1
+
+    def _keeps_for_hook(self) -> bool:
+        """Whether items are kept in memory for a report hook: one is registered and no report file spools them."""
+        if self._hook_keeps is None:
+            hooked = any(not _wraps(impl) for impl in self.config.hook.pytest_groundeval_report.get_hookimpls())
+            self._hook_keeps = hooked and self.settings.report is None
+        return self._hook_keeps
 
     def _writer(self, run: DatasetRun) -> ReportWriter | None:
         if run.writer is None and self.settings.report is not None:
@@ -565,33 +580,53 @@ class Controller:
         """Show each dataset's finished report to ``pytest_groundeval_report`` and keep what it added.
 
         What the hooks put in ``FinishedReport.extensions`` becomes the report's ``extensions``
-        (and the outputs'); a value that is not JSON is dropped and fails the session as an
-        output that could not be written does (docs/extending.md).
+        (and the outputs'). Each implementation is called on its own: one that raises is an
+        output error naming its file and the exception, and what it added is left out; the
+        report and the other outputs are still written. Each extension whose value is not
+        JSON is left out and named in an output error; the JSON ones are kept. Either fails
+        the session as an output that could not be written does (docs/extending.md).
         """
         hook = self.config.hook.pytest_groundeval_report
-        if not hook.get_hookimpls():
+        impls = [impl for impl in reversed(hook.get_hookimpls()) if not _wraps(impl)]
+        if not impls:
             return
         for run, fields in parts:
             data = Report(**fields).to_wire()
             del data["items"]
             writer = run.writer
+            kept = self.hook_items.get(run.key, [])
             finished = FinishedReport(
                 data=data,
                 path=self.settings.report,
-                item_source=writer.items if writer is not None else None,
+                item_source=writer.items if writer is not None else functools.partial(iter, kept),
             )
-            hook(config=self.config, report=finished)
-            if not finished.extensions:
-                continue
-            try:
-                json.dumps(finished.extensions, allow_nan=False)
-            except (TypeError, ValueError) as exc:
-                self.output_errors.append(
-                    f"the report of {run.manifest_version()}: extensions added by pytest_groundeval_report "
-                    f"are not JSON ({exc}); they were left out (docs/extending.md)"
-                )
-                continue
-            fields["extensions"] = dict(finished.extensions)
+            arguments = {"config": self.config, "report": finished}
+            for impl in impls:
+                before = dict(finished.extensions)
+                try:
+                    impl.function(**{name: arguments[name] for name in impl.argnames})
+                except Exception as exc:  # noqa: BLE001 -- any error of an extension is an output error, never a lost report
+                    finished.extensions = before
+                    where = inspect.getsourcefile(impl.function) or impl.plugin_name
+                    self.output_errors.append(
+                        f"the report of {run.manifest_version()}: pytest_groundeval_report in {where} raised "
+                        f"{type(exc).__name__}: {exc}; the report was written without what it added (docs/extending.md)"
+                    )
+            extensions = {}
+            for name, value in finished.extensions.items():
+                try:
+                    if not isinstance(name, str):
+                        raise TypeError(f"the name is {type(name).__name__}, not str")
+                    json.dumps(value, allow_nan=False)
+                except (TypeError, ValueError) as exc:
+                    self.output_errors.append(
+                        f"the report of {run.manifest_version()}: extensions added by pytest_groundeval_report "
+                        f"are not JSON: {name!r} ({exc}); it was left out, the others kept (docs/extending.md)"
+                    )
+                    continue
+                extensions[name] = value
+            if extensions:
+                fields["extensions"] = extensions
 
     def _write_report(self, parts: list[tuple[DatasetRun, ReportFields]]) -> None:
         if self.settings.report is None:
@@ -627,3 +662,8 @@ class Controller:
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         write_summary(terminalreporter, self)
+
+
+def _wraps(impl: Any) -> bool:
+    """Whether a hook implementation is a wrapper (called around the others, not one of them)."""
+    return bool(getattr(impl, "hookwrapper", False) or getattr(impl, "wrapper", False))

@@ -261,6 +261,8 @@ def judging_clients(
     async def build() -> tuple[Judge | None, Scorer | None]:
         judge: Judge | None = hook.pytest_groundeval_make_judge(config=request.config)
         scorer: Scorer | None = hook.pytest_groundeval_make_scorer(config=request.config)
+        check_hook_client(hook.pytest_groundeval_make_judge, judge, Judge, "judge")
+        check_hook_client(hook.pytest_groundeval_make_scorer, scorer, Scorer, "score")
         if judge is None and judge_url:
             judge = JudgeClient(
                 judge_url,
@@ -276,6 +278,31 @@ def judging_clients(
         return judge, scorer
 
     return build
+
+
+def check_hook_client(hook: Any, client: object, protocol: type, method: str) -> None:
+    """Refuse what a ``pytest_groundeval_make_judge`` / ``_make_scorer`` hook returned unless it is None or a client.
+
+    A client is an object with the protocol's attributes (``core.judging.Judge`` or ``Scorer``)
+    whose ``method`` is a coroutine function (docs/extending.md).
+
+    Raises:
+        ValueError: naming the hook, the files of its implementations and what was returned
+            (``install_judging`` stops the session with it).
+    """
+    if client is None:
+        return
+    if isinstance(client, protocol) and inspect.iscoroutinefunction(getattr(client, method, None)):
+        return
+    files = ", ".join(
+        sorted({str(inspect.getsourcefile(impl.function) or impl.plugin_name) for impl in hook.get_hookimpls()})
+    )
+    shown = repr(client) if len(repr(client)) <= 80 else repr(client)[:77] + "..."
+    raise ValueError(
+        f"{hook.name} (implemented in {files}) returned {type(client).__name__} {shown}, not a "
+        f"{protocol.__name__}: an object with {', '.join(sorted(protocol.__annotations__))} "
+        f"and an async {method}() and close() (docs/extending.md)"
+    )
 
 
 def install_judging(

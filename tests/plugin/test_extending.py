@@ -13,6 +13,7 @@ import textwrap
 
 import pytest
 
+from pytest_groundeval.cli import main as groundeval
 from pytest_groundeval.core import kinds
 from pytest_groundeval.core.gate import DEFAULT_FLOORS
 from pytest_groundeval.core.metrics import METRIC_DIRECTIONS, Metrics
@@ -218,3 +219,125 @@ def test_a_hook_kind_is_accepted_by_the_history_junit_and_html(pytester: pytest.
     page = (pytester.path / "r.html").read_text(encoding="utf-8")
     assert "kw-planets" in page and "keywordRecall" in page
     assert_registry_is_built_in()
+
+
+def _judge_returning(pytester: pytest.Pytester, value: str, make: str = "OverlapJudge()") -> None:
+    """The docs' judge example, with ``judge`` returning ``value`` and ``make_judge`` returning ``make``."""
+    write_example(pytester, "judge")
+    conftest = pytester.path / "conftest.py"
+    code = conftest.read_text(encoding="utf-8")
+    assert "        return ge.JudgeResult(\n" in code and "    return OverlapJudge()" in code
+    code = code.replace("        return ge.JudgeResult(\n", f"        return {value}\n        return ge.JudgeResult(\n")
+    conftest.write_text(code.replace("    return OverlapJudge()", f"    return {make}"), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (
+            'ge.JudgeResult(verdict="yes-ish", rationale="x", model=self.model)',
+            "returned verdict 'yes-ish', not one of",
+        ),
+        ("None", "returned NoneType None, not a JudgeResult"),
+        ('{"verdict": "supported"}', "returned dict {'verdict': 'supported'}, not a JudgeResult"),
+    ],
+    ids=["badverdict", "none", "dict"],
+)
+def test_a_hook_judge_returning_junk_counts_judge_errors_and_the_report_reads(
+    pytester: pytest.Pytester, value: str, problem: str
+) -> None:
+    _judge_returning(pytester, value)
+    result = run(pytester, f"--eval-dataset={CITATION_SMOKE}", "--eval-report=report.json", "-n", "0")
+    assert result.ret in (0, 1), result.stdout.str()
+    assert "INTERNALERROR" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["gate: *"])
+    report = read_report(pytester.path / "report.json")
+    assert report.metrics.judge_errors == 7 and not report.interrupted
+    errors = [p["judgeError"] for item in report.items for p in item.extra.get("citationParagraphs", [])]
+    assert len(errors) == 7
+    assert all(e.startswith(f"the judge OverlapJudge (model 'word-overlap') {problem}") for e in errors), errors
+    assert groundeval(["report", str(pytester.path / "report.json")]) == 0
+
+
+def test_the_documented_judge_failure_form_is_an_unjudged_paragraph(pytester: pytest.Pytester) -> None:
+    _judge_returning(pytester, 'ge.JudgeResult(verdict=None, error="backend timeout")')
+    result = run(pytester, f"--eval-dataset={CITATION_SMOKE}", "--eval-report=report.json", "-n", "0")
+    assert "TypeError" not in result.stdout.str()
+    report = read_report(pytester.path / "report.json")
+    assert report.metrics.judge_errors == 7
+    records = [p for item in report.items for p in item.extra.get("citationParagraphs", [])]
+    assert {(p["judgeError"], p["judgeModel"]) for p in records} == {("backend timeout", "word-overlap")}
+
+
+def test_make_judge_returning_no_judge_stops_the_session_naming_the_hooks_file(pytester: pytest.Pytester) -> None:
+    _judge_returning(pytester, "None", make='"hello"')
+    result = run(pytester, f"--eval-dataset={CITATION_SMOKE}", "--eval-report=report.json", "-n", "0")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [f"*the citation judge could not be set up: pytest_groundeval_make_judge (implemented in "
+         f"{pytester.path / 'conftest.py'}) returned str 'hello', not a Judge*"]
+    )  # fmt: skip
+
+
+def _report_hook(pytester: pytest.Pytester, body: str) -> None:
+    write_example(pytester, "kind")
+    write_example(pytester, "report", append=f"\n{body}\n")
+
+
+def test_a_report_hook_that_raises_loses_no_output_and_fails_the_run(pytester: pytest.Pytester) -> None:
+    _report_hook(pytester, "\ndef pytest_groundeval_report(config, report):\n    raise RuntimeError('hook exploded')")
+    conftest = pytester.path / "conftest.py"
+    # Two implementations: the docs' one (renamed into a plugin) and one that raises.
+    code = conftest.read_text(encoding="utf-8")
+    code = code.replace(
+        "def pytest_groundeval_report(config, report):\n    failed", "def _triage(config, report):\n    failed", 1
+    )
+    conftest.write_text(code, encoding="utf-8")
+    (pytester.path / "triage_plugin.py").write_text(
+        "from conftest import _triage\n\n\ndef pytest_groundeval_report(config, report):\n    _triage(config, report)\n",
+        encoding="utf-8",
+    )
+    pytester.syspathinsert()
+    result = run(
+        pytester, "-p", "triage_plugin", "--eval-dataset=datasets/keywords", "--eval-report=report.json",
+        "--junitxml=junit.xml", "-n", "0",
+    )  # fmt: skip
+    assert result.ret == 1, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [f"*pytest_groundeval_report in {conftest} raised RuntimeError: hook exploded*", "gate: PASS"]
+    )
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
+    assert report["extensions"] == {"triage": {"verdict": "PASS", "failedItems": []}}
+    assert (pytester.path / "junit.xml").exists()
+    assert sorted(p.name for p in pytester.path.iterdir() if ".tmp" in p.name) == []
+
+
+def test_each_extension_that_is_not_json_is_named_and_the_others_kept(pytester: pytest.Pytester) -> None:
+    _report_hook(
+        pytester,
+        "\n_docs = pytest_groundeval_report\n\n\ndef pytest_groundeval_report(config, report):\n"
+        "    _docs(config, report)\n    report.extensions['bad'] = {1, 2}\n    report.extensions['nanny'] = float('nan')",
+    )
+    result = run(pytester, "--eval-dataset=datasets/keywords", "--eval-report=report.json", "-n", "0")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        ["*extensions added by pytest_groundeval_report are not JSON: 'bad'*",
+         "*extensions added by pytest_groundeval_report are not JSON: 'nanny'*"]
+    )  # fmt: skip
+    report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
+    assert report["extensions"] == {"triage": {"verdict": "PASS", "failedItems": []}}
+
+
+@pytest.mark.parametrize("mode", [["-n", "0"], ["-n", "2"]], ids=["n0", "n2"])
+def test_report_items_are_there_without_a_report_file(pytester: pytest.Pytester, mode: list[str]) -> None:
+    write_example(pytester, "kind")
+    manifest = pytester.path / "datasets/keywords/manifest.json"
+    manifest.write_text(manifest.read_text().replace('"answer": "Jupiter', '"answer": "Saturn'), encoding="utf-8")
+    write_example(
+        pytester,
+        "report",
+        append="\n    print(f\"\\nTRIAGE {report.extensions['triage']} {len(list(report.items()))}\")\n",
+    )
+    result = run(pytester, "--eval-dataset=datasets/keywords", "-s", *mode)
+    assert "TRIAGE {'verdict': 'FAIL', 'failedItems': ['kw-planets']} 3" in result.stdout.str(), result.stdout.str()

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...judging import (
     JUDGE_LABELS,
+    RECORDED_VERDICTS,
     UNJUDGED,
     UNPARSEABLE,
     Judge,
@@ -42,6 +43,8 @@ __all__ = [
     "MAX_OTHER_SOURCES",
     "assess_citation",
     "assess_paragraphs",
+    "checked_judge_result",
+    "checked_score_result",
     "judge_payload",
     "paragraph_labels",
     "source_details",
@@ -110,6 +113,81 @@ def judge_payload(record: Mapping[str, Any], paragraph: str, sources: Mapping[st
     return judge_input(paragraph, cited, others, record.get("metadataMismatch") or [])
 
 
+def _named(client: object, kind: str) -> str:
+    """``the judge LengthJudge (model 'length-judge')``: a judge or scorer as its errors name it."""
+    model = getattr(client, "model", None)
+    named = f"the {kind} {type(client).__qualname__}"
+    return f"{named} (model {model!r})" if isinstance(model, str) and model else named
+
+
+def _shown(value: object) -> str:
+    """A short repr of what a judge or scorer returned, for an error text."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def checked_judge_result(judge: Judge, result: object) -> JudgeResult:
+    """What ``judge.judge`` returned, as a result the report can hold; anything else is a judge error.
+
+    The boundary where an extension's judge (docs/extending.md) enters core: a result that
+    is not a :class:`JudgeResult`, a verdict outside ``RECORDED_VERDICTS``, a verdict with an
+    empty rationale, or no verdict and no ``error`` leaves the paragraph unjudged (counted in
+    ``judgeErrors``), with a ``judgeError`` naming the judge and what was wrong; never a crash.
+    A result without ``model`` records the judge's own ``model``.
+
+    Args:
+        judge: The judge asked (named in the error text; its ``model`` fills a missing one).
+        result: What its ``judge`` coroutine returned.
+
+    Returns:
+        ``result`` itself when it is sound (its ``model`` filled in when ""), else an unjudged
+        :class:`JudgeResult` (``verdict`` None, ``error`` set).
+    """
+    own = getattr(judge, "model", None)
+    model = own if isinstance(own, str) else ""
+    problem = None
+    if not isinstance(result, JudgeResult):
+        problem = f"returned {type(result).__name__} {_shown(result)}, not a JudgeResult"
+    elif result.verdict is None:
+        if not isinstance(result.error, str) or not result.error.strip():
+            problem = "returned no verdict and no error"
+    elif not isinstance(result.verdict, str) or result.verdict not in RECORDED_VERDICTS:
+        problem = f"returned verdict {result.verdict!r}, not one of {', '.join(RECORDED_VERDICTS)}"
+    elif not isinstance(result.rationale, str) or not result.rationale.strip():
+        problem = f"returned verdict {result.verdict!r} with an empty rationale"
+    if problem is not None:
+        recorded = result.model if isinstance(result, JudgeResult) and isinstance(result.model, str) else ""
+        return JudgeResult(
+            verdict=None,
+            model=recorded or model,
+            error=f'{_named(judge, "judge")} {problem} (docs/extending.md, "A judge of your own")',
+        )
+    assert isinstance(result, JudgeResult)
+    if not isinstance(result.model, str) or not result.model:
+        result.model = model
+    return result
+
+
+def checked_score_result(scorer: Scorer, result: object) -> ScoreResult:
+    """What ``scorer.score`` returned, as a result the report can hold; anything else is a scorer error.
+
+    As :func:`checked_judge_result`: a result that is not a :class:`ScoreResult`, or whose
+    ``score`` is neither None nor a number in [0, 1], gives no score and a ``scorerError``
+    naming the scorer and what was wrong (counted in ``scorerErrors``).
+    """
+    problem = None
+    if not isinstance(result, ScoreResult):
+        problem = f"returned {type(result).__name__} {_shown(result)}, not a ScoreResult"
+    elif result.score is not None and (
+        isinstance(result.score, bool) or not isinstance(result.score, (int, float)) or not 0.0 <= result.score <= 1.0
+    ):
+        problem = f"returned score {result.score!r}, not a number in [0, 1]"
+    if problem is not None:
+        return ScoreResult(score=None, error=f"{_named(scorer, 'scorer')} {problem} (docs/extending.md)")
+    assert isinstance(result, ScoreResult)
+    return result
+
+
 async def assess_paragraphs(
     records: Sequence[Mapping[str, Any]],
     *,
@@ -142,6 +220,12 @@ async def assess_paragraphs(
     """
     texts = paragraphs(answer)
 
+    async def judged(judge: Judge, payload: JudgeInput) -> JudgeResult:
+        return checked_judge_result(judge, await judge.judge(payload))
+
+    async def scored(scorer: Scorer, paragraph: str, cited: list[str]) -> ScoreResult:
+        return checked_score_result(scorer, await scorer.score(paragraph, cited))
+
     async def one(record: Mapping[str, Any]) -> dict[str, Any]:
         index = record.get("index")
         paragraph = texts[index] if isinstance(index, int) and 0 <= index < len(texts) else str(record.get("text", ""))
@@ -154,9 +238,9 @@ async def assess_paragraphs(
         markers = [m for m in record.get("markers") or [] if m in sources]
         tasks: list[Awaitable[JudgeResult | ScoreResult]] = []
         if judge is not None:
-            tasks.append(judge.judge(judge_payload(record, paragraph, sources)))
+            tasks.append(judged(judge, judge_payload(record, paragraph, sources)))
         if scorer is not None:
-            tasks.append(scorer.score(paragraph, [sources[m].get("text", "") for m in markers]))
+            tasks.append(scored(scorer, paragraph, [sources[m].get("text", "") for m in markers]))
         results = await asyncio.gather(*tasks)
         for result in results:
             out.update(result.to_record())
