@@ -204,9 +204,15 @@ def test_a_hook_kind_is_accepted_by_the_history_junit_and_html(pytester: pytest.
 
     write_example(pytester, "kind")
     result = run(
-        pytester, "--eval-dataset=datasets/keywords", "--eval-history=sqlite:///h.db", "--junitxml=j.xml",
-        "--eval-html=r.html", "--eval-no-step-summary", "-n", "2",
-    )  # fmt: skip
+        pytester,
+        "--eval-dataset=datasets/keywords",
+        "--eval-history=sqlite:///h.db",
+        "--junitxml=j.xml",
+        "--eval-html=r.html",
+        "--eval-no-step-summary",
+        "-n",
+        "2",
+    )
     assert result.ret == 0, result.stdout.str()
     with sqlite3.connect(pytester.path / "h.db") as db:
         assert db.execute("SELECT kind, COUNT(*) FROM items GROUP BY kind").fetchall() == [("keywords", 3)]
@@ -217,4 +223,99 @@ def test_a_hook_kind_is_accepted_by_the_history_junit_and_html(pytester: pytest.
         assert properties.get("keywordsFound") not in (None, "0"), properties
     page = (pytester.path / "r.html").read_text(encoding="utf-8")
     assert "kw-planets" in page and "keywordRecall" in page
+    assert_registry_is_built_in()
+
+
+_BROKEN_KINDS = {
+    "recall": """
+class Clash(KeywordsKind):
+    metrics = (ge.MetricSpec("retrieval_recall", "clashes with qa's"),)
+
+KINDS = [Clash]
+""",
+    "errors": """
+class Clash(KeywordsKind):
+    metrics = (ge.MetricSpec("errors", "clashes with the common count"),)
+
+KINDS = [Clash]
+""",
+    "same": """
+class Keywords2Item(KeywordsItem):
+    kind: Literal["keywords2"]
+
+class Keywords2(KeywordsKind):
+    name = "keywords2"
+    model = Keywords2Item
+
+KINDS = [KeywordsKind, Keywords2]
+""",
+    "qa": """
+class Qa(KeywordsKind):
+    name = "qa"
+
+KINDS = [Qa]
+""",
+    "notakind": """
+class NotAKind:
+    name = "zzz"
+    model = KeywordsItem
+
+KINDS = [NotAKind]
+""",
+    "string": """
+KINDS = "keywords"
+""",
+}
+
+
+def _broken(pytester: pytest.Pytester, name: str) -> pytest.RunResult:
+    write_example(
+        pytester,
+        "kind",
+        append=_BROKEN_KINDS[name] + "\n\ndef pytest_groundeval_register_kinds(config):\n    return KINDS\n",
+    )
+    return run(pytester, "--eval-dataset=datasets/keywords", "-n", "0")
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        (
+            "recall",
+            "kind 'keywords': its metric 'retrieval_recall' (retrievalRecall) clashes with the metric "
+            "'retrievalRecall' of the kind 'qa'",
+        ),
+        ("errors", "kind 'keywords': its metric 'errors' (errors) clashes with the metric 'errors' every kind shares"),
+        (
+            "same",
+            "kind 'keywords2': its metric 'keyword_recall' (keywordRecall) clashes with the metric "
+            "'keywordRecall' of the kind 'keywords'",
+        ),
+        ("qa", "'qa' is a built-in kind"),
+        ("notakind", "is not an item kind: pass a subclass or an instance of pytest_groundeval.Kind"),
+    ],
+)
+def test_a_kind_that_cannot_be_registered_is_a_usage_error_naming_the_conftest_file(
+    pytester: pytest.Pytester, name: str, message: str
+) -> None:
+    result = _broken(pytester, name)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    conftest = pytester.path / "conftest.py"
+    (line,) = [line for line in result.stderr.lines if "cannot register" in line]
+    assert f"from pytest_groundeval_register_kinds in {conftest}: " in line and message in line, line
+    assert "gate:" not in result.stdout.str()
+    assert_registry_is_built_in()
+    assert "keywords2" not in kinds.KIND_NAMES
+
+
+def test_a_hook_returning_a_string_is_a_usage_error_not_one_per_character(pytester: pytest.Pytester) -> None:
+    result = _broken(pytester, "string")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines(
+        [
+            f"*pytest_groundeval_register_kinds in {pytester.path / 'conftest.py'} returned 'keywords', not a list or "
+            "tuple of item kinds*"
+        ]
+    )
+    assert "'k'" not in result.stderr.str()
     assert_registry_is_built_in()
