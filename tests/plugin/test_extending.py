@@ -204,15 +204,9 @@ def test_a_hook_kind_is_accepted_by_the_history_junit_and_html(pytester: pytest.
 
     write_example(pytester, "kind")
     result = run(
-        pytester,
-        "--eval-dataset=datasets/keywords",
-        "--eval-history=sqlite:///h.db",
-        "--junitxml=j.xml",
-        "--eval-html=r.html",
-        "--eval-no-step-summary",
-        "-n",
-        "2",
-    )
+        pytester, "--eval-dataset=datasets/keywords", "--eval-history=sqlite:///h.db", "--junitxml=j.xml",
+        "--eval-html=r.html", "--eval-no-step-summary", "-n", "2",
+    )  # fmt: skip
     assert result.ret == 0, result.stdout.str()
     with sqlite3.connect(pytester.path / "h.db") as db:
         assert db.execute("SELECT kind, COUNT(*) FROM items GROUP BY kind").fetchall() == [("keywords", 3)]
