@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import importlib
 import json
+import pathlib
 import re
 import textwrap
 
 import pytest
 
+from pytest_groundeval.cli import main as cli_main
 from pytest_groundeval.core import kinds
 from pytest_groundeval.core.gate import DEFAULT_FLOORS
 from pytest_groundeval.core.metrics import METRIC_DIRECTIONS, Metrics
@@ -312,4 +314,85 @@ def test_a_hook_returning_a_string_is_a_usage_error_not_one_per_character(pytest
         ]
     )
     assert "'k'" not in result.stderr.str()
+    assert_registry_is_built_in()
+
+
+def _installed_kind(pytester: pytest.Pytester) -> pathlib.Path:
+    """The docs kind as an installed package (an entry point), not on the path yet; returns its site directory."""
+    write_example(pytester, "kind")
+    code = (pytester.path / "conftest.py").read_text(encoding="utf-8")
+    site = pytester.mkdir("site")
+    (site / "keywords_kind.py").write_text(code.replace("def pytest_groundeval_register_kinds", "def _unused"))
+    info = site / "keywords_kind-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: keywords-kind\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pytest_groundeval.kinds]\nkeywords = keywords_kind:KeywordsKind\n")
+    return site
+
+
+def test_the_groundeval_command_reads_back_a_report_of_an_installed_kind(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site = _installed_kind(pytester)
+    (pytester.path / "conftest.py").unlink()
+    pytester.syspathinsert(site)
+    result = run(pytester, "--eval-dataset=datasets/keywords", "--eval-report=report.json", "-n", "0")
+    assert result.ret == 0, result.stdout.str()
+    capsys.readouterr()
+    report = str(pytester.path / "report.json")
+    assert cli_main(["gate", "--report", report]) == 0, capsys.readouterr().err
+    assert re.search(r"keywordRecall\s+1\.0000 >= 0\.9000\s+PASS", capsys.readouterr().out)
+    assert cli_main(["report", report]) == 0, capsys.readouterr().err
+    assert cli_main(["merge", report, "-o", str(pytester.path / "merged.json")]) == 0, capsys.readouterr().err
+    assert_registry_is_built_in()
+
+
+def test_the_groundeval_command_says_once_that_a_conftest_kind_is_not_registered(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_example(pytester, "kind")
+    history = f"sqlite:///{pytester.path / 'h.db'}"
+    result = run(
+        pytester,
+        "--eval-dataset=datasets/keywords",
+        "--eval-report=report.json",
+        f"--eval-history={history}",
+        "-n",
+        "0",
+    )
+    assert result.ret == 0, result.stdout.str()
+    capsys.readouterr()
+    report = str(pytester.path / "report.json")
+    expected = (
+        f"{report}: item kind 'keywords' and metric 'keywordRecall' are not registered (an extension's kind or "
+        "metric? the groundeval command loads kinds from the pytest_groundeval.kinds entry points only, not from "
+        "conftest.py files; docs/extending.md)"
+    )
+    for command, args in [("gate", ["--report", report]), ("report", [report]), ("merge", [report, "-o", "m.json"])]:
+        assert cli_main([command, *args]) == 2
+        err = capsys.readouterr().err
+        assert err == f"groundeval {command}: {expected}\n", err
+    assert cli_main(["history", "list", "--history", history]) == 0
+    run_id = capsys.readouterr().out.splitlines()[1].split()[0]
+    assert cli_main(["gate", "--run", run_id, "--history", history]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "in the history is not a valid report: item kind 'keywords' and metric 'keywordRecall' are not registered ("
+        in err
+    )
+
+
+def test_the_groundeval_command_refuses_an_installed_kind_that_does_not_register(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site = _installed_kind(pytester)
+    module = site / "keywords_kind.py"
+    module.write_text(module.read_text().replace('name = "keywords"', 'name = "qa"'))
+    pytester.syspathinsert(site)
+    assert cli_main(["report", "nothing.json"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "groundeval report: cannot register the item kind 'qa' from entry point keywords = keywords_kind:KeywordsKind "
+        "(pytest_groundeval.kinds): 'qa' is a built-in kind"
+    ), err
     assert_registry_is_built_in()

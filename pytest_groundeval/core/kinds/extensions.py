@@ -7,11 +7,11 @@ so both see the same installed kinds. Light: it imports no pydantic (the plugin 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
-from . import register, unregister
+from . import KIND_NAMES, register, unregister
 
 if TYPE_CHECKING:
     from .base import Kind
@@ -68,3 +68,37 @@ def register_from(found: Iterable[tuple[str, Any]]) -> list[Kind]:
             unregister(instance.name)
         raise
     return done
+
+
+UNREGISTERED_HINT = (
+    "an extension's kind or metric? the groundeval command loads kinds from the pytest_groundeval.kinds entry points "
+    "only, not from conftest.py files; docs/extending.md"
+)
+"""Why a kind or metric a report names may be unknown to the ``groundeval`` command."""
+
+
+def unregistered_names(errors: Iterable[Mapping[str, Any]]) -> str | None:
+    """What a report names that no registered kind defines, from its validation errors; None if nothing.
+
+    Args:
+        errors: pydantic's error dicts (``ValidationError.errors()``) of a report or outcome.
+
+    Returns:
+        One sentence, e.g. "item kind 'exact' is not registered (…)" or "item kind 'exact' and
+        metric 'exactMatchRate' are not registered (…)", each name once; None when no error is
+        an unknown kind (an item's ``kind``) or an unknown metric (an extra key of ``metrics``).
+    """
+    kinds: dict[str, None] = {}
+    metrics: dict[str, None] = {}
+    for error in errors:
+        loc = tuple(error.get("loc", ()))
+        value = error.get("input")
+        if loc and loc[-1] == "kind" and isinstance(value, str) and value not in KIND_NAMES:
+            kinds[f"item kind {value!r}"] = None
+        elif len(loc) == 2 and loc[0] == "metrics" and error.get("type") == "extra_forbidden":
+            metrics[f"metric {loc[1]!r}"] = None
+    names = [*kinds, *metrics]
+    if not names:
+        return None
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return f"{listed} {'is' if len(names) == 1 else 'are'} not registered ({UNREGISTERED_HINT})"
