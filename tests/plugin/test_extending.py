@@ -396,3 +396,20 @@ def test_the_groundeval_command_refuses_an_installed_kind_that_does_not_register
         "(pytest_groundeval.kinds): 'qa' is a built-in kind"
     ), err
     assert_registry_is_built_in()
+
+
+def test_a_conftest_beside_the_dataset_is_not_loaded_as_the_docs_say(pytester: pytest.Pytester) -> None:
+    text = DOC.read_text(encoding="utf-8")
+    block = re.search(r"<!-- output: conftest-beside-the-dataset -->\n```\n(.*?)```", text, re.S)
+    assert block, "docs/extending.md shows no error of a conftest.py beside the dataset"
+    write_example(pytester, "kind")
+    (pytester.path / "conftest.py").rename(pytester.path / "datasets/keywords/conftest.py")
+    result = run(pytester, "--eval-dataset=datasets/keywords", "-n", "0")
+    assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        ["*" + line.replace("/path/to/", "*").replace("[", "[[]") + "*" for line in block.group(1).splitlines()]
+    )
+    # The remedy the page gives: name the dataset's directory on the command line too.
+    result = run(pytester, "--eval-dataset=datasets/keywords", "datasets/keywords", "-n", "0")
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=3)
