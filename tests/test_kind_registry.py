@@ -8,7 +8,9 @@ accept it without naming it anywhere in the package, and forget it once it is re
 
 from __future__ import annotations
 
+import importlib
 import json
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,14 +21,15 @@ from pydantic import ValidationError
 
 from pytest_groundeval.core import kinds
 from pytest_groundeval.core.dataset import DatasetError, Manifest, item_adapter, load_dataset
-from pytest_groundeval.core.kinds.base import ItemBase, Kind
-from pytest_groundeval.core.metrics import compute_metrics
+from pytest_groundeval.core.kinds.base import ItemBase, Kind, MetricSpec
+from pytest_groundeval.core.metrics import METRIC_DIRECTIONS, Metrics, compute_metrics
 from pytest_groundeval.core.outcome import ItemOutcome
 from pytest_groundeval.history.errors import HistoryError
 from pytest_groundeval.history.records import item_row
 from pytest_groundeval.outputs.html import item_view, render_html
 from pytest_groundeval.plugin.record import record_figures
 
+kind_names = importlib.import_module("pytest_groundeval.core.kinds.names")  # `kinds.names` is a function
 BUILT_IN = ("qa", "adversarial", "temporal", "citation", "review")
 CITATION_REPORT = Path(__file__).parent / "outputs" / "data" / "report-citation-smoke.json"
 
@@ -137,3 +140,81 @@ def test_a_kind_is_registered_once_and_built_in_kinds_stay(summary):
     with pytest.raises(ValueError, match="built-in kind"):
         kinds.unregister("qa")
     assert tuple(kinds.KIND_NAMES) == (*BUILT_IN, "summary")
+
+
+def _with_metric(name: str, field: str) -> type[Kind]:
+    """A kind like ``SummaryKind`` called ``name`` that measures one rate ``field``."""
+    model = type(
+        f"{name.title()}Item",
+        (SummaryItem,),
+        {"__annotations__": {"kind": Literal[name]}, "__module__": __name__},  # type: ignore[valid-type]
+    )
+    return type(
+        f"{name.title()}Kind", (SummaryKind,), {"name": name, "model": model, "metrics": (MetricSpec(field, "doc"),)}
+    )
+
+
+@pytest.mark.parametrize(
+    ("field", "clash"),
+    [
+        ("retrieval_recall", "the metric 'retrievalRecall' of the kind 'qa'"),
+        ("retrievalRecall", "the metric 'retrievalRecall' of the kind 'qa'"),
+        ("errors", "the metric 'errors' every kind shares"),
+        ("latency_ms_p50", "the metric 'latencyMsP50' every kind shares"),
+        ("items", "the Metrics field 'items'"),
+        ("items_by_kind", "the Metrics field 'itemsByKind'"),
+        ("not_run", "the Metrics field 'notRun'"),
+    ],
+)
+def test_a_kind_whose_metric_takes_a_taken_name_is_refused_and_nothing_changes(field, clash):
+    fields_before = dict(Metrics.model_fields)
+    generation = kinds.generation()
+    with pytest.raises(
+        ValueError, match=rf"kind 'clash': its metric '{field}' \(\w+\) clashes with {re.escape(clash)}"
+    ):
+        kinds.register(_with_metric("clash", field))
+    assert tuple(kinds.KIND_NAMES) == BUILT_IN and kinds.generation() == generation
+    assert dict(Metrics.model_fields) == fields_before
+
+
+def test_two_extension_kinds_declaring_one_metric_clash():
+    first = kinds.register(_with_metric("exact", "exact_match_rate"))
+    try:
+        with pytest.raises(ValueError, match="kind 'exact2': its metric 'exact_match_rate' .* of the kind 'exact'"):
+            kinds.register(_with_metric("exact2", "exact_match_rate"))
+        assert tuple(kinds.KIND_NAMES) == (*BUILT_IN, "exact")
+        assert "exactMatchRate" in METRIC_DIRECTIONS
+    finally:
+        kinds.unregister(first.name)
+    assert "exactMatchRate" not in METRIC_DIRECTIONS and "exact_match_rate" not in Metrics.model_fields
+
+
+def test_a_kind_named_like_a_built_in_one_is_refused_for_its_name_first():
+    class Qa(SummaryKind):
+        name = "qa"  # its model's Literal is 'summary': the name is what is wrong
+
+    with pytest.raises(ValueError, match="'qa' is a built-in kind"):
+        kinds.register(Qa)
+
+
+@pytest.mark.parametrize("thing", ["exact", SummaryItem, object(), SimpleNamespace(name="x", model=SummaryItem)])
+def test_what_is_not_a_kind_is_refused_as_such(thing):
+    with pytest.raises(
+        ValueError, match="is not an item kind: pass a subclass or an instance of pytest_groundeval.Kind"
+    ):
+        kinds.register(thing)
+    assert tuple(kinds.KIND_NAMES) == BUILT_IN
+
+
+def test_a_listener_that_fails_leaves_no_kind_half_registered():
+    def boom() -> None:
+        if "summary" in kinds.KIND_NAMES:
+            raise RuntimeError("cannot rebuild")
+
+    kinds.on_change(boom)
+    try:
+        with pytest.raises(RuntimeError, match="cannot rebuild"):
+            kinds.register(SummaryKind)
+        assert tuple(kinds.KIND_NAMES) == BUILT_IN and kinds.registered("summary") is None
+    finally:
+        del kind_names._listeners[f"{boom.__module__}.{boom.__qualname__}"]

@@ -3,6 +3,10 @@
 Each sub-command takes the remaining arguments: ``main(argv: list[str]) -> int``. Exit codes: 0 success (or gate
 PASS), 1 gate FAIL, 2 unusable input or usage error. A reader that stops early (``groundeval gate … | head -1``)
 costs the rest of the output, never the exit code: the command runs to the end and exits with its own status.
+
+Before a command runs, the item kinds of installed packages (the ``pytest_groundeval.kinds`` entry points,
+``core.kinds.extensions``, the loader the pytest plugin uses too) are registered, so reports holding an
+extension's kinds and metrics read back; ``conftest.py`` kinds are not loaded here (docs/extending.md).
 """
 
 from __future__ import annotations
@@ -11,6 +15,9 @@ import importlib
 import os
 import sys
 from typing import Any, TextIO
+
+from ..core.kinds import unregister
+from ..core.kinds.extensions import ExtensionError, entry_point_kinds, register_from
 
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "hash-corpus": (
@@ -114,9 +121,18 @@ def _dispatch(argv: list[str] | None) -> int:
     if name not in COMMANDS:
         print(f"groundeval: unknown command {name!r}\n\n{USAGE}", file=sys.stderr)
         return 2
-    module_name, func_name, _ = COMMANDS[name]
-    func = getattr(importlib.import_module(module_name), func_name)
-    return int(func(rest) or 0)
+    try:
+        installed = register_from(entry_point_kinds())
+    except ExtensionError as exc:
+        print(f"groundeval {name}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        module_name, func_name, _ = COMMANDS[name]
+        func = getattr(importlib.import_module(module_name), func_name)
+        return int(func(rest) or 0)
+    finally:
+        for kind in reversed(installed):
+            unregister(kind.name)
 
 
 if __name__ == "__main__":  # pragma: no cover

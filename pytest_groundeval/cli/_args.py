@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..core.kinds.extensions import unregistered_names
+
 
 class UsageError(Exception):
     """A command line the sub-command cannot run; the message says why (exit code 2)."""
@@ -53,3 +55,23 @@ def print_usage_error(parser: argparse.ArgumentParser, error: UsageError) -> int
     parser.print_usage(sys.stderr)
     print(f"{parser.prog}: error: {error}", file=sys.stderr)
     return 2
+
+
+_SCHEMA_MISMATCH = ": does not match report schema"
+
+
+def report_error_text(error: Exception) -> str:
+    """The message of a report that cannot be read, as a command prints it.
+
+    When the report does not validate only because it names item kinds or metrics that no
+    registered kind defines (an extension's, ``core.kinds.extensions.unregistered_names``),
+    the message says that once, after the report's name, instead of one pydantic error per item.
+    """
+    text = str(error)
+    errors = getattr(error.__cause__, "errors", None)
+    if not callable(errors) or _SCHEMA_MISMATCH not in text:
+        return text
+    unknown = unregistered_names(errors())
+    if unknown is None:
+        return text
+    return f"{text.split(_SCHEMA_MISMATCH, 1)[0]}: {unknown}"

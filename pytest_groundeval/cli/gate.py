@@ -13,7 +13,7 @@ from ..core.render import format_check
 from ..core.report import Report, ReportError, check_metrics, read_report, read_reports
 from ..history.errors import HistoryError
 from ..history.urls import is_database_url, url_from_sources
-from ._args import Parser, ParserExit, UsageError
+from ._args import Parser, ParserExit, UsageError, report_error_text
 
 
 def _gate_parser() -> Parser:
@@ -76,18 +76,18 @@ def gate_main(argv: list[str]) -> int:
     except ParserExit as exc:  # --help
         return exc.status
     except UsageError as exc:
-        print(f"groundeval gate: {exc}", file=sys.stderr)
+        print(f"groundeval gate: {report_error_text(exc)}", file=sys.stderr)
         return 2
     try:
         _resolve_spellings(args)
     except UsageError as exc:
-        print(f"groundeval gate: {exc}", file=sys.stderr)
+        print(f"groundeval gate: {report_error_text(exc)}", file=sys.stderr)
         return 2
     if args.run is not None:
         try:
             reports = [_stored_report(args)]
         except (HistoryError, ReportError) as exc:
-            print(f"groundeval gate: {exc}", file=sys.stderr)
+            print(f"groundeval gate: {report_error_text(exc)}", file=sys.stderr)
             return 2
         args.report = f"history run {args.run}"
     try:
@@ -96,7 +96,7 @@ def gate_main(argv: list[str]) -> int:
         explicit_baseline = read_report(args.baseline) if args.baseline else None
         explicit_floors = load_floors(args.floors) if args.floors else None
     except (ReportError, FloorsError) as exc:
-        print(f"groundeval gate: {exc}", file=sys.stderr)
+        print(f"groundeval gate: {report_error_text(exc)}", file=sys.stderr)
         return 2
     for report in reports:
         problem = (
@@ -114,7 +114,7 @@ def gate_main(argv: list[str]) -> int:
         try:
             verdicts.append(_gate_one(report, args, explicit_baseline, explicit_floors))
         except FloorsError as exc:
-            print(f"groundeval gate: {exc}", file=sys.stderr)
+            print(f"groundeval gate: {report_error_text(exc)}", file=sys.stderr)
             return 2
     if len(reports) > 1:
         failing = [r.dataset_version for r, ok in zip(reports, verdicts) if not ok]

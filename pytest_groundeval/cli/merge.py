@@ -12,7 +12,7 @@ from ..core.render import format_check
 from ..core.report import ReportError, read_report
 from ..core.shard_merge import MergeError, merge_reports
 from ..outputs.write import OutputError, write_text_atomic
-from ._args import Parser, ParserExit, UsageError
+from ._args import Parser, ParserExit, UsageError, report_error_text
 from ._outputs import add_output_arguments, output_collision, outputs_from_args, trends_from_args
 
 
@@ -110,7 +110,7 @@ def merge_main(argv: list[str]) -> int:
         trends = trends_from_args(merged, args, prog)
         write_text_atomic(args.output, json.dumps(merged, ensure_ascii=False, allow_nan=False))
     except (ReportError, FloorsError, MergeError, OutputError) as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
+        print(f"{prog}: {report_error_text(exc)}", file=sys.stderr)
         return 2
     gate = read_report(args.output).gate
     for check in gate.checks:

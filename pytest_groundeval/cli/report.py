@@ -7,7 +7,7 @@ import sys
 from ..core.recover import recover_report
 from ..core.render import format_report
 from ..core.report import ReportError, read_reports
-from ._args import Parser, ParserExit, UsageError
+from ._args import Parser, ParserExit, UsageError, report_error_text
 from ._outputs import add_output_arguments, output_collision, outputs_from_args
 
 
@@ -44,7 +44,7 @@ def report_main(argv: list[str]) -> int:
     except ParserExit as exc:  # --help
         return exc.status
     except UsageError as exc:
-        print(f"groundeval report: {exc}", file=sys.stderr)
+        print(f"groundeval report: {report_error_text(exc)}", file=sys.stderr)
         return 2
     collision = output_collision(
         [("--html", args.html), ("--markdown", args.markdown)],
@@ -62,7 +62,7 @@ def report_main(argv: list[str]) -> int:
             )
         reports = read_reports(args.report)
     except ReportError as exc:
-        print(f"groundeval report: {exc}", file=sys.stderr)
+        print(f"groundeval report: {report_error_text(exc)}", file=sys.stderr)
         return 2
     if args.html or args.markdown:
         if len(reports) > 1:

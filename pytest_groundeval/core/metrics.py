@@ -31,44 +31,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import AfterValidator, Field, create_model
 
 from .kinds import KIND_NAMES, all_kinds, generation, on_change
-from .kinds.base import Kind, MetricDirection, MetricSpec, ratio
+from .kinds.base import COMMON_METRICS, Kind, MetricDirection, MetricSpec, ratio
 from .outcome import ItemOutcome
 from .wire import WireModel
 
 ITEM_KINDS: Sequence[str] = KIND_NAMES
 """Every item kind, in report order (the registry's): a live view that follows registrations."""
-
-COMMON_METRICS: tuple[MetricSpec, ...] = (
-    MetricSpec(
-        "evidence_risk_score",
-        "Mean evidence-risk score (docs/evidence-risk.md) over reviewed evidence blocks only (reviewed: true), "
-        "whatever the item's kind.",
-    ),
-    MetricSpec(
-        "latency_ms_p50",
-        "Median client-side wall time of /v1/generate in ms, linear interpolation between closest ranks "
-        "(numpy's default), over items with a generate call.",
-        direction=MetricDirection("<=", rate=False, unit="ms"),
-    ),
-    MetricSpec(
-        "latency_ms_p95",
-        "95th percentile of the same latencies in ms, same interpolation.",
-        direction=MetricDirection("<=", rate=False, unit="ms"),
-    ),
-    MetricSpec(
-        "tokens_per_query",
-        "Mean prompt + completion tokens over items whose generate call reported tokens (a missing half counts as 0).",
-        direction=MetricDirection("<=", rate=False, unit="tokens"),
-    ),
-    MetricSpec(
-        "errors",
-        "Items that could not be run (target down, timeout, malformed response).",
-        direction=MetricDirection("<=", rate=False),
-        default_bound=0,
-        type_="count",
-    ),
-)
-"""Metrics every kind contributes to, printed after the kinds' own."""
 
 
 def metric_specs() -> tuple[MetricSpec, ...]:

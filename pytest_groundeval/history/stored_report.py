@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from sqlalchemy import select
 
 from ..core.gate import GateResult
+from ..core.kinds.extensions import unregistered_names
 from ..core.metrics import compute_metrics
 from ..core.report import Report
 from ..outputs.write import OutputError, write_outputs
@@ -76,7 +77,8 @@ def report_from_history(store: HistoryStore, ref: str) -> Report:
     try:
         return Report.model_validate(wire)
     except ValidationError as exc:
-        raise HistoryError(f"run {run_id} in the history is not a valid report: {exc.errors()[0]['msg']}") from None
+        why = unregistered_names(exc.errors()) or exc.errors()[0]["msg"]
+        raise HistoryError(f"run {run_id} in the history is not a valid report: {why}") from None
 
 
 TREND_RUNS = 20

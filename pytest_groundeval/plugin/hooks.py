@@ -15,13 +15,13 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Generator
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..core.kinds import KIND_NAMES, register, unregister
+from ..core.kinds import KIND_NAMES, unregister
+from ..core.kinds.extensions import ExtensionError, entry_point_kinds, register_from
 from ..core.sharding import shard_of
 from . import hookspecs
 from . import options as _options
@@ -43,42 +43,59 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     _options.add_options(parser)
 
 
-KINDS_ENTRY_POINTS = "pytest_groundeval.kinds"
-"""The entry-point group through which an installed package adds item kinds (docs/extending.md)."""
-
-
 def register_extension_kinds(config: pytest.Config) -> list[str]:
-    """Register the kinds of installed packages (``KINDS_ENTRY_POINTS``) and of ``pytest_groundeval_register_kinds``.
+    """Register the kinds of installed packages (``core.kinds.extensions``) and of ``pytest_groundeval_register_kinds``.
 
     Each is removed again when the session ends (``config.add_cleanup``), so a pytester run in
     the same process leaves the registry as it found it. An entry point names a ``Kind``
-    subclass or instance, e.g. ``echo = "mypkg.kinds:EchoKind"``.
+    subclass or instance, e.g. ``echo = "mypkg.kinds:EchoKind"``; a hook implementation returns
+    a list or tuple of them. Errors name the source: the entry point, or the file of the
+    ``conftest.py`` or plugin module whose hook returned the kind.
 
     Returns:
         The names registered, in order: entry points' first (sorted by name), then the hook's.
 
     Raises:
-        pytest.UsageError: an entry point does not load, or a kind cannot be registered (its
-            name is taken or malformed, its model has no fitting ``kind`` field).
+        pytest.UsageError: an entry point does not load, a hook returns something that is not a
+            list or tuple, or a kind cannot be registered (it is no ``Kind``, its name is taken or
+            malformed, its model has no fitting ``kind`` field, a metric's name clashes); then
+            none of them is registered.
+    """
+    try:
+        found = entry_point_kinds()
+        found.extend(_hook_kinds(config))
+        instances = register_from(found)
+    except ExtensionError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    for instance in instances:
+        config.add_cleanup(functools.partial(unregister, instance.name))
+    return [instance.name for instance in instances]
+
+
+def _hook_kinds(config: pytest.Config) -> list[tuple[str, Any]]:
+    """``(source, kind)`` for each kind the ``pytest_groundeval_register_kinds`` implementations return.
+
+    Implementations are called in pluggy's order; a source reads
+    "pytest_groundeval_register_kinds in /path/to/conftest.py".
+
+    Raises:
+        ExtensionError: an implementation returned something that is not a list or tuple.
     """
     found: list[tuple[str, Any]] = []
-    for point in sorted(entry_points(group=KINDS_ENTRY_POINTS), key=lambda p: p.name):
-        source = f"entry point {point.name} = {point.value} ({KINDS_ENTRY_POINTS})"
-        try:
-            found.append((source, point.load()))
-        except Exception as exc:  # noqa: BLE001 - any import failure of a third-party package
-            raise pytest.UsageError(f"cannot load the item kind of {source}: {type(exc).__name__}: {exc}") from None
-    for kinds in config.hook.pytest_groundeval_register_kinds(config=config):
-        found.extend(("pytest_groundeval_register_kinds", kind) for kind in kinds or ())
-    names = []
-    for source, kind in found:
-        try:
-            instance = register(kind)
-        except (ValueError, TypeError) as exc:
-            raise pytest.UsageError(f"cannot register the item kind {kind!r} from {source}: {exc}") from None
-        config.add_cleanup(functools.partial(unregister, instance.name))
-        names.append(instance.name)
-    return names
+    for impl in reversed(config.hook.pytest_groundeval_register_kinds.get_hookimpls()):
+        if impl.hookwrapper or getattr(impl, "wrapper", False):
+            continue
+        where = getattr(impl.plugin, "__file__", None) or impl.plugin_name
+        source = f"pytest_groundeval_register_kinds in {where}"
+        kinds = impl.function(**{name: config for name in impl.argnames})
+        if kinds is None:
+            continue
+        if not isinstance(kinds, (list, tuple)):
+            raise ExtensionError(
+                f"{source} returned {kinds!r}, not a list or tuple of item kinds (e.g. `return [ExactKind]`)"
+            )
+        found.extend((source, kind) for kind in kinds)
+    return found
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -21,11 +21,14 @@ if TYPE_CHECKING:
 
 
 def pytest_groundeval_register_kinds(config: pytest.Config) -> Iterable[Kind | type[Kind]] | None:
-    """Return item kinds (``Kind`` subclasses or instances) to register for this session.
+    """Return a list or tuple of item kinds (``Kind`` subclasses or instances) to register for this session.
 
     Called once per process (a plain run, the xdist controller and each worker) at
     ``pytest_configure``, before collection; every implementation's kinds are registered
     (``core.kinds.register``), get their pytest marker, and are removed when the session ends.
+    Any other return value, or a kind ``core.kinds.register`` refuses, is a usage error naming
+    the implementing file (docs/extending.md). Only the ``conftest.py`` files pytest loads at
+    start-up (the rootdir's and those of the paths on the command line) are asked.
     """
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import pathlib
 import re
 import textwrap
 
@@ -341,3 +342,196 @@ def test_report_items_are_there_without_a_report_file(pytester: pytest.Pytester,
     )
     result = run(pytester, "--eval-dataset=datasets/keywords", "-s", *mode)
     assert "TRIAGE {'verdict': 'FAIL', 'failedItems': ['kw-planets']} 3" in result.stdout.str(), result.stdout.str()
+
+
+_BROKEN_KINDS = {
+    "recall": """
+class Clash(KeywordsKind):
+    metrics = (ge.MetricSpec("retrieval_recall", "clashes with qa's"),)
+
+KINDS = [Clash]
+""",
+    "errors": """
+class Clash(KeywordsKind):
+    metrics = (ge.MetricSpec("errors", "clashes with the common count"),)
+
+KINDS = [Clash]
+""",
+    "same": """
+class Keywords2Item(KeywordsItem):
+    kind: Literal["keywords2"]
+
+class Keywords2(KeywordsKind):
+    name = "keywords2"
+    model = Keywords2Item
+
+KINDS = [KeywordsKind, Keywords2]
+""",
+    "qa": """
+class Qa(KeywordsKind):
+    name = "qa"
+
+KINDS = [Qa]
+""",
+    "notakind": """
+class NotAKind:
+    name = "zzz"
+    model = KeywordsItem
+
+KINDS = [NotAKind]
+""",
+    "string": """
+KINDS = "keywords"
+""",
+}
+
+
+def _broken(pytester: pytest.Pytester, name: str) -> pytest.RunResult:
+    write_example(
+        pytester,
+        "kind",
+        append=_BROKEN_KINDS[name] + "\n\ndef pytest_groundeval_register_kinds(config):\n    return KINDS\n",
+    )
+    return run(pytester, "--eval-dataset=datasets/keywords", "-n", "0")
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        (
+            "recall",
+            "kind 'keywords': its metric 'retrieval_recall' (retrievalRecall) clashes with the metric "
+            "'retrievalRecall' of the kind 'qa'",
+        ),
+        ("errors", "kind 'keywords': its metric 'errors' (errors) clashes with the metric 'errors' every kind shares"),
+        (
+            "same",
+            "kind 'keywords2': its metric 'keyword_recall' (keywordRecall) clashes with the metric "
+            "'keywordRecall' of the kind 'keywords'",
+        ),
+        ("qa", "'qa' is a built-in kind"),
+        ("notakind", "is not an item kind: pass a subclass or an instance of pytest_groundeval.Kind"),
+    ],
+)
+def test_a_kind_that_cannot_be_registered_is_a_usage_error_naming_the_conftest_file(
+    pytester: pytest.Pytester, name: str, message: str
+) -> None:
+    result = _broken(pytester, name)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    conftest = pytester.path / "conftest.py"
+    (line,) = [line for line in result.stderr.lines if "cannot register" in line]
+    assert f"from pytest_groundeval_register_kinds in {conftest}: " in line and message in line, line
+    assert "gate:" not in result.stdout.str()
+    assert_registry_is_built_in()
+    assert "keywords2" not in kinds.KIND_NAMES
+
+
+def test_a_hook_returning_a_string_is_a_usage_error_not_one_per_character(pytester: pytest.Pytester) -> None:
+    result = _broken(pytester, "string")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines(
+        [
+            f"*pytest_groundeval_register_kinds in {pytester.path / 'conftest.py'} returned 'keywords', not a list or "
+            "tuple of item kinds*"
+        ]
+    )
+    assert "'k'" not in result.stderr.str()
+    assert_registry_is_built_in()
+
+
+def _installed_kind(pytester: pytest.Pytester) -> pathlib.Path:
+    """The docs kind as an installed package (an entry point), not on the path yet; returns its site directory."""
+    write_example(pytester, "kind")
+    code = (pytester.path / "conftest.py").read_text(encoding="utf-8")
+    site = pytester.mkdir("site")
+    (site / "keywords_kind.py").write_text(code.replace("def pytest_groundeval_register_kinds", "def _unused"))
+    info = site / "keywords_kind-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: keywords-kind\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pytest_groundeval.kinds]\nkeywords = keywords_kind:KeywordsKind\n")
+    return site
+
+
+def test_the_groundeval_command_reads_back_a_report_of_an_installed_kind(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site = _installed_kind(pytester)
+    (pytester.path / "conftest.py").unlink()
+    pytester.syspathinsert(site)
+    result = run(pytester, "--eval-dataset=datasets/keywords", "--eval-report=report.json", "-n", "0")
+    assert result.ret == 0, result.stdout.str()
+    capsys.readouterr()
+    report = str(pytester.path / "report.json")
+    assert groundeval(["gate", "--report", report]) == 0, capsys.readouterr().err
+    assert re.search(r"keywordRecall\s+1\.0000 >= 0\.9000\s+PASS", capsys.readouterr().out)
+    assert groundeval(["report", report]) == 0, capsys.readouterr().err
+    assert groundeval(["merge", report, "-o", str(pytester.path / "merged.json")]) == 0, capsys.readouterr().err
+    assert_registry_is_built_in()
+
+
+def test_the_groundeval_command_says_once_that_a_conftest_kind_is_not_registered(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_example(pytester, "kind")
+    history = f"sqlite:///{pytester.path / 'h.db'}"
+    result = run(
+        pytester,
+        "--eval-dataset=datasets/keywords",
+        "--eval-report=report.json",
+        f"--eval-history={history}",
+        "-n",
+        "0",
+    )
+    assert result.ret == 0, result.stdout.str()
+    capsys.readouterr()
+    report = str(pytester.path / "report.json")
+    expected = (
+        f"{report}: item kind 'keywords' and metric 'keywordRecall' are not registered (an extension's kind or "
+        "metric? the groundeval command loads kinds from the pytest_groundeval.kinds entry points only, not from "
+        "conftest.py files; docs/extending.md)"
+    )
+    for command, args in [("gate", ["--report", report]), ("report", [report]), ("merge", [report, "-o", "m.json"])]:
+        assert groundeval([command, *args]) == 2
+        err = capsys.readouterr().err
+        assert err == f"groundeval {command}: {expected}\n", err
+    assert groundeval(["history", "list", "--history", history]) == 0
+    run_id = capsys.readouterr().out.splitlines()[1].split()[0]
+    assert groundeval(["gate", "--run", run_id, "--history", history]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "in the history is not a valid report: item kind 'keywords' and metric 'keywordRecall' are not registered ("
+        in err
+    )
+
+
+def test_the_groundeval_command_refuses_an_installed_kind_that_does_not_register(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site = _installed_kind(pytester)
+    module = site / "keywords_kind.py"
+    module.write_text(module.read_text().replace('name = "keywords"', 'name = "qa"'))
+    pytester.syspathinsert(site)
+    assert groundeval(["report", "nothing.json"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "groundeval report: cannot register the item kind 'qa' from entry point keywords = keywords_kind:KeywordsKind "
+        "(pytest_groundeval.kinds): 'qa' is a built-in kind"
+    ), err
+    assert_registry_is_built_in()
+
+
+def test_a_conftest_beside_the_dataset_is_not_loaded_as_the_docs_say(pytester: pytest.Pytester) -> None:
+    text = DOC.read_text(encoding="utf-8")
+    block = re.search(r"<!-- output: conftest-beside-the-dataset -->\n```\n(.*?)```", text, re.S)
+    assert block, "docs/extending.md shows no error of a conftest.py beside the dataset"
+    write_example(pytester, "kind")
+    (pytester.path / "conftest.py").rename(pytester.path / "datasets/keywords/conftest.py")
+    result = run(pytester, "--eval-dataset=datasets/keywords", "-n", "0")
+    assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        ["*" + line.replace("/path/to/", "*").replace("[", "[[]") + "*" for line in block.group(1).splitlines()]
+    )
+    # The remedy the page gives: name the dataset's directory on the command line too.
+    result = run(pytester, "--eval-dataset=datasets/keywords", "datasets/keywords", "-n", "0")
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=3)

@@ -65,6 +65,12 @@ def kind_of(item: object) -> Kind:
 def register(kind: Kind | type[Kind]) -> Kind:
     """Add an item kind at run time; it comes after the built-in kinds and those registered before it.
 
+    The checks run in this order, and nothing is registered when one fails: ``kind`` is a
+    ``Kind``; its name is well formed and free; its model's ``kind`` field fits the name; its
+    metrics take no name (snake_case field or camelCase wire name) of another kind's metric,
+    of a metric every kind shares (``errors``, ``latencyMsP50``, …) or of a ``Metrics`` field
+    that is no kind's metric (``items``, ``itemsByKind``, the gate's ``notRun``, …).
+
     Args:
         kind: A ``core.kinds.base.Kind`` subclass (instantiated without arguments) or
             instance. Its ``name`` is lower-case letters, digits and ``_``, starting with a
@@ -74,22 +80,74 @@ def register(kind: Kind | type[Kind]) -> Kind:
         The registered instance.
 
     Raises:
-        ValueError: the name is taken or malformed, or the model's ``kind`` field does not
-            fit the name.
+        ValueError: ``kind`` is no ``Kind``; the name is malformed or taken (by a built-in
+            kind or a registered one); the model's ``kind`` field does not fit the name; or a
+            metric's name clashes (the message names the kind, the metric and what it clashes with).
     """
+    base = sys.modules.get(f"{__name__}.base")
+    if not _is_kind(kind, base):
+        raise ValueError(
+            f"{kind!r} is not an item kind: pass a subclass or an instance of pytest_groundeval.Kind "
+            "(docs/extending.md)"
+        )
     instance = kind() if isinstance(kind, type) else kind
     name = getattr(instance, "name", None)
     if not isinstance(name, str) or not _NAME.match(name):
         raise ValueError(
             f"a kind's name must be lower-case letters, digits and '_', starting with a letter; got {name!r}"
         )
+    if name in KIND_MODULES:
+        raise ValueError(f"{name!r} is a built-in kind; give the extension's kind another name")
+    if registered(name) is not None:
+        raise ValueError(f"a kind named {name!r} is registered already (by an extension); kinds: {', '.join(names())}")
     model = getattr(instance, "model", None)
     fields = getattr(model, "model_fields", {})
     annotation = fields["kind"].annotation if "kind" in fields else None
     if getattr(annotation, "__args__", None) != (name,):
         raise ValueError(f"kind {name!r}: its model needs a field `kind: Literal[{name!r}]` (the manifest's union tag)")
+    _check_metric_names(instance, base)
     _add(name, instance)
     return instance
+
+
+def _is_kind(kind: object, base: object) -> bool:
+    """Whether ``kind`` is a ``Kind`` subclass or instance (``base``: the loaded ``core.kinds.base``).
+
+    Compared by class identity or, after a test re-imported the package, by qualified name.
+    """
+    if base is None:
+        return False  # nothing defined a Kind yet
+    cls = kind if isinstance(kind, type) else type(kind)
+    return any(
+        c is base.Kind or (c.__module__ == base.__name__ and c.__qualname__ == "Kind")  # type: ignore[attr-defined]
+        for c in cls.__mro__
+    )
+
+
+def _check_metric_names(instance: Kind, base: object) -> None:
+    """Refuse ``instance`` when one of its metrics takes a name that is taken (see ``register``).
+
+    Raises:
+        ValueError: naming the kind, the metric and what it clashes with.
+    """
+    taken: dict[str, str] = {}
+    for field in base.RESERVED_METRIC_FIELDS:  # type: ignore[attr-defined]
+        wire = field.split("_")[0] + "".join(part.capitalize() for part in field.split("_")[1:])
+        taken[field] = taken[wire] = f"the Metrics field {wire!r}, which no kind's metric may take"
+    for spec in base.COMMON_METRICS:  # type: ignore[attr-defined]
+        taken[spec.field] = taken[spec.wire] = f"the metric {spec.wire!r} every kind shares"
+    for other in all_kinds():
+        for spec in other.metrics:
+            taken[spec.field] = taken[spec.wire] = f"the metric {spec.wire!r} of the kind {other.name!r}"
+    name = instance.name
+    for spec in instance.metrics:
+        for key in dict.fromkeys((spec.field, spec.wire)):
+            if key in taken:
+                raise ValueError(
+                    f"kind {name!r}: its metric {spec.field!r} ({spec.wire}) clashes with {taken[key]}; "
+                    "give it another name (docs/extending.md)"
+                )
+        taken[spec.field] = taken[spec.wire] = f"the metric {spec.wire!r} declared earlier by the kind {name!r} itself"
 
 
 def unregister(name: str) -> None:

@@ -188,6 +188,44 @@ class MetricSpec:
         return head + "".join(part.capitalize() for part in rest)
 
 
+COMMON_METRICS: tuple[MetricSpec, ...] = (
+    MetricSpec(
+        "evidence_risk_score",
+        "Mean evidence-risk score (docs/evidence-risk.md) over reviewed evidence blocks only (reviewed: true), "
+        "whatever the item's kind.",
+    ),
+    MetricSpec(
+        "latency_ms_p50",
+        "Median client-side wall time of /v1/generate in ms, linear interpolation between closest ranks "
+        "(numpy's default), over items with a generate call.",
+        direction=MetricDirection("<=", rate=False, unit="ms"),
+    ),
+    MetricSpec(
+        "latency_ms_p95",
+        "95th percentile of the same latencies in ms, same interpolation.",
+        direction=MetricDirection("<=", rate=False, unit="ms"),
+    ),
+    MetricSpec(
+        "tokens_per_query",
+        "Mean prompt + completion tokens over items whose generate call reported tokens (a missing half counts as 0).",
+        direction=MetricDirection("<=", rate=False, unit="tokens"),
+    ),
+    MetricSpec(
+        "errors",
+        "Items that could not be run (target down, timeout, malformed response).",
+        direction=MetricDirection("<=", rate=False),
+        default_bound=0,
+        type_="count",
+    ),
+)
+"""Metrics every kind contributes to, printed after the kinds' own (``core.metrics`` builds
+``Metrics`` from them; ``core.kinds.register`` refuses a kind whose metric takes one of their names)."""
+
+RESERVED_METRIC_FIELDS: tuple[str, ...] = ("items", "items_by_kind", "not_run", "quality_bounds")
+"""``Metrics`` fields that are no metric of a kind (the item counts) and the gate's own counts
+(``notRun``, ``qualityBounds``): no kind's metric may take these names (``core.kinds.register``)."""
+
+
 @dataclass
 class Tally:
     """A kind's counters over outcomes; subclasses add integer (or ``Fraction``) fields.

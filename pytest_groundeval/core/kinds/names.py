@@ -53,13 +53,21 @@ def registered(name: str) -> Any | None:
 def add(name: str, kind: Any) -> None:
     """Hold ``kind`` under ``name`` and tell the listeners (``core.kinds.register`` checks it first).
 
+    When a listener fails (it cannot rebuild what it derives from the kinds), ``kind`` is
+    removed again, the listeners are told, and the error is raised: nothing stays half-added.
+
     Raises:
         ValueError: a kind of that name exists already.
     """
     if name in BUILTIN_MODULES or name in _extra:
         raise ValueError(f"a kind named {name!r} is registered already; kinds: {', '.join(names())}")
     _extra[name] = kind
-    _changed()
+    try:
+        _changed()
+    except BaseException:
+        del _extra[name]
+        _changed()
+        raise
 
 
 def remove(name: str) -> None:
