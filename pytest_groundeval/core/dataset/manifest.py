@@ -93,7 +93,8 @@ def _item_types() -> _ItemTypes:
     # The union is made of whatever kinds are registered now, so it is built with getitem:
     # a subscript would be read by the type checker as a static type it cannot know.
     any_item = operator.getitem(Union, tuple(kind.model for kind in all_kinds()))
-    item = operator.getitem(Annotated, (any_item, Field(discriminator="kind")))
+    # Any: a type built at run time (pydantic's TypeAdapter takes it as a type form).
+    item: Any = operator.getitem(Annotated, (any_item, Field(discriminator="kind")))
     adapter: TypeAdapter[ItemBase] = TypeAdapter(item)
     return _ItemTypes(any_item, item, adapter)
 
