@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 from ..core.kinds.extensions import unregistered_names
 
@@ -34,6 +35,25 @@ class Parser(argparse.ArgumentParser):
         if message:
             print(message, file=sys.stderr, end="")
         raise ParserExit(status)
+
+    def parse_or_status(
+        self, argv: list[str], prog: str | None = None, describe: Callable[[UsageError], str] = str
+    ) -> argparse.Namespace | int:
+        """The parsed arguments, or the exit status the command returns instead.
+
+        ``--help`` gives its status (0). A usage error gives 2, printed on stderr as
+        ``PROG: MESSAGE`` (``describe`` words the message) when ``prog`` is given, else as
+        argparse prints its own (the usage line, then ``PROG: error: MESSAGE``).
+        """
+        try:
+            return self.parse_args(argv)
+        except ParserExit as exc:
+            return exc.status
+        except UsageError as exc:
+            if prog is None:
+                return print_usage_error(self, exc)
+            print(f"{prog}: {describe(exc)}", file=sys.stderr)
+            return 2
 
 
 def add_history_argument(parser: argparse.ArgumentParser) -> None:

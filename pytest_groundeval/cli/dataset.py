@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core.dataset.corpus import hash_file
 from ..core.dataset.manifest import inside_corpus
-from ._args import Parser, ParserExit, UsageError, print_usage_error
+from ._args import Parser
 
 
 def _corpus_files(root: Path) -> list[str]:
@@ -65,12 +65,9 @@ def hash_corpus_main(argv: list[str]) -> int:
         description="Print xxh3_64 hashes of a dataset's corpus files, ready to paste into corpusHashes",
     )
     parser.add_argument("--dataset", required=True, metavar="DIR", help="Dataset directory (or its manifest.json)")
-    try:
-        args = parser.parse_args(argv)
-    except ParserExit as exc:  # --help
-        return exc.status
-    except UsageError as exc:
-        return print_usage_error(parser, exc)
+    args = parser.parse_or_status(argv)
+    if isinstance(args, int):
+        return args
     root = Path(args.dataset)
     if root.name == "manifest.json" and root.is_file():
         root = root.parent

@@ -13,7 +13,7 @@ from ..core.render import format_check
 from ..core.report import Report, ReportError, check_metrics, read_report, read_reports
 from ..history.errors import HistoryError
 from ..history.urls import is_database_url, url_from_sources
-from ._args import Parser, ParserExit, UsageError, report_error_text
+from ._args import Parser, UsageError, report_error_text
 
 
 def _gate_parser() -> Parser:
@@ -71,13 +71,9 @@ def gate_main(argv: list[str]) -> int:
         not give), or an explicit ``--baseline`` is of another dataset version (one
         line on stderr naming the file and the field).
     """
-    try:
-        args = _gate_parser().parse_args(argv)
-    except ParserExit as exc:  # --help
-        return exc.status
-    except UsageError as exc:
-        print(f"groundeval gate: {report_error_text(exc)}", file=sys.stderr)
-        return 2
+    args = _gate_parser().parse_or_status(argv, "groundeval gate", report_error_text)
+    if isinstance(args, int):
+        return args
     try:
         _resolve_spellings(args)
     except UsageError as exc:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..core.dataset import DatasetError, load_dataset
 from ..judge.generate import generate_questions, write_generated
-from ._args import Parser, ParserExit, UsageError, print_usage_error
+from ._args import Parser
 
 
 def generate_main(argv: list[str]) -> int:
@@ -41,12 +41,9 @@ def generate_main(argv: list[str]) -> int:
     parser.add_argument("--seeded-ratio", type=float, default=2 / 3, help="Share of seeded questions (default 2/3)")
     parser.add_argument("--topic", action="append", help="A free-strategy topic (repeatable; default: from the corpus)")
     parser.add_argument("--pace-ms", type=float, default=0.0, help="Milliseconds between requests (default 0)")
-    try:
-        args = parser.parse_args(argv)
-    except ParserExit as exc:  # --help
-        return exc.status
-    except UsageError as exc:
-        return print_usage_error(parser, exc)
+    args = parser.parse_or_status(argv)
+    if isinstance(args, int):
+        return args
     if args.n < 1 or not 0.0 <= args.seeded_ratio <= 1.0 or args.pace_ms < 0:
         print("groundeval generate-questions: --n must be at least 1, --seeded-ratio in [0, 1], --pace-ms >= 0",
               file=sys.stderr)  # fmt: skip

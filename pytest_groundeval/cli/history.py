@@ -20,7 +20,7 @@ from ..history.engine import HistoryError, url_from_sources
 from ..history.queries import GROUPS, Comparison, RunDetail, RunRow, compare_runs, group_items, list_runs, show_run
 from ..history.store import HistoryStore
 from ..history.stored_report import write_run_html
-from ._args import Parser, ParserExit, UsageError, add_history_argument
+from ._args import Parser, add_history_argument
 
 _MAX_LISTED = 20
 
@@ -231,13 +231,9 @@ def history_main(argv: list[str]) -> int:
         regresses past the floors; 2 for a usage error, an unknown run or an
         unusable database (one line on stderr).
     """
-    try:
-        args = _history_parser().parse_args(argv)
-    except ParserExit as exc:
-        return exc.status
-    except UsageError as exc:
-        print(f"groundeval history: {exc}", file=sys.stderr)
-        return 2
+    args = _history_parser().parse_or_status(argv, "groundeval history")
+    if isinstance(args, int):
+        return args
     try:
         floors = _floors(getattr(args, "floors", None))
         with _open(args.history) as store:

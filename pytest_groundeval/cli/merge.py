@@ -12,7 +12,7 @@ from ..core.render import format_check
 from ..core.report import ReportError, read_report
 from ..core.shard_merge import MergeError, merge_reports
 from ..outputs.write import OutputError, write_text_atomic
-from ._args import Parser, ParserExit, UsageError, report_error_text
+from ._args import Parser, report_error_text
 from ._outputs import add_output_arguments, output_collision, outputs_from_args, trends_from_args
 
 
@@ -70,13 +70,9 @@ def merge_main(argv: list[str]) -> int:
         (one line on stderr, nothing written).
     """
     prog = "groundeval merge"
-    try:
-        args = _merge_parser().parse_args(argv)
-    except ParserExit as exc:  # --help
-        return exc.status
-    except UsageError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return 2
+    args = _merge_parser().parse_or_status(argv, prog)
+    if isinstance(args, int):
+        return args
     collision = output_collision(
         [("-o", args.output), ("--html", args.html), ("--markdown", args.markdown)],
         [*(("input report", path) for path in args.reports), ("--baseline report", args.baseline),

@@ -17,7 +17,7 @@ from ..history.engine import HistoryError, url_from_sources
 from ..history.rejudge import Judge, rejudge_run, tty_progress
 from ..history.rejudge_judge import judge_from_args
 from ..history.store import HistoryStore
-from ._args import Parser, ParserExit, UsageError, add_history_argument
+from ._args import Parser, add_history_argument
 
 JudgeFactory = Callable[[argparse.Namespace], Judge]
 """Builds the judge for ``rejudge`` from its parsed arguments (``judge_url``, ``judge_model``)."""
@@ -48,13 +48,9 @@ def rejudge_main(argv: list[str], judge_factory: JudgeFactory | None = None) -> 
         incomplete attempt, nothing current replaced; stderr says how many and why);
         2 for a usage error, an unknown or unfinished run, or an unusable database.
     """
-    try:
-        args = _rejudge_parser().parse_args(argv)
-    except ParserExit as exc:
-        return exc.status
-    except UsageError as exc:
-        print(f"groundeval rejudge: {exc}", file=sys.stderr)
-        return 2
+    args = _rejudge_parser().parse_or_status(argv, "groundeval rejudge")
+    if isinstance(args, int):
+        return args
     try:
         judge = (judge_factory or judge_from_args)(args)
         try:

@@ -7,7 +7,7 @@ import sys
 from ..core.recover import recover_report
 from ..core.render import format_report
 from ..core.report import ReportError, read_reports
-from ._args import Parser, ParserExit, UsageError, report_error_text
+from ._args import Parser, report_error_text
 from ._outputs import add_output_arguments, output_collision, outputs_from_args
 
 
@@ -39,13 +39,9 @@ def report_main(argv: list[str]) -> int:
         "--recover", action="store_true", help="Rebuild the report of a killed run from the items it spooled beside R"
     )
     add_output_arguments(parser)
-    try:
-        args = parser.parse_args(argv)
-    except ParserExit as exc:  # --help
-        return exc.status
-    except UsageError as exc:
-        print(f"groundeval report: {report_error_text(exc)}", file=sys.stderr)
-        return 2
+    args = parser.parse_or_status(argv, "groundeval report", report_error_text)
+    if isinstance(args, int):
+        return args
     collision = output_collision(
         [("--html", args.html), ("--markdown", args.markdown)],
         [("input report", args.report), ("--trends file", args.trends)],
