@@ -6,7 +6,7 @@ Writes a file of random bytes in ``/tmp`` (deleted at the end), reads it once
 to warm the page cache, then, interleaved round by round:
 
 - *cat*: ``cat FILE > /dev/null`` as a subprocess (what reading the bytes costs);
-- *hash_file*: ``pytest_groundeval.dataset.hash_file(FILE)`` in this process
+- *hash_file*: ``pytest_groundeval.core.dataset.corpus.hash_file(FILE)`` in this process
   (xxh3_64 over the file, docs/dataset.md; what ``groundeval hash-corpus`` does);
 - *read_hashed*: the corpus loader's read-and-hash of a document it keeps in
   memory (``dataset._read_hashed``);
@@ -34,7 +34,7 @@ from collections.abc import Callable
 import _harness as h
 import xxhash
 
-from pytest_groundeval import dataset
+from pytest_groundeval.core.dataset import corpus as dataset
 
 GOAL = 0.85
 _BLOCK = 16 * 2**20
