@@ -11,7 +11,7 @@ import signal
 import sys
 
 from ..mock.server import DEFAULT_LOG_LIMIT, MockProvider
-from ._args import Parser, ParserExit, UsageError, print_usage_error
+from ._args import Parser
 
 
 def _parser() -> Parser:
@@ -65,12 +65,9 @@ def main(argv: list[str] | None = None) -> int:
             error on stderr), as a plain argparse parser exits.
     """
     parser = _parser()
-    try:
-        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    except ParserExit as exc:
-        raise SystemExit(exc.status) from None
-    except UsageError as exc:
-        raise SystemExit(print_usage_error(parser, exc)) from None
+    args = parser.parse_or_status(sys.argv[1:] if argv is None else argv)
+    if isinstance(args, int):
+        raise SystemExit(args)
     try:
         asyncio.run(_serve(args.host, args.port, args.log_limit))
     except OSError as exc:

@@ -17,9 +17,6 @@ from .metrics import GATED_COUNTS, METRIC_DIRECTIONS
 RECALL_MARGIN_KEY = "retrievalRecallMargin"
 """Floors-file key for the baseline tolerance: recall must be >= baseline - margin."""
 
-_COUNTS = GATED_COUNTS
-"""Metrics that count items (``errors``): their bound is a whole number (follows the registry of kinds)."""
-
 
 class FloorsError(ValueError):
     """A floors file or mapping is unusable; the message names the metric, the value and the file.
@@ -46,7 +43,7 @@ def _valid_names() -> str:
 def _check_bound(name: str, value: Any, source: str) -> float:
     direction = METRIC_DIRECTIONS.get(name)
     kind = direction.kind if direction else "margin"
-    if name in _COUNTS:
+    if name in GATED_COUNTS:
         expected = f"a whole number >= 0 ({name} is a count of items)"
     elif direction is None or direction.rate:
         expected = "a number in [0, 1]"
@@ -57,7 +54,7 @@ def _check_bound(name: str, value: Any, source: str) -> float:
         raise FloorsError(problem)
     if value < 0 or ((direction is None or direction.rate) and value > 1):
         raise FloorsError(problem)
-    if name in _COUNTS and not float(value).is_integer():
+    if name in GATED_COUNTS and not float(value).is_integer():
         raise FloorsError(problem)
     return float(value)
 

@@ -35,9 +35,6 @@ from .kinds.base import COMMON_METRICS, Kind, MetricDirection, MetricSpec, ratio
 from .outcome import ItemOutcome
 from .wire import WireModel
 
-ITEM_KINDS: Sequence[str] = KIND_NAMES
-"""Every item kind, in report order (the registry's): a live view that follows registrations."""
-
 
 def metric_specs() -> tuple[MetricSpec, ...]:
     """Every metric: each kind's in registry order, then ``COMMON_METRICS``."""

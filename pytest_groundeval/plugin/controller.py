@@ -54,6 +54,7 @@ from ..core.report import FinishedReport, Report, ReportWriter, environment_info
 from ..core.sharding import shard_info
 from ..outputs.write import shown_path, write_session_outputs
 from .history import SessionHistory
+from .hookspecs import is_wrapper
 from .junit import log_gates_to_junit
 from .nodeids import dataset_key, eval_node_kind
 from .options import STEP_SUMMARY_ENV, Settings, step_summary_path
@@ -224,16 +225,18 @@ class Controller:
         if outcome.id in run.seen:
             return
         run.seen.add(outcome.id)
+        if wire is None:  # an outcome built here (an item that errored or never ran), serialised once
+            wire = outcome.to_wire()
         self._writer(run)
         run.outcomes.add(outcome)
         if run.writer is not None:
             run.writer.add_item(outcome)
         if self.history is not None:
-            self.history.add(run, wire if wire is not None else outcome.to_wire(), self.run_floors(run))
+            self.history.add(run, wire, self.run_floors(run))
         if self.keep == "all" or (self.keep == "problems" and not outcome.passed):
             run.kept.append(outcome.to_wire())
         if self._keeps_for_hook():
-            self.hook_items.setdefault(run.key, []).append(wire if wire is not None else outcome.to_wire())
+            self.hook_items.setdefault(run.key, []).append(wire)
         if outcome.error is not None:
             run.errored += 1
             run.not_run += outcome.not_run
@@ -243,7 +246,7 @@ class Controller:
     def _keeps_for_hook(self) -> bool:
         """Whether items are kept in memory for a report hook: one is registered and no report file spools them."""
         if self._hook_keeps is None:
-            hooked = any(not _wraps(impl) for impl in self.config.hook.pytest_groundeval_report.get_hookimpls())
+            hooked = any(not is_wrapper(impl) for impl in self.config.hook.pytest_groundeval_report.get_hookimpls())
             self._hook_keeps = hooked and self.settings.report is None
         return self._hook_keeps
 
@@ -587,7 +590,7 @@ class Controller:
         the session as an output that could not be written does (docs/extending.md).
         """
         hook = self.config.hook.pytest_groundeval_report
-        impls = [impl for impl in reversed(hook.get_hookimpls()) if not _wraps(impl)]
+        impls = [impl for impl in reversed(hook.get_hookimpls()) if not is_wrapper(impl)]
         if not impls:
             return
         for run, fields in parts:
@@ -662,8 +665,3 @@ class Controller:
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         write_summary(terminalreporter, self)
-
-
-def _wraps(impl: Any) -> bool:
-    """Whether a hook implementation is a wrapper (called around the others, not one of them)."""
-    return bool(getattr(impl, "hookwrapper", False) or getattr(impl, "wrapper", False))

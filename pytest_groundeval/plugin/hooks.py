@@ -25,6 +25,7 @@ from ..core.kinds.extensions import ExtensionError, entry_point_kinds, register_
 from ..core.sharding import shard_of
 from . import hookspecs
 from . import options as _options
+from .hookspecs import is_wrapper
 from .record import SESSION_WORKERINPUT, attach, session_key, settings_key
 from .session import GateSession
 from .xdist import is_worker
@@ -83,7 +84,7 @@ def _hook_kinds(config: pytest.Config) -> list[tuple[str, Any]]:
     """
     found: list[tuple[str, Any]] = []
     for impl in reversed(config.hook.pytest_groundeval_register_kinds.get_hookimpls()):
-        if impl.hookwrapper or getattr(impl, "wrapper", False):
+        if is_wrapper(impl):
             continue
         where = getattr(impl.plugin, "__file__", None) or impl.plugin_name
         source = f"pytest_groundeval_register_kinds in {where}"

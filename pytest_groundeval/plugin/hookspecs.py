@@ -59,3 +59,11 @@ def pytest_groundeval_report(config: pytest.Config, report: FinishedReport) -> A
     ``report.extensions[<its name>]`` (JSON values) is written to the report. The return value
     is ignored.
     """
+
+
+def is_wrapper(impl: Any) -> bool:
+    """Whether a hook implementation is a wrapper (called around the others, not one of them).
+
+    The hooks above whose implementations the plugin calls one by one skip wrappers.
+    """
+    return bool(getattr(impl, "hookwrapper", False) or getattr(impl, "wrapper", False))

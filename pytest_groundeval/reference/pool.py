@@ -17,7 +17,7 @@ WORKER_NICENESS = 10
 
 
 def lower_priority() -> None:
-    """Initializer of the server's verification pool workers: ``os.nice(WORKER_NICENESS)`` where there is one.
+    """Lower this process's scheduling priority: ``os.nice(WORKER_NICENESS)`` where there is one.
 
     Verification is batch work; the event loop answering small requests is
     not. On a machine with few cores a busy worker otherwise takes the core the

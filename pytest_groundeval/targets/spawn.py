@@ -27,17 +27,14 @@ from typing import IO, Any
 
 from ..core.contract import RUN_ID_ENV
 from .http import HttpTarget
-from .placeholders import PLACEHOLDERS, check_placeholders, fill_placeholders
+from .placeholders import fill_placeholders
 from .protocol import DEFAULT_MAX_RESPONSE_BYTES, SpawnError, TargetError, TargetUnavailable, describe_exit
 from .watchdog import group_alive as _group_alive
 
 __all__ = [
     "MOCK_LLM_API_KEY",
-    "PLACEHOLDERS",
     "SpawnConfig",
     "SpawnedTarget",
-    "check_placeholders",
-    "fill_placeholders",
     "reference_command",
 ]
 

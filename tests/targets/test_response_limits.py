@@ -425,7 +425,7 @@ def test_an_in_process_target_returning_unusable_values_gives_item_errors() -> N
 
 
 def test_fill_placeholders_substitutes_escapes_and_leaves_other_braces() -> None:
-    from pytest_groundeval.targets.spawn import fill_placeholders
+    from pytest_groundeval.targets.placeholders import fill_placeholders
 
     values = {"port": "8123", "data_dir": "/d", "llm_url": None, "embed_url": "http://e/v1", "api_key": "ge_k"}
     command = (

@@ -15,6 +15,7 @@ adapter of the run history builds its judge input with the same two.
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -275,13 +276,13 @@ def with_assessment(
     extra["citationParagraphs"] = [dict(record) for record in records]
     lines = [outcome.detail]
     if judged:
-        labels = [paragraph_label(record) for record in records]
-        extra["citationParagraphsSupported"] = labels.count("supported")
-        extra["citationParagraphsWrongSpeaker"] = labels.count("wrong_speaker")
-        extra["citationParagraphsUnparseable"] = labels.count(UNPARSEABLE)
-        extra["citationJudgeErrors"] = labels.count(UNJUDGED)
+        labels = Counter(paragraph_label(record) for record in records)
+        extra["citationParagraphsSupported"] = labels["supported"]
+        extra["citationParagraphsWrongSpeaker"] = labels["wrong_speaker"]
+        extra["citationParagraphsUnparseable"] = labels[UNPARSEABLE]
+        extra["citationJudgeErrors"] = labels[UNJUDGED]
         models = sorted({str(r.get("judgeModel")) for r in records if r.get("judgeModel")})
-        counted = ", ".join(f"{label} {labels.count(label)}" for label in JUDGE_LABELS if labels.count(label))
+        counted = ", ".join(f"{label} {labels[label]}" for label in JUDGE_LABELS if labels[label])
         lines.append(f"judge {', '.join(models) or 'n/a'}: {counted or 'no paragraph asked'}")
     if scored:
         scores = [record.get("coverageScore") for record in records]
