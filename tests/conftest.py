@@ -24,6 +24,29 @@ REPO = Path(__file__).resolve().parent.parent
 sys.dont_write_bytecode = False
 
 
+@pytest.fixture
+def pytester(pytester: pytest.Pytester) -> pytest.Pytester:
+    """pytest's ``pytester``, whose ``parseconfigure`` configs skip pytest's garbage collection at unconfigure.
+
+    pytest collects garbage five times when a configured config is cleaned up, to catch
+    unraisable exceptions (``_pytest.unraisableexception.cleanup``). ``Pytester.inline_run``
+    turns that off for the configs it makes (it sets the same stash key to 0); ``parseconfigure``
+    does not, and in an xdist worker whose heap holds the whole suite the five passes cost
+    seconds per config. The configs here are only inspected, never run.
+    """
+    from _pytest.unraisableexception import gc_collect_iterations_key
+
+    parseconfigure = pytester.parseconfigure
+
+    def parseconfigure_without_gc(*args: str | Path) -> pytest.Config:
+        config = parseconfigure(*args)
+        config.stash[gc_collect_iterations_key] = 0
+        return config
+
+    pytester.parseconfigure = parseconfigure_without_gc  # type: ignore[method-assign]
+    return pytester
+
+
 @pytest.fixture(scope="session")
 def load_script() -> Callable[[str], ModuleType]:
     """Import ``scripts/<name>.py`` by path (``scripts/`` is not a package), once per session."""

@@ -17,7 +17,13 @@
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
+
+import pytest
+
+# One worker runs every check, so each module is parsed once (``_parsed``).
+pytestmark = pytest.mark.xdist_group("architecture")
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pytest_groundeval"
 
@@ -35,13 +41,20 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
+@functools.cache
+def _parsed(path: Path) -> ast.Module:
+    """The syntax tree of ``path``, parsed once for every check of this module (the checks only read it)."""
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
 def _package_of(name: str, path: Path) -> str:
     return name if path.name == "__init__.py" else name.rpartition(".")[0]
 
 
-def _imports(name: str, path: Path, *, top_level_only: bool) -> set[str]:
+@functools.cache
+def _imports(name: str, path: Path, *, top_level_only: bool) -> frozenset[str]:
     """Absolute names of the modules ``name`` imports (``TYPE_CHECKING`` blocks excluded)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = _parsed(path)
     package = _package_of(name, path)
     nodes = tree.body if top_level_only else list(ast.walk(tree))
     found: set[str] = set()
@@ -60,7 +73,7 @@ def _imports(name: str, path: Path, *, top_level_only: bool) -> set[str]:
             found.add(module)
             # `from . import x` imports the submodule x when there is one.
             found.update(f"{module}.{alias.name}" for alias in node.names if f"{module}.{alias.name}" in MODULES)
-    return found
+    return frozenset(found)
 
 
 def test_only_the_plugin_imports_pytest():
@@ -145,12 +158,13 @@ def _runtime_imports(name: str, path: Path) -> tuple[set[str], list[int]]:
     return found, sorted(nested)
 
 
+@functools.cache
 def _scan_imports(name: str, path: Path) -> tuple[set[str], dict[int, set[str]]]:
     """``(modules imported anywhere, line -> package modules imported there inside a function)``.
 
     Typing-only blocks (``if TYPE_CHECKING:``) are skipped.
     """
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = _parsed(path)
     package = _package_of(name, path)
     found: set[str] = set()
     nested: dict[int, set[str]] = {}

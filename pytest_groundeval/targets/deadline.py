@@ -18,6 +18,8 @@ standard one. The transport does not read proxy settings from the environment
 from __future__ import annotations
 
 import contextlib
+import functools
+import ssl
 import time
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
@@ -145,6 +147,17 @@ class _Body(httpx.SyncByteStream):
             close()
 
 
+@functools.cache
+def default_ssl_context() -> ssl.SSLContext:
+    """The verifying TLS context of every ``DeadlineTransport``, made once per process.
+
+    ``httpx.create_ssl_context()`` loads the CA bundle (tens of milliseconds each time);
+    an ``ssl.SSLContext`` is safe to share between connections and threads, and nothing
+    here changes it after it is made.
+    """
+    return httpx.create_ssl_context()
+
+
 class DeadlineTransport(httpx.BaseTransport):
     """An ``httpx`` transport (HTTP/1.1, keep-alive, TLS verified) bounded by ``deadline``.
 
@@ -154,7 +167,7 @@ class DeadlineTransport(httpx.BaseTransport):
 
     def __init__(self) -> None:
         self._pool = httpcore.ConnectionPool(
-            ssl_context=httpx.create_ssl_context(),
+            ssl_context=default_ssl_context(),
             max_connections=100,
             max_keepalive_connections=20,
             keepalive_expiry=5.0,
