@@ -213,13 +213,16 @@ def test_generate_forwards_the_attempt_to_the_provider(ref: Reference, mock: Thr
     def answer(client: httpx.Client, attempt: str | None) -> str:
         headers = {} if attempt is None else {"X-Groundeval-Attempt": attempt}
         response = client.post(
-            "/v1/generate", json={"question": "When did the office open?", "find": label}, headers=headers
+            "/v1/generate", json={"question": "When did the Malmö depot open?", "find": label}, headers=headers
         )
         assert response.status_code == 200, response.text
         return response.json()["answer"]
 
     with ref.client() as client:
-        _ingest_notes(client, label)
+        # Words no other test asks about: the server is shared, and a question with no `find` searches every label.
+        body = {"name": f"{label}/depots.txt", "label": label, "format": "text", "contentHash": "h-depots"}
+        text = "The Malmö depot opened in 2019. It runs 12 trucks.\n\nThe Uppsala depot opened in 2004."
+        assert client.post("/v1/documents", json={**body, "content": text}).status_code == 200
         plain = answer(client, "1")
         mock.noise = NoiseSettings(1.0, 0)
         try:
