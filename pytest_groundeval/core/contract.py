@@ -62,6 +62,12 @@ RUN_ID_HEADER = "X-Groundeval-Run-Id"
 ITEM_ID_HEADER = "X-Groundeval-Item-Id"
 """Request header naming the dataset item a target call belongs to (absent on corpus ingests)."""
 
+ATTEMPT_HEADER = "X-Groundeval-Attempt"
+"""Request header numbering an item's attempt when it is run more than once (0 for the first; absent means 0).
+
+The mock provider draws its seeded noise from it (docs/mock.md, "Noise"), so attempts of one item
+differ; the reference target forwards it to its provider (docs/target-contract.md, "Run and item ids")."""
+
 RUN_ID_ENV = "GROUNDEVAL_RUN_ID"
 """Environment variable a spawned target gets: the session id (docs/target-contract.md, "Run and item ids")."""
 

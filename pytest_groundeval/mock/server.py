@@ -31,6 +31,7 @@ from pytest_groundeval.core import contract
 from pytest_groundeval.mock import behaviour
 from pytest_groundeval.mock import citation_judge as judge_behaviour
 from pytest_groundeval.mock.faults import FaultCounter, FaultPlan, FaultSpecError, parse_fault_spec, split_model
+from pytest_groundeval.mock.noise import NO_NOISE, NoiseSettings, noised_answer, parse_attempt
 from pytest_groundeval.mock.sse import DONE_EVENT, ChunkFramer, content_pieces, dumps
 
 CREATED = 1_700_000_000
@@ -76,6 +77,8 @@ class RequestRecord:
     """HTTP status sent; 499 when the client disconnected before the response ended."""
     fault: str | None
     """The fault spec the request carried, or ``None``."""
+    noise: str | None = None
+    """What seeded noise changed in a generation (``drop S1->S2``, ``number 1844->1849``), or ``None``."""
 
 
 class _BadRequest(Exception):
@@ -126,7 +129,7 @@ class _Call:
 
     __slots__ = (
         "path", "kind", "model", "prompt_tokens", "completion_tokens", "status", "fault", "started", "seq",
-        "latency_ms",
+        "latency_ms", "noise",
     )  # fmt: skip
 
     def __init__(self, path: str, kind: str, seq: int) -> None:
@@ -140,6 +143,7 @@ class _Call:
         self.started = time.perf_counter()
         self.seq = seq
         self.latency_ms = 0.0
+        self.noise: str | None = None
 
     def finish(self) -> None:
         self.latency_ms = (time.perf_counter() - self.started) * 1000.0
@@ -154,6 +158,7 @@ class _Call:
             self.latency_ms,
             self.status,
             self.fault,
+            self.noise,
         )
 
 
@@ -170,6 +175,8 @@ class MockProvider:
         log_limit: How many finished requests :attr:`log` keeps, the most recent; older ones
             are dropped but still counted by :attr:`requests_total` and :meth:`tokens_total`.
             0 keeps none; ``None`` keeps every one (memory grows ~330 bytes per request).
+        noise: Seeded noise on generations (docs/mock.md, "Noise"); off by default. The
+            attribute :attr:`noise` may be replaced while serving: later requests use the new one.
 
     Raises:
         ValueError: ``log_limit`` is negative or not an int.
@@ -182,12 +189,14 @@ class MockProvider:
         *,
         shutdown_timeout: float = 1.0,
         log_limit: int | None = DEFAULT_LOG_LIMIT,
+        noise: NoiseSettings = NO_NOISE,
     ) -> None:
         if log_limit is not None and (not isinstance(log_limit, int) or isinstance(log_limit, bool) or log_limit < 0):
             raise ValueError(f"log_limit must be a non-negative int or None, not {log_limit!r}")
         self.host = host
         self.port = port
         self.log_limit = log_limit
+        self.noise = noise
         self._shutdown_timeout = shutdown_timeout
         self._runner: web.AppRunner | None = None
         self._records: deque[_Call] = deque(maxlen=log_limit)  # the last finished calls, in finishing order
@@ -466,6 +475,14 @@ class MockProvider:
         else:
             call.kind = "chat_stream" if stream else "chat"
             content = behaviour.generate_answer(messages)
+            noise = self.noise
+            if noise.probability:
+                try:
+                    attempt = parse_attempt(request.headers.get(contract.ATTEMPT_HEADER))
+                except ValueError as exc:
+                    raise _BadRequest(str(exc)) from None
+                content, applied = noised_answer(messages, content, noise, attempt)
+                call.noise = applied.describe() if applied is not None else None
         call.prompt_tokens = behaviour.prompt_tokens(messages)
         call.completion_tokens = behaviour.count_tokens(content)
         completion_id = "chatcmpl-" + xxhash.xxh3_64_hexdigest(await request.read())

@@ -11,6 +11,7 @@ import asyncio
 import threading
 from collections.abc import Callable
 
+from pytest_groundeval.mock.noise import NO_NOISE, NoiseSettings
 from pytest_groundeval.mock.server import DEFAULT_LOG_LIMIT, MockProvider, RequestRecord
 
 
@@ -26,6 +27,7 @@ class ThreadedMockProvider:
         shutdown_timeout: Seconds :meth:`stop` waits for in-flight requests.
         start_timeout: Seconds to wait for the server to start.
         log_limit: Requests the log keeps, the most recent (:class:`MockProvider`).
+        noise: Seeded noise on generations (docs/mock.md, "Noise"); off by default.
 
     Raises:
         ValueError: ``log_limit`` is negative or not an int.
@@ -39,8 +41,9 @@ class ThreadedMockProvider:
         shutdown_timeout: float = 1.0,
         start_timeout: float = 10.0,
         log_limit: int | None = DEFAULT_LOG_LIMIT,
+        noise: NoiseSettings = NO_NOISE,
     ) -> None:
-        self.provider = MockProvider(host, port, shutdown_timeout=shutdown_timeout, log_limit=log_limit)
+        self.provider = MockProvider(host, port, shutdown_timeout=shutdown_timeout, log_limit=log_limit, noise=noise)
         self._start_timeout = start_timeout
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -94,6 +97,15 @@ class ThreadedMockProvider:
     def root_url(self) -> str:
         """``http://HOST:PORT``."""
         return self.provider.root_url
+
+    @property
+    def noise(self) -> NoiseSettings:
+        """The seeded noise on generations; assign to change it for later requests (docs/mock.md, "Noise")."""
+        return self.provider.noise
+
+    @noise.setter
+    def noise(self, settings: NoiseSettings) -> None:
+        self.provider.noise = settings
 
     @property
     def log(self) -> list[RequestRecord]:

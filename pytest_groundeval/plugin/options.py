@@ -56,6 +56,13 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("ready-timeout", "Seconds to wait for a spawned target's /readyz (default 60)", "float"),
     ("model-generate", "Generate model name for the lineage when the target has no /v1/info", "str"),
     ("model-embed", "Embedding model name for the lineage when the target has no /v1/info", "str"),
+    (
+        "mock-noise",
+        "Chance in [0, 1] that a generation of the mock provider is noised: a cited block dropped or a number "
+        "changed (docs/mock.md)",
+        "float",
+    ),
+    ("mock-seed", "Seed of the mock provider's noise draws, a whole number (default 0)", "int"),
     ("concurrency", "Items sent to the target at once per process (default 4)", "int"),
     (
         "history",
@@ -190,6 +197,10 @@ class Settings:
     """Lineage fallback for the generate model."""
     model_embed: str | None = None
     """Lineage fallback for the embedding model."""
+    mock_noise: float = 0.0
+    """Chance that one generation of the session's mock provider is noised (docs/mock.md, "Noise"); 0: none."""
+    mock_seed: int = 0
+    """Seed of the mock provider's noise draws."""
     concurrency: int = DEFAULT_CONCURRENCY
     """Items in flight per process (see ``DEFAULT_CONCURRENCY``)."""
     history: str | None = None
@@ -417,6 +428,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
     judging = _judging(values, sources)
     return Settings(
         **judging,
+        **_mock_noise(values, sources),
         dataset=dataset,
         spawn=values["spawn"],
         setup=tuple(values["setup"] or ()),
@@ -452,6 +464,46 @@ def resolve_settings(config: pytest.Config) -> Settings:
         history=history,
         label=values["label"].strip() if values["label"] else None,
     )
+
+
+def _mock_noise(values: dict, sources: dict) -> dict:
+    """``mock_noise`` and ``mock_seed``, checked (docs/options.md).
+
+    Raises:
+        pytest.UsageError: the noise is not a number in [0, 1] or the seed not a whole number;
+            a seed without a noise (it would change nothing); noise with ``--eval-url`` (no
+            mock generates for a target that is already running).
+    """
+    noise, seed = values["mock-noise"], values["mock-seed"]
+    if seed is not None and noise is None:
+        raise pytest.UsageError(
+            f"{sources['mock-seed']} given, but no --eval-mock-noise: the seed would change nothing; "
+            "give --eval-mock-noise P, or drop it"
+        )
+    if noise is None:
+        return {}
+    if values["url"]:
+        raise pytest.UsageError(
+            f"{sources['mock-noise']} makes the mock provider's generations noisy, but the --eval-url target "
+            "answers with its own provider (no mock generates for it): drop one of them"
+        )
+    try:
+        probability = float(noise)
+    except (TypeError, ValueError):
+        probability = math.nan
+    if not 0 <= probability <= 1:  # NaN fails too
+        raise pytest.UsageError(
+            f"{noise!r} is not a valid value for {sources['mock-noise']}: expected a probability in [0, 1]"
+        )
+    number = 0
+    if seed is not None:
+        text = str(seed).strip()
+        if not re.fullmatch(r"[+-]?[0-9]+", text):
+            raise pytest.UsageError(
+                f"{seed!r} is not a valid value for {sources['mock-seed']}: expected a whole number"
+            )
+        number = int(text)
+    return {"mock_noise": probability, "mock_seed": number}
 
 
 def _history_url(value: str, source: str) -> str:

@@ -31,7 +31,7 @@ from ..core.secrets import Scrubber
 from ..judge.cache import JudgeCache
 from ..judge.client import JudgeClient
 from ..judge.scorer import CoverageScorer
-from ..mock import ThreadedMockProvider
+from ..mock import NoiseSettings, ThreadedMockProvider
 from ..targets.http import connect_url
 from ..targets.protocol import Target, TargetError, lineage
 from ..targets.spawn import SpawnConfig, SpawnedTarget, reference_command
@@ -54,8 +54,12 @@ __all__ = [
 
 
 def serve_mock(request: pytest.FixtureRequest) -> Iterator[ThreadedMockProvider]:
-    """The ``groundeval_mock`` fixture's body: a started mock provider, stashed on the session."""
-    with ThreadedMockProvider() as mock:
+    """The ``groundeval_mock`` fixture's body: a started mock provider, stashed on the session.
+
+    Its generations carry the seeded noise of ``--eval-mock-noise`` / ``--eval-mock-seed`` (docs/mock.md).
+    """
+    settings: Settings = request.config.stash[settings_key]
+    with ThreadedMockProvider(noise=NoiseSettings(settings.mock_noise, settings.mock_seed)) as mock:
         request.session.stash[mock_key] = mock
         yield mock
 

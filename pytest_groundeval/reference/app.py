@@ -42,7 +42,7 @@ from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
 from ..core import strict_json
-from ..core.contract import ITEM_ID_HEADER, RUN_ID_HEADER
+from ..core.contract import ATTEMPT_HEADER, ITEM_ID_HEADER, RUN_ID_HEADER
 from . import bitemporal, store
 from .decompose import DECOMPOSITION_RESPONSE_FORMAT, decomposition_messages, parse_decomposition
 from .models import CompareRequest, DocumentRequest, GenerateRequest, QueryRequest, RecordRequest
@@ -334,8 +334,12 @@ async def post_generate(request: web.Request) -> web.Response:
     chunks = await _store(request).run(store.current_chunks, tenant, body.find)
     evidence = rank_chunks(body.question, vectors[0], chunks, config.top_k)
 
+    # The attempt number goes on to the provider: the mock's seeded noise draws from it (docs/mock.md).
+    attempt = request.headers.get(ATTEMPT_HEADER)
     answer, generate_usage = await provider.chat_stream(
-        generation_messages(body.question, evidence), config.model_generate
+        generation_messages(body.question, evidence),
+        config.model_generate,
+        {ATTEMPT_HEADER: attempt} if attempt is not None else None,
     )
     usage.add(generate_usage)
 

@@ -26,7 +26,7 @@ import json
 import re
 import struct
 import time
-from collections.abc import AsyncIterable, Awaitable, Callable
+from collections.abc import AsyncIterable, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -308,8 +308,13 @@ class ProviderClient:
             usage.add(Usage.from_wire(body.get("usage")))
         return vectors, usage
 
-    async def chat_stream(self, messages: list[dict[str, str]], model: str) -> tuple[str, Usage]:
+    async def chat_stream(
+        self, messages: list[dict[str, str]], model: str, headers: Mapping[str, str] | None = None
+    ) -> tuple[str, Usage]:
         """Streamed chat completion with ``stream_options.include_usage``. Returns ``(text, usage)``.
+
+        ``headers`` are sent with the request besides ``Authorization`` (the reference sends the
+        harness's ``X-Groundeval-Attempt`` on, docs/target-contract.md).
 
         Raises:
             ProviderError: HTTP failure after retries, timeout, a broken or malformed stream.
@@ -321,7 +326,7 @@ class ProviderClient:
             "stream_options": {"include_usage": True},
             "temperature": 0,
         }
-        return await self._call(self.settings.llm_url, CHAT_PATH, payload, _read_stream)
+        return await self._call(self.settings.llm_url, CHAT_PATH, payload, _read_stream, headers)
 
     async def chat(
         self, messages: list[dict[str, str]], model: str, response_format: dict[str, Any] | None = None
@@ -343,6 +348,7 @@ class ProviderClient:
         path: str,
         payload: dict[str, Any],
         read: Callable[[aiohttp.ClientResponse], Awaitable[T]],
+        headers: Mapping[str, str] | None = None,
     ) -> T:
         settings = self.settings
         loop = asyncio.get_running_loop()
@@ -355,7 +361,7 @@ class ProviderClient:
             try:
                 if remaining <= 0:
                     raise TimeoutError
-                return await asyncio.wait_for(self._attempt(url, path, payload, read), remaining)
+                return await asyncio.wait_for(self._attempt(url, path, payload, read, headers), remaining)
             except (TimeoutError, asyncio.TimeoutError):
                 raise ProviderError(f"provider timed out after {settings.timeout_s:g} s for {path}") from None
             except _Retryable as exc:
@@ -373,8 +379,11 @@ class ProviderClient:
         path: str,
         payload: dict[str, Any],
         read: Callable[[aiohttp.ClientResponse], Awaitable[T]],
+        extra_headers: Mapping[str, str] | None = None,
     ) -> T:
-        headers = {"Authorization": f"Bearer {self.settings.api_key}"} if self.settings.api_key else {}
+        headers = dict(extra_headers or {})
+        if self.settings.api_key:
+            headers["Authorization"] = f"Bearer {self.settings.api_key}"
         try:
             async with self.session.post(url, json=payload, headers=headers) as response:
                 if response.status == 429 or response.status >= 500:

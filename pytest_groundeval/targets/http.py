@@ -160,7 +160,8 @@ class HttpTarget:
 
     One keep-alive ``httpx.Client`` per target; every request carries
     ``Authorization: Bearer <api_key>``, and a call made for a run's item also
-    ``X-Groundeval-Run-Id`` and ``X-Groundeval-Item-Id`` (``protocol.call_ids``). Responses are checked for the fields
+    ``X-Groundeval-Run-Id`` and ``X-Groundeval-Item-Id`` (``protocol.call_ids``), and of a repeated item
+    ``X-Groundeval-Attempt`` (``protocol.call_attempt``). Responses are checked for the fields
     the harness reads; a violation raises ``TargetError`` naming the field.
 
     Args:

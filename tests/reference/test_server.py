@@ -22,7 +22,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pytest_groundeval.mock import ThreadedMockProvider
+from pytest_groundeval.mock import NoiseSettings, ThreadedMockProvider
+from pytest_groundeval.mock.noise import NO_NOISE
 from pytest_groundeval.reference import PORT_FILE_NAME
 
 BOOTSTRAP_KEY = "bootstrap-test-key"
@@ -203,6 +204,37 @@ def test_the_log_names_the_run_and_item_of_each_call(ref: Reference) -> None:
     log = ref.log_path.read_text()
     assert f"POST /v1/generate run={run_id} item=qa-logged status=200" in log
     assert "GET /v1/info run=- item=- status=200" in log
+
+
+def test_generate_forwards_the_attempt_to_the_provider(ref: Reference, mock: ThreadedMockProvider) -> None:
+    """The mock's seeded noise draws from the attempt (docs/mock.md), so it must reach the provider."""
+    label = _label("ATTEMPT")
+
+    def answer(client: httpx.Client, attempt: str | None) -> str:
+        headers = {} if attempt is None else {"X-Groundeval-Attempt": attempt}
+        response = client.post(
+            "/v1/generate", json={"question": "When did the Malmö depot open?", "find": label}, headers=headers
+        )
+        assert response.status_code == 200, response.text
+        return response.json()["answer"]
+
+    with ref.client() as client:
+        # Words no other test asks about: the server is shared, and a question with no `find` searches every label.
+        body = {"name": f"{label}/depots.txt", "label": label, "format": "text", "contentHash": "h-depots"}
+        text = "The Malmö depot opened in 2019. It runs 12 trucks.\n\nThe Uppsala depot opened in 2004."
+        assert client.post("/v1/documents", json={**body, "content": text}).status_code == 200
+        plain = answer(client, "1")
+        mock.noise = NoiseSettings(1.0, 0)
+        try:
+            mock.clear_log()
+            answers = [answer(client, str(attempt)) for attempt in range(6)]
+            assert answer(client, None) == answers[0]
+            assert [answer(client, str(attempt)) for attempt in range(6)] == answers
+            noised = [r.noise for r in mock.log if r.kind == "chat_stream"]
+        finally:
+            mock.noise = NO_NOISE
+    assert len(noised) == 13 and None not in noised
+    assert len(set(answers)) > 1 and plain not in answers
 
 
 ROUTES = ["/v1/documents", "/v1/generate", "/v1/records", "/v1/query", "/v1/compare"]
