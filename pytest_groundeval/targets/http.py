@@ -4,7 +4,7 @@ Every call is listed once in ``_ROUTES``; the blocking methods go through one
 keep-alive ``httpx.Client`` and their async twins (``aingest``, ``agenerate``,
 …, used for concurrent dispatch) through one aiohttp session per event loop.
 Both read a body through ``targets.bodies`` (size limit, bounded decompression),
-decode it with ``_decode_body`` and check it with the one model check of
+decode it with ``decode_body`` and check it with the one model check of
 ``targets.responses`` (``targets.decode``, which stops at the first value of the
 wrong shape), so both fail with the same words. The API key is masked in every
 error message (``core.secrets``). Each call has one
@@ -24,6 +24,7 @@ from typing import Any
 
 import aiohttp
 import httpx
+import yarl
 
 from ..core.secrets import Scrubber
 from ..core.text import shorten
@@ -40,7 +41,7 @@ from .protocol import (
 )
 from .responses import MAX_JSON_DEPTH
 
-__all__ = ["BODY_EXCERPT_CHARS", "HttpTarget", "URL_CONNECT_TIMEOUT_S", "connect_url"]
+__all__ = ["BODY_EXCERPT_CHARS", "HttpTarget", "ResponseParser", "URL_CONNECT_TIMEOUT_S", "connect_url", "decode_body"]
 
 BODY_EXCERPT_CHARS = 500
 """Longest response-body excerpt quoted in a ``TargetError`` message."""
@@ -77,12 +78,12 @@ def _fail(call: str, url: str, status: int | None, what: str, data: bytes | str 
     )
 
 
-ResponseParser = Callable[[str, "str | None"], JsonObject]
+ResponseParser = Callable[[str, str | None], JsonObject]
 """``(body text, Content-Type) -> checked response``; raises ``ValueError`` (``json.JSONDecodeError`` and
 ``decode.NotAnObject`` included) or ``RecursionError`` for a body it cannot use (``targets.mapped``)."""
 
 
-def _decode_body(
+def decode_body(
     call: str,
     url: str,
     status: int,
@@ -327,7 +328,7 @@ class HttpTarget:
         """Return the JSON object body of a 2xx response to method ``name``, checked; raise ``TargetError`` otherwise."""
         status, headers, data = sent
         path = call.split(" ", 1)[1]
-        return _decode_body(
+        return decode_body(
             call, f"{self.base_url}{path}", status, data, headers.get("content-type"), name, headers.get("location")
         )
 
@@ -345,12 +346,22 @@ class HttpTarget:
         call = f"{method} {path}"
         url = f"{self.base_url}{path}"
         status, headers, data = await self._aexchange(call, method, url, body)
-        return _decode_body(call, url, status, data, headers.get("Content-Type"), name, headers.get("Location"))
+        return decode_body(call, url, status, data, headers.get("Content-Type"), name, headers.get("Location"))
 
     async def _aexchange(
-        self, call: str, method: str, url: str, body: Any = None, *, headers: Mapping[str, str] | None = None
+        self,
+        call: str,
+        method: str,
+        url: str,
+        body: Any = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+        encoded: bool = False,
     ) -> tuple[int, Mapping[str, str], bytes]:
         """Async ``_exchange``: send one request and read its body within the limits; ``(status, headers, body)``.
+
+        ``encoded``: ``url`` is already percent-encoded and is sent as it is (aiohttp would
+        otherwise decode an escape such as ``%2F`` in a query, as httpx does not).
 
         Raises:
             TargetUnavailable: nothing could connect.
@@ -361,7 +372,11 @@ class HttpTarget:
         # aiohttp's total timeout spans connect to the last body byte: the per-call deadline.
         try:
             async with self._session().request(
-                method, url, json=body, allow_redirects=False, headers=sent_headers or None
+                method,
+                yarl.URL(url, encoded=True) if encoded else url,
+                json=body,
+                allow_redirects=False,
+                headers=sent_headers or None,
             ) as response:
                 exchange.status = response.status
                 try:
