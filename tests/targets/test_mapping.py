@@ -131,7 +131,8 @@ def test_fields_fill_the_request_by_the_documented_rules():
     request = parse_map(data, "rag.json", ENV).request
     sent = request.render({"question": "Vad är 2 + 2?", "find": None, "item_id": "qa/1", "run_id": "r1"})
     assert sent.method == "POST" and sent.call == "POST /ask/qa%2F1"
-    assert sent.url == "https://rag.example/ask/qa%2F1?q=Vad%20%C3%A4r%202%20%2B%202%3F&raw=%7Bquestion%7D"  # a literal {question}, encoded
+    # {{question}} is a literal {question}, percent-encoded in a URL.
+    assert sent.url == "https://rag.example/ask/qa%2F1?q=Vad%20%C3%A4r%202%20%2B%202%3F&raw=%7Bquestion%7D"
     assert sent.headers == {"X-Run": "run r1", "Authorization": f"Bearer {ENV['RAG_KEY']}"}
     assert sent.body == {
         "text": "Vad är 2 + 2?",
