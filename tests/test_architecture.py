@@ -249,6 +249,10 @@ FUNCTION_LEVEL_IMPORTS = {
         "start-up: the writer the plugin uses runs on the database driver alone; SQLAlchemy loads only to create "
         "or migrate the schema (tests/history/test_engine.py)"
     ),
+    ("plugin.options", "targets.mapping"): (
+        "start-up: a target map is checked only when --eval-target-map is given; reading its answers uses the "
+        "response models (pydantic), which loading the plugin never imports (tests/test_package.py)"
+    ),
     ("cli.gate", "history.stored_report"): (
         "start-up: SQLAlchemy loads only when groundeval gate reads a stored run (--run), not for --report"
     ),

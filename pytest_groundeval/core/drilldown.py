@@ -55,7 +55,8 @@ def answer_extra(
         ``question`` (str), ``answer`` (str), ``claims`` (list of ``{text, start, end,
         markers, verdict, true}``; ``start``/``end`` are UTF-8 byte offsets into the
         answer, docs/target-contract.md), ``evidence`` (list of ``{marker, document,
-        start, end, text}``), ``expectedEvidence`` (list of ``{text, found}``, only
+        start, end, text}``, then the response's ``sources`` with document "" and
+        null offsets), ``expectedEvidence`` (list of ``{text, found}``, only
         when ``expected`` is given) and ``tags`` (list of str); texts cut to
         ``TEXT_CHARS`` (evidence to ``EVIDENCE_CHARS``, the answer to ``ANSWER_CHARS``), lists to ``MAX_CLAIMS`` /
         ``MAX_EVIDENCE`` entries.
@@ -82,6 +83,18 @@ def answer_extra(
                 "document": entry["document"],
                 "start": entry["start"],
                 "end": entry["end"],
+                "text": None if text is None else _cut(text, EVIDENCE_CHARS),
+            }
+        )
+    for entry in (response.get("sources") or [])[: max(MAX_EVIDENCE - len(evidence), 0)]:
+        # A source that is no corpus span (a mapped target's, docs/byo.md): no document, no offsets.
+        text = entry.get("text")
+        evidence.append(
+            {
+                "marker": entry["marker"],
+                "document": "",
+                "start": None,
+                "end": None,
                 "text": None if text is None else _cut(text, EVIDENCE_CHARS),
             }
         )

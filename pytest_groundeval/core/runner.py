@@ -14,6 +14,9 @@ its plain methods run in an executor thread, so in-process pipelines and
 wrappers work unchanged and still run concurrently. Only methods the class
 itself defines count, so a wrapper that overrides ``generate`` and delegates
 the rest with ``__getattr__`` is never bypassed.
+
+A target may define ``cannot_run(kind) -> str | None``: a reason makes each item of
+that kind an error with that reason, before any call (``targets.mapped``).
 """
 
 from __future__ import annotations
@@ -350,6 +353,13 @@ class ItemRunner:
         kind = kind_of(item)
         if not kind.needs_target(item):
             return await self.run_offline_async(item, dataset)
+        refuse = getattr(self.target, "cannot_run", None)
+        reason = refuse(item.kind) if callable(refuse) else None
+        if isinstance(reason, str) and reason:
+            # The target says up front it cannot answer this kind (a mapped target without the
+            # response expressions the kind reads, docs/byo.md): an error of this item, no call,
+            # and no streak (the target is not failing).
+            raise ItemError(errored_outcome(item, reason))
         run_id = self._call_run_id(dataset) if self._call_run_id is not None else self.run_id
         ids = call_ids.set((run_id, item.id))
         responses: list[JsonObject] = []

@@ -126,8 +126,9 @@ class Controller:
         """The options recorded with a run in the history (``config.options``; no secrets)."""
         s = self.settings
         return {
-            "target": "url" if s.url else ("spawn" if s.spawn else "reference"),
+            "target": "map" if s.target_map else "url" if s.url else ("spawn" if s.spawn else "reference"),
             "url": s.url,
+            "targetMap": str(s.target_map.path) if s.target_map else None,
             "spawn": s.spawn,
             "concurrency": s.concurrency,
             "timeoutS": s.timeout_s,

@@ -12,6 +12,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -20,6 +21,9 @@ from ..core.sharding import parse_shard
 from ..history.urls import HistoryError, describe_url, resolve_url
 from ..targets.placeholders import check_placeholders
 from ..targets.protocol import DEFAULT_MAX_RESPONSE_BYTES
+
+if TYPE_CHECKING:
+    from ..targets.mapping import TargetMap
 
 GROUP = "groundeval"
 
@@ -30,6 +34,11 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("setup", "Command run before the spawned target starts (repeatable; same placeholders)", "list"),
     ("url", "Base URL of an already running target (no mock is started)", "str"),
     ("api-key", "API key for the --eval-url target", "str"),
+    (
+        "target-map",
+        "JSON file describing an existing HTTP API as the target: a request template and JMESPath expressions (docs/byo.md)",
+        "path",
+    ),
     ("report", "Write the JSON report to this path", "path"),
     ("html", "Write the report as one self-contained HTML page to this path (one dataset per run)", "path"),
     ("markdown", "Write the gate as a Markdown table to this path", "path"),
@@ -168,6 +177,8 @@ class Settings:
     """Base URL of a running target."""
     api_key: str | None = None
     """API key for the url target."""
+    target_map: TargetMap | None = field(default=None, repr=False, compare=False)
+    """The checked target map of ``--eval-target-map`` (docs/byo.md); its ``secrets`` are never printed."""
     report: Path | None = None
     """Where to write the JSON report."""
     html: Path | None = None
@@ -380,6 +391,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         values[name], sources[name] = _raw(config, name, kind)
     if values["spawn"] and values["url"]:
         raise pytest.UsageError(CONFLICT_SPAWN_URL)
+    target_map = _target_map(values, sources) if values["target-map"] else None
     if values["setup"] and not values["spawn"] and values["url"]:
         raise pytest.UsageError("--eval-setup runs before a spawned target; it cannot be used with --eval-url")
     if values["url"] and not values["api-key"]:
@@ -434,6 +446,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         setup=tuple(values["setup"] or ()),
         url=_check_url(values["url"], sources["url"]).rstrip("/") if values["url"] else None,
         api_key=values["api-key"],
+        target_map=target_map,
         report=outputs["report"],
         html=outputs["html"],
         markdown=outputs["markdown"],
@@ -482,11 +495,12 @@ def _mock_noise(values: dict, sources: dict) -> dict:
         )
     if noise is None:
         return {}
-    if values["url"]:
-        raise pytest.UsageError(
-            f"{sources['mock-noise']} makes the mock provider's generations noisy, but the --eval-url target "
-            "answers with its own provider (no mock generates for it): drop one of them"
-        )
+    for running in ("url", "target-map"):
+        if values[running]:
+            raise pytest.UsageError(
+                f"{sources['mock-noise']} makes the mock provider's generations noisy, but the {sources[running]} "
+                "target answers with its own provider (no mock generates for it): drop one of them"
+            )
     try:
         probability = float(noise)
     except (TypeError, ValueError):
@@ -504,6 +518,31 @@ def _mock_noise(values: dict, sources: dict) -> dict:
             )
         number = int(text)
     return {"mock_noise": probability, "mock_seed": number}
+
+
+def _target_map(values: dict, sources: dict) -> TargetMap:
+    """The checked target map of ``--eval-target-map`` (docs/byo.md, "Mapped targets").
+
+    Imported here, when a map is given: reading a map's answers uses the response
+    models (pydantic), which loading the plugin must not import (tests/test_package.py).
+
+    Raises:
+        pytest.UsageError: another target option is given too (a run has one target), or
+            the map cannot be used (``targets.mapping.MapError``: the file and the key path).
+    """
+    from ..targets.mapping import MapError, load_map
+
+    source = sources["target-map"]
+    for other in ("url", "spawn", "setup"):
+        if values[other]:
+            raise pytest.UsageError(
+                f"{source} and {sources[other]} both given: a mapped target is the run's one target; drop one of them"
+            )
+    path = Path(values["target-map"])
+    try:
+        return load_map(path if path.is_absolute() else Path.cwd() / path)
+    except MapError as exc:
+        raise pytest.UsageError(f"{source}: {exc}") from None
 
 
 def _history_url(value: str, source: str) -> str:

@@ -33,6 +33,7 @@ from ..judge.client import JudgeClient
 from ..judge.scorer import CoverageScorer
 from ..mock import NoiseSettings, ThreadedMockProvider
 from ..targets.http import connect_url
+from ..targets.mapped import MappedTarget
 from ..targets.protocol import Target, TargetError, lineage
 from ..targets.spawn import SpawnConfig, SpawnedTarget, reference_command
 from .collect import EvalItem
@@ -67,11 +68,23 @@ def serve_mock(request: pytest.FixtureRequest) -> Iterator[ThreadedMockProvider]
 def serve_target(request: pytest.FixtureRequest) -> Iterator[Target]:
     """The ``groundeval_target`` fixture's body: the target the options name, torn down after the session.
 
-    ``--eval-url`` connects to a running target; otherwise ``--eval-spawn`` (or the embedded
+    ``--eval-target-map`` reaches an existing API through its map (docs/byo.md); ``--eval-url``
+    connects to a running target; otherwise ``--eval-spawn`` (or the embedded
     reference server) is started against ``groundeval_mock`` (docs/target-contract.md).
     Stops the session (``stop_session``) when the target cannot be reached or started.
     """
     settings: Settings = request.config.stash[settings_key]
+    if settings.target_map is not None:
+        # An existing API described by a map (docs/byo.md): no mock, no readiness probe; a target
+        # that is down fails its first items, then stops the session (core.runner's streaks).
+        mapped = MappedTarget(
+            settings.target_map, timeout_s=settings.timeout_s, max_response_bytes=settings.max_response_bytes
+        )
+        try:
+            yield mapped
+        finally:
+            mapped.close()
+        return
     if settings.url:
         problem = None
         try:
@@ -123,10 +136,14 @@ def serve_target(request: pytest.FixtureRequest) -> Iterator[Target]:
 
 def session_scrubber(request: pytest.FixtureRequest) -> Scrubber:
     """The keys of this session to mask in what it writes (``core.secrets``): the target's
-    (``--eval-api-key``, or the spawned target's fresh key) and the judge's."""
+    (``--eval-api-key``, the spawned target's fresh key, or a target map's ``${VAR}`` values
+    and credential headers) and the judge's."""
     settings: Settings = request.config.stash[settings_key]
     spawned = request.session.stash.get(spawned_key, None)
-    return Scrubber([settings.api_key, settings.judge_api_key, spawned.api_key if spawned is not None else None])
+    mapped = settings.target_map.secrets if settings.target_map is not None else ()
+    return Scrubber(
+        [settings.api_key, settings.judge_api_key, spawned.api_key if spawned is not None else None, *mapped]
+    )
 
 
 def stop_session(request: pytest.FixtureRequest, message: str) -> None:
@@ -149,7 +166,7 @@ def serve_runner(request: pytest.FixtureRequest, groundeval_target: Target) -> I
     settings: Settings = request.config.stash[settings_key]
     # The mock counts the target's tokens only when the target talks to it (not an --eval-url target,
     # for which the mock may run as the judge alone).
-    mock = request.session.stash.get(mock_key, None) if not settings.url else None
+    mock = request.session.stash.get(mock_key, None) if not (settings.url or settings.target_map) else None
     spawned = request.session.stash.get(spawned_key, None)
     judging_kinds = [kind for kind, on in (("judge", settings.judge), ("score", settings.scorer_url == "mock")) if on]
 

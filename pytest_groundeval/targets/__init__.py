@@ -5,6 +5,8 @@
 - ``http``: ``HttpTarget`` and ``connect_url`` (a running server).
 - ``spawn``: ``SpawnConfig`` / ``SpawnedTarget`` (a server started per session)
   and ``reference_command`` (the embedded reference server).
+- ``mapping`` / ``mapped``: ``load_map`` and ``MappedTarget``, an existing HTTP API
+  described by a target map (docs/byo.md); ``stream`` reads its Server-Sent Events.
 
 Names are re-exported here and imported on first use, so ``Target`` and the
 errors cost no HTTP library.
@@ -29,6 +31,10 @@ _EXPORTS = {
     "SpawnConfig": "spawn",
     "SpawnedTarget": "spawn",
     "reference_command": "spawn",
+    "MapError": "mapping",
+    "TargetMap": "mapping",
+    "load_map": "mapping",
+    "MappedTarget": "mapped",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -4,7 +4,7 @@ Every call is listed once in ``_ROUTES``; the blocking methods go through one
 keep-alive ``httpx.Client`` and their async twins (``aingest``, ``agenerate``,
 …, used for concurrent dispatch) through one aiohttp session per event loop.
 Both read a body through ``targets.bodies`` (size limit, bounded decompression),
-decode it with ``_decode_body`` and check it with the one model check of
+decode it with ``decode_body`` and check it with the one model check of
 ``targets.responses`` (``targets.decode``, which stops at the first value of the
 wrong shape), so both fail with the same words. The API key is masked in every
 error message (``core.secrets``). Each call has one
@@ -18,12 +18,13 @@ import asyncio
 import json
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 import aiohttp
 import httpx
+import yarl
 
 from ..core.secrets import Scrubber
 from ..core.text import shorten
@@ -40,7 +41,7 @@ from .protocol import (
 )
 from .responses import MAX_JSON_DEPTH
 
-__all__ = ["BODY_EXCERPT_CHARS", "HttpTarget", "URL_CONNECT_TIMEOUT_S", "connect_url"]
+__all__ = ["BODY_EXCERPT_CHARS", "HttpTarget", "ResponseParser", "URL_CONNECT_TIMEOUT_S", "connect_url", "decode_body"]
 
 BODY_EXCERPT_CHARS = 500
 """Longest response-body excerpt quoted in a ``TargetError`` message."""
@@ -77,14 +78,27 @@ def _fail(call: str, url: str, status: int | None, what: str, data: bytes | str 
     )
 
 
-def _decode_body(
-    call: str, url: str, status: int, data: bytes, content_type: str | None, name: str, location: str | None = None
+ResponseParser = Callable[[str, str | None], JsonObject]
+"""``(body text, Content-Type) -> checked response``; raises ``ValueError`` (``json.JSONDecodeError`` and
+``decode.NotAnObject`` included) or ``RecursionError`` for a body it cannot use (``targets.mapped``)."""
+
+
+def decode_body(
+    call: str,
+    url: str,
+    status: int,
+    data: bytes,
+    content_type: str | None,
+    name: str,
+    location: str | None = None,
+    parse: ResponseParser | None = None,
 ) -> JsonObject:
     """Return the JSON object of a 2xx response to target method ``name``, checked; raise ``TargetError`` otherwise.
 
     ``data`` is the whole body, content coding undone (``bodies.BodyReader``); it is
     decoded strictly in its declared charset (default UTF-8), then parsed and checked
-    by ``decode.decode_response``, which stops at the first value of the wrong shape.
+    by ``decode.decode_response``, which stops at the first value of the wrong shape,
+    or by ``parse`` when given (a mapped target reads a body of its own shape).
     Shared by the sync (httpx) and async (aiohttp) paths, so both fail with the same words.
     """
     if 300 <= status < 400:
@@ -103,7 +117,7 @@ def _decode_body(
     except BodyError as exc:
         raise _fail(call, url, status, str(exc), data) from None
     try:
-        return decode_response(name, text)
+        return decode_response(name, text) if parse is None else parse(text, content_type)
     except RecursionError:
         raise _fail(
             call, url, status, f"returned JSON nested too deep to parse (the limit is {MAX_JSON_DEPTH} levels)", text
@@ -167,12 +181,15 @@ class HttpTarget:
     Args:
         base_url: The target's root URL, e.g. ``http://127.0.0.1:8123`` (a path
             prefix is kept: ``https://host/api`` → ``https://host/api/v1/...``).
-        api_key: The bearer key sent with every call.
+        api_key: The bearer key sent with every call; None sends no ``Authorization``
+            header (a mapped target sends the headers of its map, ``targets.mapped``).
         timeout_s: Per-call deadline in seconds, from sending the request to the
             last byte of the response (connect is capped at 10 s so an
             unreachable host fails fast).
         max_response_bytes: Largest response body accepted, counted as received and
             as decompressed (``--eval-max-response-bytes``, default 16 MiB).
+        secrets: Further texts to mask in every error, as the API key is (a mapped
+            target's ``${VAR}`` values and credential headers).
 
     Redirects are never followed: a 3xx is a ``TargetError`` naming its ``Location``.
     The API key is masked in every ``TargetError`` it raises (``core.secrets``): a target
@@ -185,17 +202,21 @@ class HttpTarget:
     def __init__(
         self,
         base_url: str,
-        api_key: str,
+        api_key: str | None,
         timeout_s: float = 60.0,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        *,
+        secrets: Iterable[str] = (),
     ) -> None:
         if max_response_bytes < 1:
             raise ValueError(f"max_response_bytes must be at least 1, got {max_response_bytes!r}")
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
         self.max_response_bytes = max_response_bytes
-        self._headers = {"Authorization": f"Bearer {api_key}", "Accept-Encoding": ACCEPT_ENCODING}
-        self._scrubber = Scrubber([api_key])
+        self._headers = {"Accept-Encoding": ACCEPT_ENCODING}
+        if api_key is not None:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._scrubber = Scrubber([api_key, *secrets])
         self._client = httpx.Client(
             base_url=self.base_url,
             headers=self._headers,
@@ -241,8 +262,21 @@ class HttpTarget:
             TargetError: the deadline passed, the connection failed mid-way, or the body
                 broke a limit (its size, its content coding).
         """
-        call = f"{method} {path}"
-        url = f"{self.base_url}{path}"
+        return self._exchange(f"{method} {path}", method, f"{self.base_url}{path}", body, timeout=timeout, read=read)
+
+    def _exchange(
+        self,
+        call: str,
+        method: str,
+        url: str,
+        body: Any = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        read: bool = True,
+    ) -> tuple[int, httpx.Headers, bytes]:
+        """``_send`` to any absolute ``url``: ``body`` (None: none) sent as JSON, ``headers`` added
+        to the target's own and the run and item ids; ``call`` names it in errors (``"POST /v1/generate"``)."""
         seconds = self.timeout_s if timeout is None else timeout
         exchange = _Exchange(call, url, seconds)
         kwargs: dict[str, Any] = {}
@@ -250,12 +284,12 @@ class HttpTarget:
             kwargs["json"] = body
         if timeout is not None:
             kwargs["timeout"] = httpx.Timeout(timeout, connect=min(timeout, 10.0))
-        ids = call_headers()
-        if ids:
-            kwargs["headers"] = ids
+        sent_headers = {**(headers or {}), **call_headers()}
+        if sent_headers:
+            kwargs["headers"] = sent_headers
         try:
             with deadline(seconds):
-                request = self._client.build_request(method, path, **kwargs)
+                request = self._client.build_request(method, url, **kwargs)
                 response = self._client.send(request, stream=True)
                 try:
                     exchange.status = response.status_code
@@ -295,7 +329,7 @@ class HttpTarget:
         """Return the JSON object body of a 2xx response to method ``name``, checked; raise ``TargetError`` otherwise."""
         status, headers, data = sent
         path = call.split(" ", 1)[1]
-        return _decode_body(
+        return decode_body(
             call, f"{self.base_url}{path}", status, data, headers.get("content-type"), name, headers.get("location")
         )
 
@@ -312,11 +346,38 @@ class HttpTarget:
         method, path = _ROUTES[name]
         call = f"{method} {path}"
         url = f"{self.base_url}{path}"
+        status, headers, data = await self._aexchange(call, method, url, body)
+        return decode_body(call, url, status, data, headers.get("Content-Type"), name, headers.get("Location"))
+
+    async def _aexchange(
+        self,
+        call: str,
+        method: str,
+        url: str,
+        body: Any = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+        encoded: bool = False,
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        """Async ``_exchange``: send one request and read its body within the limits; ``(status, headers, body)``.
+
+        ``encoded``: ``url`` is already percent-encoded and is sent as it is (aiohttp would
+        otherwise decode an escape such as ``%2F`` in a query, as httpx does not).
+
+        Raises:
+            TargetUnavailable: nothing could connect.
+            TargetError: the deadline passed, the connection failed mid-way, or the body broke a limit.
+        """
         exchange = _Exchange(call, url, self.timeout_s)
+        sent_headers = {**(headers or {}), **call_headers()}
         # aiohttp's total timeout spans connect to the last body byte: the per-call deadline.
         try:
             async with self._session().request(
-                method, url, json=body, allow_redirects=False, headers=call_headers() or None
+                method,
+                yarl.URL(url, encoded=True) if encoded else url,
+                json=body,
+                allow_redirects=False,
+                headers=sent_headers or None,
             ) as response:
                 exchange.status = response.status
                 try:
@@ -331,7 +392,7 @@ class HttpTarget:
                 except BaseException:
                     response.close()  # the rest of the body is not wanted: do not reuse the connection
                     raise
-                headers = response.headers
+                received = response.headers
         except (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError) as exc:
             if exchange.status is not None:
                 raise TargetError(
@@ -352,9 +413,8 @@ class HttpTarget:
             ) from exc
         except BodyError as exc:
             raise exchange.body_error(exc) from None
-        return _decode_body(
-            call, url, exchange.status, data, headers.get("Content-Type"), name, headers.get("Location")
-        )
+        assert exchange.status is not None  # set as soon as the response arrived
+        return exchange.status, received, data
 
     # -- Target protocol: each call once in _ROUTES, sync (httpx) and async (aiohttp)
 

@@ -99,6 +99,17 @@ class ToolCall(_Shape):
     """How many hits it returned (default: the length of ``hits``)."""
 
 
+class Source(_Shape):
+    """One source an answer may cite that is not a corpus span (optional ``sources``; a mapped target's, docs/byo.md)."""
+
+    marker: StrictStr
+    """The marker as written inside the answer's brackets: ``1`` for ``[1]``."""
+    text: StrictStr | None = None
+    """The source's text (shown to a citation judge and scorer)."""
+    metadata: dict[str, StrictStr] | None = None
+    """Metadata fields, e.g. ``{"speaker": "Anna Berg"}``, checked against mentions (docs/citation.md)."""
+
+
 class GenerateResponse(_Shape):
     """``POST /v1/generate``."""
 
@@ -113,6 +124,8 @@ class GenerateResponse(_Shape):
     """Optional compact tool trace (docs/target-contract.md), stored in the run history."""
     iterations: Annotated[StrictInt, Field(ge=0)] | None = None
     """Optional count of the target's agent iterations (model round trips) for this answer."""
+    sources: list[Source] | None = Field(default=None, fail_fast=True)
+    """Optional sources beside ``evidence`` that the answer's markers may name (docs/target-contract.md)."""
 
 
 class InfoModels(_Shape):
@@ -333,7 +346,7 @@ def _validator(model: type[_Shape], then: Callable[[dict[str, Any]], None] | Non
 
 def _check_generate_coherence(body: dict[str, Any]) -> None:
     answer = body["answer"].encode("utf-8")
-    markers = {ev["marker"] for ev in body["evidence"]}
+    markers = {ev["marker"] for ev in body["evidence"]} | {s["marker"] for s in body.get("sources") or ()}
     for i, claim in enumerate(body["claims"]):
         start, end = claim["start"], claim["end"]
         try:

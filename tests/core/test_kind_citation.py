@@ -27,6 +27,7 @@ from pytest_groundeval.core.kinds.citation import (
     mentions,
     normalise_field,
     paragraphs,
+    source_details,
     source_map,
 )
 from pytest_groundeval.core.metrics import compute_metrics
@@ -389,6 +390,31 @@ def test_source_map_of_target_evidence():
         "S4": {},
     }
     assert source_map(item, []) == {}
+
+
+def test_source_map_of_a_target_s_own_sources():
+    # A mapped target's sources (docs/byo.md) carry their own metadata; the item's entry of the
+    # same marker wins on a field both set, unless it is pinned to a document.
+    item = citation_item(
+        question="q",
+        sources=[
+            {"marker": "1", "metadata": {"speaker": "Curated Name"}},
+            {"marker": "2", "document": "debate/x.txt", "metadata": {"speaker": "Pinned"}},
+        ],
+    )
+    target_sources = [
+        {"marker": "1", "text": "t", "metadata": {"speaker": "API Name", "party": "S"}},
+        {"marker": "2", "metadata": {"speaker": "Lars Holm"}},
+        {"marker": "3"},
+    ]
+    assert source_map(item, [], target_sources) == {
+        "1": {"speaker": "Curated Name", "party": "S"},
+        "2": {"speaker": "Lars Holm"},
+        "3": {},
+    }
+    details = source_details(item, [], {}, target_sources)
+    assert details["1"] == {"text": "t", "metadata": {"speaker": "Curated Name", "party": "S"}}
+    assert details["3"] == {"text": "", "metadata": {}}
 
 
 # --- the runner's entry point ---------------------------------------------------------------------

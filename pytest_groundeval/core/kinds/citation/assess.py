@@ -60,6 +60,7 @@ def source_details(
     item: CitationItem,
     evidence: Sequence[Mapping[str, Any]] | None = None,
     documents: Mapping[str, Any] | None = None,
+    target_sources: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Marker → ``{"text": str, "metadata": {str: str}}`` for the sources an answer may cite.
 
@@ -69,13 +70,14 @@ def source_details(
             or None for the item's recorded ``response``.
         documents: Corpus name → loaded document (``Dataset.documents``); a target's
             evidence text is the document's canonical bytes ``[start, end)``.
+        target_sources: The generate response's ``sources`` (``checks.source_map``), if any.
 
     Returns:
         Metadata as ``checks.source_map`` merges it; text from the
         recorded source's ``text`` (recorded answer) or the evidence span (target answer),
-        "" when there is none or the span is invalid.
+        else a target source's ``text``; "" when there is none or the span is invalid.
     """
-    metadata = source_map(item, evidence)
+    metadata = source_map(item, evidence, target_sources)
     texts: dict[str, str] = {}
     if evidence is None:
         recorded = item.response.sources if item.response is not None else []
@@ -92,6 +94,10 @@ def source_details(
                 texts.setdefault(marker, document.slice(entry.get("start"), entry.get("end")))
             except (ValueError, TypeError):
                 continue
+        for entry in target_sources or ():
+            marker, text = entry.get("marker"), entry.get("text")
+            if isinstance(marker, str) and isinstance(text, str) and text:
+                texts.setdefault(marker, text)
     return {marker: {"text": texts.get(marker, ""), "metadata": dict(meta)} for marker, meta in metadata.items()}
 
 
@@ -303,6 +309,7 @@ async def assess_citation(
     answer: str,
     evidence: Sequence[Mapping[str, Any]] | None,
     dataset: Dataset,
+    target_sources: Sequence[Mapping[str, Any]] | None = None,
 ) -> ItemOutcome:
     """Ask the runner's judge and coverage scorer about the cited paragraphs of ``outcome``.
 
@@ -317,6 +324,7 @@ async def assess_citation(
         answer: The answer judged.
         evidence: The target's evidence entries, or None for the recorded ``response``.
         dataset: The dataset (its documents give a target's evidence text).
+        target_sources: The generate response's ``sources``, if any (``source_details``).
 
     Returns:
         ``with_assessment`` of the outcome; a judge or scorer that is down gives unjudged
@@ -329,7 +337,7 @@ async def assess_citation(
     records = await assess_paragraphs(
         outcome.extra.get("citationParagraphs") or [],
         answer=answer,
-        sources=source_details(item, evidence, dataset.documents),
+        sources=source_details(item, evidence, dataset.documents, target_sources),
         judge=judge,
         scorer=scorer,
         labels=paragraph_labels(item),

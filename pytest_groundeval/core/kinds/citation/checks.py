@@ -62,7 +62,11 @@ MAX_KNOWN_MARKERS = 10
 # --------------------------------------------------------------------------- sources
 
 
-def source_map(item: CitationItem, evidence: Sequence[Mapping[str, Any]] | None = None) -> dict[str, dict[str, str]]:
+def source_map(
+    item: CitationItem,
+    evidence: Sequence[Mapping[str, Any]] | None = None,
+    target_sources: Sequence[Mapping[str, Any]] | None = None,
+) -> dict[str, dict[str, str]]:
     """The sources an answer to ``item`` may cite: marker → metadata fields.
 
     Two cases, by where the answer came from:
@@ -80,12 +84,17 @@ def source_map(item: CitationItem, evidence: Sequence[Mapping[str, Any]] | None 
       same marker provided that entry names no document or the same one (an entry
       pinned to another document describes a different source). An evidence marker
       with no such entry exists with no metadata, so no mention can disagree with it.
+      The generate response's optional ``sources`` (``{"marker", "text", "metadata"}``,
+      a mapped target's, docs/byo.md) exist too, each with its own metadata merged
+      with the item's entry of the same marker that names no document; on a field
+      both set, the item's wins, as for a recorded answer.
 
     Args:
         item: The citation item.
         evidence: The target's evidence entries ``{"marker", "document", "start",
             "end"}``, or None for a recorded answer. Entries lacking a string
             ``marker`` are ignored (the runner checks the response shape first).
+        target_sources: The generate response's ``sources``, if any (only with ``evidence``).
 
     Returns:
         Marker as written inside the brackets (``"S1"`` for ``[S1]``, ``"1"`` for
@@ -116,6 +125,15 @@ def source_map(item: CitationItem, evidence: Sequence[Mapping[str, Any]] | None 
             if same_marker is not None and same_marker.document in (None, document):
                 metadata = same_marker.metadata
         sources.setdefault(cited, {}).update(metadata or {})
+    for entry in target_sources or ():
+        cited = entry.get("marker")
+        if not isinstance(cited, str):
+            continue
+        merged = sources.setdefault(cited, {})
+        merged.update(entry.get("metadata") or {})
+        same_marker = declared.get(cited)
+        if same_marker is not None and same_marker.document is None:
+            merged.update(same_marker.metadata)
     return sources
 
 

@@ -49,15 +49,22 @@ class CitationKind(Kind):
     async def run(self, runner: ItemRunner, item: CitationItem, dataset: Dataset) -> ItemOutcome:
         await runner.ensure_ingested(dataset)
         response, figures = await runner.generate(item)
+        target_sources = response.get("sources")
         outcome = judge_citation(
             item,
             answer=response["answer"],
-            sources=source_map(item, response["evidence"]),
+            sources=source_map(item, response["evidence"], target_sources),
             mention_regex=dataset.manifest.mention_regex,
         )
         drilldown = answer_extra(item, response, runner.spans(response, dataset)) if runner.drilldown else {}
         outcome = await assess_citation(
-            runner, item, outcome, answer=response["answer"], evidence=response["evidence"], dataset=dataset
+            runner,
+            item,
+            outcome,
+            answer=response["answer"],
+            evidence=response["evidence"],
+            dataset=dataset,
+            target_sources=target_sources,
         )
         return outcome.model_copy(update={**figures, "extra": {**outcome.extra, **drilldown}})
 
