@@ -42,6 +42,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "import_main",
         "Import ragas, deepeval, promptfoo or CSV rows as a dataset",
     ),
+    "init": (
+        "pytest_groundeval.cli.init",
+        "init_main",
+        "Write a new project: example dataset, conftest.py, CI workflow",
+    ),
 }
 
 USAGE = (
