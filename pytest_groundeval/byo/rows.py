@@ -320,7 +320,9 @@ def _duplicates_hook(found: list[str]) -> Any:
 
 
 def _jsonl_objects(text: str, problems: list[Problem]) -> Iterator[tuple[int, Any]]:
-    for number, line in enumerate(text.splitlines(), 1):
+    # Split on "\n" only (JSON Lines' separator; a "\r" before it is JSON whitespace): str.splitlines would
+    # also split inside a string holding U+2028 or U+0085, which JSON writes unescaped with ensure_ascii=False.
+    for number, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         duplicates: list[str] = []

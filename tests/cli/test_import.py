@@ -17,13 +17,19 @@ from pytest_groundeval.core.kinds.citation import CitationItem
 
 # Two answered rows citing their contexts rightly, one question without an answer (a live question).
 GOOD = [
-    {"question": "Who founded the fibre cooperative?", "answer": "Åsa Lindqvist founded it in 2019 [1].",
-     "contexts": ["Åsa Lindqvist founded the village fibre cooperative in 2019.", "It has 40 members."],
-     "reference": "Åsa Lindqvist"},
-    {"question": "How many members does it have?", "answer": "It has 40 members [2], founded in 2019 [1].",
-     "contexts": ["Åsa Lindqvist founded the village fibre cooperative in 2019.", "It has 40 members."],
-     "reference": None},
-]  # fmt: skip
+    {
+        "question": "Who founded the fibre cooperative?",
+        "answer": "Åsa Lindqvist founded it in 2019 [1].",
+        "contexts": ["Åsa Lindqvist founded the village fibre cooperative in 2019.", "It has 40 members."],
+        "reference": "Åsa Lindqvist",
+    },
+    {
+        "question": "How many members does it have?",
+        "answer": "It has 40 members [2], founded in 2019 [1].",
+        "contexts": ["Åsa Lindqvist founded the village fibre cooperative in 2019.", "It has 40 members."],
+        "reference": None,
+    },
+]
 
 
 def write_csv(path: Path, header: list[str], rows: list[list[str]]) -> Path:
@@ -50,8 +56,16 @@ def source_file(fmt: str, directory: Path) -> Path:
     if fmt == "jsonl":
         return write_jsonl(directory / "rows.jsonl", GOOD)
     if fmt == "ragas":  # ragas v0.2 EvaluationDataset.to_jsonl: SingleTurnSample fields, and a metric column
-        rows = [{"user_input": r["question"], "response": r["answer"], "retrieved_contexts": r["contexts"],
-                 "reference": r["reference"], "faithfulness": 1.0} for r in GOOD]  # fmt: skip
+        rows = [
+            {
+                "user_input": r["question"],
+                "response": r["answer"],
+                "retrieved_contexts": r["contexts"],
+                "reference": r["reference"],
+                "faithfulness": 1.0,
+            }
+            for r in GOOD
+        ]
         return write_jsonl(directory / "ragas.jsonl", rows)
     if fmt == "ragas-csv":  # ragas v0.1 columns through pandas' to_csv: lists as Python reprs
         return write_csv(
@@ -60,8 +74,16 @@ def source_file(fmt: str, directory: Path) -> Path:
             [[r["question"], r["answer"], repr(r["contexts"]), r["reference"] or ""] for r in GOOD],
         )
     if fmt == "deepeval":  # EvaluationDataset JSON: a list of test cases
-        rows = [{"input": r["question"], "actual_output": r["answer"], "retrieval_context": r["contexts"],
-                 "expected_output": r["reference"], "context": None} for r in GOOD]  # fmt: skip
+        rows = [
+            {
+                "input": r["question"],
+                "actual_output": r["answer"],
+                "retrieval_context": r["contexts"],
+                "expected_output": r["reference"],
+                "context": None,
+            }
+            for r in GOOD
+        ]
         path = directory / "deepeval.json"
         path.write_text(json.dumps(rows, indent=2, ensure_ascii=False), encoding="utf-8")
         return path
@@ -90,7 +112,10 @@ def check_round_trip(fmt: str, source: Path, out: Path, printed: pytest.CaptureR
     for item, row in zip(dataset.items, GOOD):
         assert item.question == row["question"] and item.response is not None
         assert item.response.answer == row["answer"]
-        assert [(s.marker, s.text) for s in item.response.sources] == [("1", row["contexts"][0]), ("2", row["contexts"][1])]  # fmt: skip
+        assert [(s.marker, s.text) for s in item.response.sources] == [
+            ("1", row["contexts"][0]),
+            ("2", row["contexts"][1]),
+        ]
         assert item.origin is not None and item.origin.get("reference") == row["reference"]
         assert item.tags == ["imported", "recorded"]
     lines = [item.origin["line"] for item in dataset.items]
@@ -131,7 +156,11 @@ def test_an_answer_citing_a_context_it_was_not_given_fails_the_gate(pytester, ca
     result = pytester.runpytest("-p", "no:cacheprovider", f"--eval-dataset={out}")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
-        ["*missingSource: [[]3] names no source (known: [[]1], [[]2])*", "citationMetadataAccuracy*0.6667 >= 0.9000*FAIL*", "gate: FAIL"]  # fmt: skip
+        [
+            "*missingSource: [[]3] names no source (known: [[]1], [[]2])*",
+            "citationMetadataAccuracy*0.6667 >= 0.9000*FAIL*",
+            "gate: FAIL",
+        ]
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
@@ -194,15 +223,34 @@ def test_promptfoo_test_cases_become_live_questions_that_run_against_the_mock(py
 
     result = pytester.runpytest("-p", "no:cacheprovider", f"--eval-dataset={out}")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["*lineage generate=mock-generate*", "citationMetadataAccuracy*1.0000*PASS*", "gate: PASS"])  # fmt: skip
+    result.stdout.fnmatch_lines(
+        ["*lineage generate=mock-generate*", "citationMetadataAccuracy*1.0000*PASS*", "gate: PASS"]
+    )
 
 
 def test_map_renames_a_plain_csv_s_columns(tmp_path, capsys):
-    source = write_csv(tmp_path / "export.csv", ["ask", "said", "passages"],
-                       [["Who founded it?", "Åsa did [1].", '["Åsa founded it."]']])  # fmt: skip
+    source = write_csv(
+        tmp_path / "export.csv",
+        ["ask", "said", "passages"],
+        [["Who founded it?", "Åsa did [1].", '["Åsa founded it."]']],
+    )
     out = tmp_path / "out"
-    assert run_import(source, "--format", "csv", "--out", out, "--map", "ask=question", "--map", "said=answer",
-                      "--map", "passages=contexts") == 0  # fmt: skip
+    assert (
+        run_import(
+            source,
+            "--format",
+            "csv",
+            "--out",
+            out,
+            "--map",
+            "ask=question",
+            "--map",
+            "said=answer",
+            "--map",
+            "passages=contexts",
+        )
+        == 0
+    )
     (item,) = load_dataset(out).items
     assert item.question == "Who founded it?" and item.response.sources[0].text == "Åsa founded it."
     assert run_import(source, "--format", "csv", "--out", tmp_path / "x", "--map", "asked=question") == 2
@@ -237,24 +285,52 @@ def test_bad_rows_are_each_named_by_line_and_column_and_nothing_is_written(tmp_p
 @pytest.mark.parametrize(
     ("name", "content", "fmt", "expected"),
     [
-        ("rows.jsonl", '{"question": "a?"}\n{"question": "b?", }\n', "jsonl",
-         "rows.jsonl:2: invalid JSON at column 20: Expecting property name enclosed in double quotes"),
-        ("rows.jsonl", '{"question": "a?", "question": "b?"}\n', "jsonl",
-         "rows.jsonl:1: field 'question': given twice in one object"),
-        ("rows.json", '[\n {"input": "a?"},\n {"input": 3}\n]', "deepeval",
-         "rows.json:3: field 'input': expected a non-empty string, got a number"),
-        ("rows.json", '[\n {"input": "a?",\n  "retrieval_context": "one"},\n 7\n]', "deepeval",
-         "rows.json:4: expected an object (one row), got a number"),
-        ("tests.yaml", "tests:\n  - vars:\n      question: a?\n  - vars:\n      context: [x]\n", "promptfoo",
-         "tests.yaml:4: field 'vars.query': missing or empty: every row needs a question (also looked for 'question')"),
-        ("config.json", '{"tests": "file://tests.csv"}', "promptfoo",
-         "config.json: field 'tests': the config's test cases: refers to 'file://tests.csv'; import that file"),
+        (
+            "rows.jsonl",
+            '{"question": "a?"}\n{"question": "b?", }\n',
+            "jsonl",
+            "rows.jsonl:2: invalid JSON at column 20: Expecting property name enclosed in double quotes",
+        ),
+        (
+            "rows.jsonl",
+            '{"question": "a?", "question": "b?"}\n',
+            "jsonl",
+            "rows.jsonl:1: field 'question': given twice in one object",
+        ),
+        (
+            "rows.json",
+            '[\n {"input": "a?"},\n {"input": 3}\n]',
+            "deepeval",
+            "rows.json:3: field 'input': expected a non-empty string, got a number",
+        ),
+        (
+            "rows.json",
+            '[\n {"input": "a?",\n  "retrieval_context": "one"},\n 7\n]',
+            "deepeval",
+            "rows.json:4: expected an object (one row), got a number",
+        ),
+        (
+            "tests.yaml",
+            "tests:\n  - vars:\n      question: a?\n  - vars:\n      context: [x]\n",
+            "promptfoo",
+            "tests.yaml:4: field 'vars.query': missing or empty: every row needs a question (also looked for 'question')",
+        ),
+        (
+            "config.json",
+            '{"tests": "file://tests.csv"}',
+            "promptfoo",
+            "config.json: field 'tests': the config's test cases: refers to 'file://tests.csv'; import that file",
+        ),
         ("rows.txt", "question\n", "ragas", "rows.txt: --format ragas reads files ending in .csv, .json, .jsonl"),
         ("rows.csv", "question,answer\na?\n", "csv", "rows.csv:2: 1 cell(s) where the header has 2"),
-        ("rows.csv", "question,contexts\na?,[not json\n", "csv",
-         "rows.csv:2: column 'contexts': starts with '[' but is neither a JSON array nor a Python list of strings"),
+        (
+            "rows.csv",
+            "question,contexts\na?,[not json\n",
+            "csv",
+            "rows.csv:2: column 'contexts': starts with '[' but is neither a JSON array nor a Python list of strings",
+        ),
     ],
-)  # fmt: skip
+)
 def test_unreadable_rows_are_usage_errors_naming_line_and_field(tmp_path, capsys, name, content, fmt, expected):
     (tmp_path / name).write_text(content, encoding="utf-8")
     assert run_import(tmp_path / name, "--format", fmt, "--out", tmp_path / "out") == 2

@@ -36,7 +36,11 @@ def test_pytest_passes_at_once_in_the_new_project(pytester, capsys):
     result = pytester.runpytest("-p", "no:cacheprovider")  # pytest.ini names the dataset, conftest.py the target
     result.assert_outcomes(passed=5)
     result.stdout.fnmatch_lines(
-        ["*lineage generate=handbook-keywords-1 embed=none*", "citationMetadataAccuracy*1.0000 >= 0.9000*PASS*", "gate: PASS"]  # fmt: skip
+        [
+            "*lineage generate=handbook-keywords-1 embed=none*",
+            "citationMetadataAccuracy*1.0000 >= 0.9000*PASS*",
+            "gate: PASS",
+        ]
     )
     assert result.ret == pytest.ExitCode.OK
 
@@ -51,8 +55,11 @@ def test_the_example_gate_fails_a_target_that_cites_the_wrong_passage(pytester, 
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=4)
     result.stdout.fnmatch_lines(
-        ["*metadataMismatch: title 'Vacation' (cited [[]S1]) but source [[]S1] has title 'Equipment'*",
-         "citationMetadataAccuracy*0.2000 >= 0.9000*FAIL*", "gate: FAIL"]  # fmt: skip
+        [
+            "*metadataMismatch: title 'Vacation' (cited [[]S1]) but source [[]S1] has title 'Equipment'*",
+            "citationMetadataAccuracy*0.2000 >= 0.9000*FAIL*",
+            "gate: FAIL",
+        ]
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
@@ -74,7 +81,10 @@ def test_the_workflow_parses_and_its_shard_and_merge_commands_gate_the_run(pytes
     run = shard_steps["Run the shard"]["run"]
     assert f"--eval-shard=${{{{ matrix.shard }}}}/{SHARDS}" in run
     upload = shard_steps["Upload the shard's report"]
-    assert upload["uses"].startswith("actions/upload-artifact@") and "report-${{ matrix.shard }}.json" in upload["with"]["path"]  # fmt: skip
+    assert (
+        upload["uses"].startswith("actions/upload-artifact@")
+        and "report-${{ matrix.shard }}.json" in upload["with"]["path"]
+    )
 
     # The merge job: gate, job summary, one pull-request comment; only it may write, and only to pull requests.
     assert merge["needs"] == "shards" and merge["permissions"] == {"contents": "read", "pull-requests": "write"}
