@@ -153,12 +153,15 @@ def test_an_answer_citing_a_context_it_was_not_given_fails_the_gate(pytester, ca
     rows = [*GOOD, {"question": "When was it founded?", "answer": "In 2019 [3].", "contexts": GOOD[0]["contexts"]}]
     out = pytester.path / "imported"
     assert run_import(write_jsonl(pytester.path / "rows.jsonl", rows), "--format", "jsonl", "--out", out) == 0
-    result = pytester.runpytest("-p", "no:cacheprovider", f"--eval-dataset={out}")
+    # With the mock's judge too (docs/citation.md): it judges each cited paragraph against the contexts it
+    # cites, and the deterministic checks still decide the items.
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--eval-dataset={out}", "--eval-judge=mock")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
         [
             "*missingSource: [[]3] names no source (known: [[]1], [[]2])*",
             "citationMetadataAccuracy*0.6667 >= 0.9000*FAIL*",
+            "citation judge mock-judge: 3 paragraph(s): supported 2, *wrong_attribution 1, unparseable 0, unjudged 0",
             "gate: FAIL",
         ]
     )
