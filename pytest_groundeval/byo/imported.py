@@ -90,16 +90,23 @@ def build_manifest(rows: Sequence[Row], *, fmt: str, source: str, live: bool = F
     for row in rows:
         for context in row.contexts:
             context_ids.setdefault(context, f"ctx-{len(context_ids) + 1:04d}")
-    records = [{"id": ident, "text": text} for text, ident in context_ids.items()]
+    records = [{"id": key, "text": text} for text, key in context_ids.items()]
     items: list[dict[str, Any]] = []
     width = max(4, len(str(len(rows))))
+    taken = {row.id for row in rows if row.id is not None}
     for number, row in enumerate(rows, 1):
+        ident = row.id
+        if ident is None:
+            ident = f"{fmt}-{number:0{width}d}"
+            while ident in taken:  # a row's own id took the number this row would get
+                ident += "x"
+            taken.add(ident)
         recorded = row.answer is not None and not live
         origin: dict[str, str | int] = {"format": fmt, "file": source, "line": row.line}
         if row.reference is not None:
             origin["reference"] = row.reference
         item: dict[str, Any] = {
-            "id": row.id or f"{fmt}-{number:0{width}d}",
+            "id": ident,
             "kind": "citation",
             "tags": ["imported", "recorded" if recorded else "live"],
             "question": row.question,

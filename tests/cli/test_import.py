@@ -351,3 +351,11 @@ def test_a_non_empty_out_is_refused(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert run_import(source, "--format", "jsonl", "--out", tmp_path / "empty") == 0  # an empty directory is fine
     assert len(load_dataset(tmp_path / "empty").items) == 2
+
+
+def test_numbered_ids_step_around_a_row_s_own_id(tmp_path):
+    source = write_csv(
+        tmp_path / "rows.csv", ["id", "question"], [["", "First?"], ["csv-0001", "Second?"], ["", "Third?"]]
+    )
+    assert run_import(source, "--format", "csv", "--out", tmp_path / "out") == 0
+    assert [item.id for item in load_dataset(tmp_path / "out").items] == ["csv-0001x", "csv-0001", "csv-0003"]
