@@ -37,6 +37,16 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "history": ("pytest_groundeval.cli.history", "history_main", "List, show and compare recorded runs"),
     "rejudge": ("pytest_groundeval.cli.rejudge", "rejudge_main", "Judge a recorded run's answers again"),
+    "import": (
+        "pytest_groundeval.cli.importer",
+        "import_main",
+        "Import ragas, deepeval, promptfoo or CSV rows as a dataset",
+    ),
+    "init": (
+        "pytest_groundeval.cli.init",
+        "init_main",
+        "Write a new project: example dataset, conftest.py, CI workflow",
+    ),
 }
 
 USAGE = (
