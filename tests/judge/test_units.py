@@ -20,7 +20,8 @@ from pytest_groundeval.mock.faults import FaultCounter, FaultSpecError, parse_fa
 @pytest.mark.parametrize(
     "reply",
     ['{"verdict": "partial", "rationale": "half of it"}', '```json\n{"verdict": "partial", "rationale": "half of it"}\n```',
-     '  ```\n{"verdict":"partial","rationale":" half of it "}\n```  '],
+     '  ```\n{"verdict":"partial","rationale":" half of it "}\n```  ',
+     '{"verdict": " Partial ", "rationale": "half of it"}'],
 )  # fmt: skip
 def test_parser_accepts_json_and_one_fence(reply):
     assert parse_verdict(reply) == ("partial", "half of it")
@@ -30,7 +31,7 @@ def test_parser_accepts_json_and_one_fence(reply):
     ("reply", "reason"),
     [(None, "empty"), ("", "empty"), ("It is supported.", "not a JSON object"),
      ('Sure: {"verdict": "supported", "rationale": "x"}', "not a JSON object"), ("[1, 2]", "not an object"),
-     ('{"verdict": "Supported", "rationale": "x"}', "unknown verdict"), ('{"rationale": "x"}', "unknown verdict"),
+     ('{"verdict": "supports", "rationale": "x"}', "unknown verdict"), ('{"rationale": "x"}', "unknown verdict"),
      ('{"verdict": "supported", "rationale": "  "}', "empty rationale"), ('{"verdict": "supported"}', "empty rationale")],
 )  # fmt: skip
 def test_parser_rejects(reply, reason):
