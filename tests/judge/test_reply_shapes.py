@@ -36,6 +36,7 @@ def completion(message: dict, *, finish: str = "stop", model: str = "judge", **t
     }  # fmt: skip
 
 
+# fmt: off
 SHAPES: dict[str, tuple[Any, str, str]] = {
     # --- OpenAI chat completions ------------------------------------------------------------------
     # https://platform.openai.com/docs/api-reference/chat/object: content, refusal, annotations,
@@ -59,7 +60,7 @@ SHAPES: dict[str, tuple[Any, str, str]] = {
                    usage={"prompt_tokens": 412, "completion_tokens": 800, "total_tokens": 1212,
                           "completion_tokens_details": {"reasoning_tokens": 800}}),
         UNPARSEABLE, "the reply is empty",
-    ),  # fmt: skip
+    ),
     # --- Azure OpenAI ----------------------------------------------------------------------------
     # https://learn.microsoft.com/en-us/azure/ai-foundry/openai/concepts/content-filter: annotations
     # prompt_filter_results (per prompt) and content_filter_results (per choice) around the answer.
@@ -68,14 +69,14 @@ SHAPES: dict[str, tuple[Any, str, str]] = {
          "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": {
              "hate": {"filtered": False, "severity": "safe"}, "violence": {"filtered": False, "severity": "safe"}}}]},
         "partial", "",
-    ),  # fmt: skip
+    ),
     # The same page: a filtered completion comes back with finish_reason content_filter and no answer.
     "azure-filtered": (
         {"id": "chatcmpl-2", "object": "chat.completion", "created": 1700000000, "model": "gpt-4o",
          "choices": [{"index": 0, "finish_reason": "content_filter",
                       "content_filter_results": {"violence": {"filtered": True, "severity": "medium"}}}]},
         UNPARSEABLE, "finish_reason 'content_filter'",
-    ),  # fmt: skip
+    ),
     # --- vLLM --------------------------------------------------------------------------------------
     # https://docs.vllm.ai/en/v0.8.3/features/reasoning_outputs.html: with --reasoning-parser the
     # reasoning comes back as reasoning_content beside content.
@@ -84,26 +85,26 @@ SHAPES: dict[str, tuple[Any, str, str]] = {
                     "reasoning_content": "The paragraph credits Anna Berg; source [2] is Lars Holm's."},
                    model="deepseek-ai/DeepSeek-R1-Distill-Qwen-7B"),
         "wrong_speaker", "",
-    ),  # fmt: skip
+    ),
     # https://docs.vllm.ai/en/stable/features/reasoning_outputs/: the field is now named reasoning.
     "vllm-reasoning": (
         completion({"content": answer("supported"), "reasoning": "Source [2] says it word for word."},
                    model="Qwen/Qwen3-8B"),
         "supported", "",
-    ),  # fmt: skip
+    ),
     # The same page: without a reasoning parser, the <think> block stays in the content (Qwen3
     # thinks by default).
     "vllm-think-in-content": (
         completion({"content": "<think>\nDoes [2] talk about drought insurance? It does not.\n</think>\n\n"
                                + answer("unsupported")}, model="Qwen/Qwen3-8B"),
         "unsupported", "",
-    ),  # fmt: skip
+    ),
     # The same page: a budget that ends inside the reasoning leaves content null.
     "vllm-reasoning-only": (
         completion({"content": None, "reasoning_content": "Let me check each cited source in turn. First"},
                    finish="length", model="Qwen/Qwen3-8B"),
         UNPARSEABLE, "only reasoning came back",
-    ),  # fmt: skip
+    ),
     # --- DeepSeek ----------------------------------------------------------------------------------
     # https://api-docs.deepseek.com/guides/reasoning_model: deepseek-reasoner answers with
     # reasoning_content at the level of content; usage counts reasoning tokens.
@@ -115,7 +116,7 @@ SHAPES: dict[str, tuple[Any, str, str]] = {
                           "prompt_cache_hit_tokens": 0, "prompt_cache_miss_tokens": 412,
                           "completion_tokens_details": {"reasoning_tokens": 120}}),
         "supported", "",
-    ),  # fmt: skip
+    ),
     # https://huggingface.co/deepseek-ai/DeepSeek-R1 ("Usage Recommendations"): the template starts the
     # answer with "<think>\n", so a server without a reasoning parser returns the reasoning and a lone
     # </think> before the answer.
@@ -123,7 +124,7 @@ SHAPES: dict[str, tuple[Any, str, str]] = {
         completion({"content": "The words are in source [1], but the paragraph cites [2].\n</think>\n\n"
                                + answer("wrong_attribution")}, model="DeepSeek-R1"),
         "wrong_attribution", "",
-    ),  # fmt: skip
+    ),
     # --- Ollama (OpenAI-compatible /v1) ---------------------------------------------------------------
     # https://docs.ollama.com/api/openai-compatibility and https://docs.ollama.com/capabilities/thinking:
     # a thinking model's trace in the message's reasoning field, system_fingerprint fp_ollama; a small
@@ -132,14 +133,14 @@ SHAPES: dict[str, tuple[Any, str, str]] = {
         completion({"content": answer("Supported", confidence=0.9, evidence=["[2]"]),
                     "reasoning": "Checking [2]. It matches."}, model="qwen3:8b", system_fingerprint="fp_ollama"),
         "supported", "",
-    ),  # fmt: skip
+    ),
     # The same pages: without JSON mode a chat model wraps the JSON in prose and a fence.
     "ollama-prose-fence": (
         completion({"content": "Sure! Here is my assessment:\n\n```json\n" + answer("partial")
                                + "\n```\n\nLet me know if you need anything else."},
                    model="llama3.1:8b", system_fingerprint="fp_ollama"),
         "partial", "",
-    ),  # fmt: skip
+    ),
     # --- LiteLLM proxy -------------------------------------------------------------------------------
     # https://docs.litellm.ai/docs/reasoning_content: the proxy standardises reasoning_content (and
     # thinking_blocks for Anthropic models) in the message.
@@ -149,12 +150,12 @@ SHAPES: dict[str, tuple[Any, str, str]] = {
                     "provider_specific_fields": {}, "tool_calls": None, "function_call": None},
                    model="claude-sonnet", system_fingerprint=None),
         "unsupported", "",
-    ),  # fmt: skip
+    ),
     # A model behind the proxy that changes its mind mid-reply: two different answers.
     "litellm-two-answers": (
         completion({"content": answer("supported") + "\n" + answer("partial", "On reflection only half.")}),
         UNPARSEABLE, "2 different JSON values",
-    ),  # fmt: skip
+    ),
     # --- What no provider documents, but proxies and small models send ------------------------------
     "gateway-html-200": (
         "<!doctype html><html><body><h1>502 Bad Gateway</h1></body></html>", UNPARSEABLE, "not a chat completion",
@@ -166,6 +167,7 @@ SHAPES: dict[str, tuple[Any, str, str]] = {
         completion({"content": "My verdict: " + answer("supported")}), UNPARSEABLE, "not a JSON object",
     ),
 }
+# fmt: on
 
 
 @pytest.mark.parametrize("name", list(SHAPES))
