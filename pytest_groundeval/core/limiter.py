@@ -25,13 +25,40 @@ the target, adapt to their own endpoint. Standard library only; asyncio, one loo
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-__all__ = ["AimdLimiter", "LimitChange", "Slot"]
+__all__ = ["AimdLimiter", "LimitChange", "Slot", "retry_after_seconds"]
+
+
+def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds a 429/503 asks the client to wait: ``retry-after-ms`` (OpenAI's), else ``Retry-After``
+    (seconds or an HTTP date, RFC 9110 section 10.2.3); None when it names none or an unreadable one."""
+    if not headers:
+        return None
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds:
+        try:
+            return max(0.0, float(milliseconds) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        try:
+            parsed = email.utils.parsedate_to_datetime(value) if value.strip() else None
+        except (TypeError, ValueError):
+            return None
+        if parsed is None:
+            return None
+        return max(0.0, parsed.timestamp() - time.time())
 
 
 @dataclass(frozen=True)

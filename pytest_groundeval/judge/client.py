@@ -42,13 +42,11 @@ text, rationale or notice (which are scrubbed of it, ``core.secrets``, in case a
 from __future__ import annotations
 
 import asyncio
-import email.utils
-import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core.judging import UNPARSEABLE, JudgeInput, JudgeResult
-from ..core.limiter import AimdLimiter
+from ..core.limiter import AimdLimiter, retry_after_seconds
 from ..core.secrets import Scrubber
 from .cache import JudgeCache, cache_key
 from .fallbacks import RequestShape, refused_parameter
@@ -72,28 +70,6 @@ RATE_LIMIT_RETRIES = 8
 
 class _Unavailable(Exception):
     """The judge could not answer after the bounded retries."""
-
-
-def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds a 429/503 asks the client to wait: ``retry-after-ms``, else ``Retry-After`` (seconds or an HTTP date)."""
-    if not headers:
-        return None
-    milliseconds = headers.get("retry-after-ms")
-    if milliseconds:
-        try:
-            return max(0.0, float(milliseconds) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value.strip() else None
-        if parsed is None:
-            return None
-        return max(0.0, parsed.timestamp() - time.time())
 
 
 class JudgeClient:

@@ -77,6 +77,8 @@ def serve_target(request: pytest.FixtureRequest) -> Iterator[Target]:
                 settings.api_key,
                 timeout_s=settings.timeout_s,
                 max_response_bytes=settings.max_response_bytes,
+                # Its calls in flight halve on a 429 and recover (core.limiter, docs/judges.md).
+                concurrency=settings.concurrency,
             )
         except TargetError as exc:
             problem = str(exc)
