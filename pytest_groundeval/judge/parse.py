@@ -115,6 +115,11 @@ def reply_content(completion: object) -> str:
         raise UnparseableReply(_no_content(choice, message))
     if not isinstance(content, str):
         raise UnparseableReply(f"the reply's content is {type(content).__name__}, not text")
+    if not content.strip() and _field(choice, "finish_reason") == "length":
+        raise UnparseableReply(
+            "the reply is empty (finish_reason 'length'): the completion budget ran out before an answer; "
+            "a reasoning model may need a larger completion budget"
+        )
     return content
 
 

@@ -59,7 +59,7 @@ SHAPES: dict[str, tuple[Any, str, str]] = {
         completion({"content": "", "refusal": None}, finish="length", model="o3-mini",
                    usage={"prompt_tokens": 412, "completion_tokens": 800, "total_tokens": 1212,
                           "completion_tokens_details": {"reasoning_tokens": 800}}),
-        UNPARSEABLE, "the reply is empty",
+        UNPARSEABLE, "the reply is empty (finish_reason 'length'): the completion budget ran out",
     ),
     # --- Azure OpenAI ----------------------------------------------------------------------------
     # https://learn.microsoft.com/en-us/azure/ai-foundry/openai/concepts/content-filter: annotations
