@@ -272,6 +272,7 @@ def judging_clients(
                 settings.judge_api_key,
                 concurrency=settings.judge_concurrency,
                 cache=JudgeCache(settings.judge_cache) if settings.judge_cache is not None else None,
+                max_tokens=settings.judge_max_tokens,
             )
         if scorer is None and scorer_url:
             scorer = CoverageScorer(
