@@ -202,7 +202,9 @@ def test_a_concurrency_limit_halves_the_judge_and_drops_no_request(fresh):
     assert [r.verdict for r in results] == ["supported"] * 12 and all(r.error is None for r in results)
     limiter = judge.limiter
     decreases = [c for c in limiter.changes if c.reason == "rate limited"]
-    assert decreases and (decreases[0].before, decreases[0].after) == (8, 4)  # the first burst: 8 in flight
+    # The first 429 halves the first burst (8 sent; 8 in flight unless one already came back), and every
+    # decrease halves what was in flight.
+    assert decreases and decreases[0].before == 8 and decreases[0].after == decreases[0].in_flight // 2 <= 4
     assert all(c.after == max(1, min(c.before, c.in_flight) // 2) for c in decreases)
     stats = fresh.limit_stats(spec)
     assert stats["admitted"] == 12 and stats["rejected"] == limiter.rate_limited > 0
@@ -210,12 +212,12 @@ def test_a_concurrency_limit_halves_the_judge_and_drops_no_request(fresh):
 
 
 def test_a_rate_limit_with_retry_after_holds_the_judge_and_drops_no_request(fresh):
-    spec = "rate:4"
+    spec = "rate:3"
     results, judge = judge_with(fresh, "mock-judge", [SUPPORTED] * 6, concurrency=6,
                                 headers={contract.FAULT_HEADER: spec})  # fmt: skip
     assert [r.verdict for r in results] == ["supported"] * 6
     stats = fresh.limit_stats(spec)
-    assert stats["admitted"] == 6 and stats["rejected"] == judge.limiter.rate_limited >= 2
+    assert stats["admitted"] == 6 and stats["rejected"] == judge.limiter.rate_limited >= 1
     assert judge.limiter.decreases >= 1
     refused = [r for r in fresh.log if r.status == 429]
     assert refused and all(r.fault == spec for r in refused)
