@@ -23,6 +23,7 @@ from typing import Any
 from pytest_groundeval.core.contract import strip_markers
 from pytest_groundeval.judge import prompt
 from pytest_groundeval.mock.behaviour import last_user_text, message_text, words
+from pytest_groundeval.mock.reply_shapes import REPLY_FAULTS, write_verdict
 
 __all__ = [
     "PARTIAL_COVERAGE",
@@ -43,9 +44,6 @@ SUPPORTED_COVERAGE = 0.6
 
 PARTIAL_COVERAGE = 0.3
 """Coverage at or above which (and below ``SUPPORTED_COVERAGE``) it says ``partial``."""
-
-REPLY_FAULTS = ("prose", "fenced", "badverdict", "norationale")
-"""Fault tokens that change how a judge reply is written (docs/mock.md)."""
 
 STOPWORDS = frozenset(
     """a an and are as at be been but by for from had has have he her his in is it its of on or she that the
@@ -122,9 +120,10 @@ def judge_reply(messages: list[Any], reply_fault: str | None = None) -> str:
     Args:
         messages: The chat messages; the input is the JSON after ``JUDGE_INPUT_HEADER``
             in the last user message.
-        reply_fault: None, or one of :data:`REPLY_FAULTS`: ``prose`` (a sentence, no JSON),
-            ``fenced`` (the JSON in a ```` ```json ```` fence), ``badverdict`` (verdict
-            ``mostly_fine``), ``norationale`` (an empty rationale).
+        reply_fault: None, or one of :data:`REPLY_FAULTS` (``reply_shapes``): ``prose`` (a
+            sentence, no JSON), ``fenced`` (the JSON in a ```` ```json ```` fence), ``badverdict``
+            (verdict ``mostly_fine``), ``norationale`` (an empty rationale), ``think`` (a reasoning
+            block first), …; a fault of the body around the content leaves the content as is.
 
     Returns:
         ``{"verdict": …, "rationale": …}`` as compact JSON, or the faulted form. An input
@@ -135,14 +134,7 @@ def judge_reply(messages: list[Any], reply_fault: str | None = None) -> str:
         verdict, rationale = "unsupported", "the request carried no judge input the mock could read"
     else:
         verdict, rationale = judge_verdict(payload)
-    if reply_fault == "prose":
-        return f"Having read the sources, I would say the paragraph is {verdict.replace('_', ' ')}."
-    if reply_fault == "badverdict":
-        verdict = "mostly_fine"
-    if reply_fault == "norationale":
-        rationale = ""
-    body = json.dumps({"verdict": verdict, "rationale": rationale}, ensure_ascii=False)
-    return f"```json\n{body}\n```" if reply_fault == "fenced" else body
+    return write_verdict(verdict, rationale, reply_fault)
 
 
 def generate_question(messages: list[Any], reply_fault: str | None = None) -> str:

@@ -15,28 +15,43 @@ tokens:
 - ``x<N>`` after ``429``/``500`` (``429x2``, ``429:0.1x2``, ``500x1``): only
   the first N requests carrying that exact spec fail; later ones succeed. This
   is the one stateful part of the mock, kept per server instance.
-- ``prose``, ``fenced``, ``badverdict``, ``norationale`` (each optionally with
-  ``x<N>``): how a judge reply is written (docs/mock.md); ``prose`` also turns a
-  generated question into a sentence. Other chat behaviours ignore them.
+- ``prose``, ``fenced``, ``badverdict``, ``norationale`` and the other reply shapes
+  of :mod:`.reply_shapes` (``think``, ``reasoning_content``, ``html200``, …; each
+  optionally with ``x<N>``): how a judge reply is written (docs/mock.md); ``prose``
+  also turns a generated question into a sentence. Other chat behaviours ignore them.
+- ``json_schema_400``, ``response_format_400``, ``temperature_400``,
+  ``max_tokens_400`` (any of them, with ``noparam`` for a body whose ``param`` is
+  null): a chat request carrying that parameter is refused with HTTP 400.
+- ``quota``: HTTP 429 saying the account has no quota left (``insufficient_quota``, no ``Retry-After``).
+- ``conc:<K>``: a request arriving while K others with the same spec are in flight
+  gets HTTP 429 (no ``Retry-After``); ``rate:<K>``: at most K requests with the same
+  spec per second (fixed one-second windows), the rest HTTP 429 with the ``Retry-After``
+  of the next window. Their counts (:meth:`FaultCounter.limit_stats`) are per spec.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 
 from pytest_groundeval.core import contract
+from pytest_groundeval.mock.reply_shapes import REFUSALS, REPLY_FAULTS
 
 DEFAULT_RETRY_AFTER_S = 1.0
 """``Retry-After`` seconds sent with a 429 that names none."""
 
 _STATUS_RE = re.compile(r"^(429|500)(?::(\d+(?:\.\d+)?))?(?:x(\d+))?$")
 _DELAY_RE = re.compile(r"^delay:(\d+(?:\.\d+)?)$")
-_REPLY_RE = re.compile(r"^(prose|fenced|badverdict|norationale)(?:x(\d+))?$")
+_REPLY_RE = re.compile(r"^(" + "|".join(sorted(REPLY_FAULTS, key=len, reverse=True)) + r")(?:x(\d+))?$")
+_LIMIT_RE = re.compile(r"^(conc|rate):([1-9]\d*)$")
 
 FAULT_SYNTAX = (
-    "delay:<ms>, 429, 429:<seconds>, 500, cut, malformed, prose, fenced, badverdict, norationale; "
-    "x<N> after 429/500 or a reply fault applies it to the first N requests only"
+    "delay:<ms>, 429, 429:<seconds>, 500, quota, cut, malformed, conc:<K>, rate:<K>, a reply shape ("
+    + ", ".join(REPLY_FAULTS)
+    + "), a refusal ("
+    + ", ".join(REFUSALS)
+    + ", noparam); x<N> after 429/500 or a reply shape applies it to the first N requests only"
 )
 """One-line summary of the fault grammar, quoted in error messages."""
 
@@ -68,9 +83,19 @@ class FaultPlan:
     malformed: bool = False
     """Send invalid JSON (one stream event, or the whole body)."""
     reply: str | None = None
-    """A judge reply fault: ``prose``, ``fenced``, ``badverdict`` or ``norationale``."""
+    """A judge reply fault: one of ``reply_shapes.REPLY_FAULTS`` (``prose``, ``think``, ``html200``, …)."""
     reply_count: int | None = None
     """With ``x<N>`` after the reply fault: only the first N requests with this spec get it."""
+    refusals: tuple[str, ...] = ()
+    """Refusal faults (``reply_shapes.REFUSALS``): HTTP 400 for a chat request carrying that parameter."""
+    refusal_param: bool = True
+    """False with ``noparam``: a refusal's ``param`` is null, only its message names the parameter."""
+    quota: bool = False
+    """The 429 says ``insufficient_quota`` (no quota left) and names no ``Retry-After``."""
+    concurrency: int | None = None
+    """``conc:<K>``: requests with this spec allowed in flight at once; more get HTTP 429."""
+    rate: int | None = None
+    """``rate:<K>``: requests with this spec allowed per one-second window; more get HTTP 429."""
 
 
 def parse_fault_spec(spec: str) -> FaultPlan:
@@ -90,9 +115,12 @@ def parse_fault_spec(spec: str) -> FaultPlan:
     status = None
     retry_after = DEFAULT_RETRY_AFTER_S
     fail_count = None
-    cut = malformed = False
+    cut = malformed = quota = False
     reply: str | None = None
     reply_count: int | None = None
+    refusals: list[str] = []
+    refusal_param = True
+    limits: dict[str, int] = {}
     for raw in spec.split(","):
         token = raw.strip()
         if not token:
@@ -101,16 +129,28 @@ def parse_fault_spec(spec: str) -> FaultPlan:
             cut = True
         elif token == "malformed":
             malformed = True
+        elif token in REFUSALS:
+            refusals.append(token)
+        elif token == "noparam":
+            refusal_param = False
         elif (m := _DELAY_RE.match(token)) is not None:
             delay_ms = float(m.group(1))
+        elif (m := _LIMIT_RE.match(token)) is not None:
+            if limits:
+                raise FaultSpecError(f"fault spec {spec!r}: more than one limit ({token!r})")
+            limits[m.group(1)] = int(m.group(2))
         elif (m := _REPLY_RE.match(token)) is not None:
             if reply is not None:
                 raise FaultSpecError(f"fault spec {spec!r}: more than one reply fault ({token!r})")
             reply = m.group(1)
             reply_count = int(m.group(2)) if m.group(2) is not None else None
-        elif (m := _STATUS_RE.match(token)) is not None:
+        elif token == "quota" or (m := _STATUS_RE.match(token)) is not None:
             if status is not None:
                 raise FaultSpecError(f"fault spec {spec!r}: more than one status fault ({token!r})")
+            if token == "quota":
+                status, quota = 429, True
+                continue
+            assert m is not None
             status = int(m.group(1))
             if m.group(2) is not None:
                 if status != 429:
@@ -120,7 +160,22 @@ def parse_fault_spec(spec: str) -> FaultPlan:
                 fail_count = int(m.group(3))
         else:
             raise FaultSpecError(f"fault spec {spec!r}: unknown token {token!r}; expected {FAULT_SYNTAX}")
-    return FaultPlan(spec, delay_ms, status, retry_after, fail_count, cut, malformed, reply, reply_count)
+    return FaultPlan(
+        spec,
+        delay_ms,
+        status,
+        retry_after,
+        fail_count,
+        cut,
+        malformed,
+        reply,
+        reply_count,
+        refusals=tuple(refusals),
+        refusal_param=refusal_param,
+        quota=quota,
+        concurrency=limits.get("conc"),
+        rate=limits.get("rate"),
+    )
 
 
 def split_model(model: str) -> tuple[str, str | None]:
@@ -130,10 +185,51 @@ def split_model(model: str) -> tuple[str, str | None]:
 
 
 class FaultCounter:
-    """Per-server count of requests seen per fault spec, for the ``x<N>`` suffix."""
+    """Per-server counts per fault spec: requests seen (for ``x<N>``), and the ``conc:``/``rate:`` limits."""
 
     def __init__(self) -> None:
         self._seen: dict[str, int] = {}
+        self._in_flight: dict[str, int] = {}
+        self._windows: dict[str, tuple[float, int, int]] = {}  # spec -> (start, window index, count in it)
+        self._stats: dict[str, dict[str, int]] = {}
+
+    def admit(self, plan: FaultPlan) -> tuple[bool, float | None]:
+        """Whether a request with ``plan`` gets in under its ``conc:``/``rate:`` limit, and the
+        ``Retry-After`` seconds of a refusal (None: name none). An admitted ``conc:`` request
+        must be :meth:`leave`-d when it ends."""
+        if plan.concurrency is None and plan.rate is None:
+            return True, None
+        stats = self._stats.setdefault(plan.spec, {"admitted": 0, "rejected": 0, "peak_in_flight": 0})
+        if plan.concurrency is not None:
+            in_flight = self._in_flight.get(plan.spec, 0)
+            if in_flight >= plan.concurrency:
+                stats["rejected"] += 1
+                return False, None
+            self._in_flight[plan.spec] = in_flight + 1
+            stats["peak_in_flight"] = max(stats["peak_in_flight"], in_flight + 1)
+        else:
+            assert plan.rate is not None
+            now = time.monotonic()
+            start, index, count = self._windows.get(plan.spec, (now, 0, 0))
+            current = int((now - start) // 1.0)
+            if current != index:
+                index, count = current, 0
+            if count >= plan.rate:
+                self._windows[plan.spec] = (start, index, count)
+                stats["rejected"] += 1
+                return False, start + (index + 1) * 1.0 - now
+            self._windows[plan.spec] = (start, index, count + 1)
+        stats["admitted"] += 1
+        return True, None
+
+    def leave(self, plan: FaultPlan) -> None:
+        """A request admitted under a ``conc:`` limit has ended."""
+        if plan.concurrency is not None:
+            self._in_flight[plan.spec] = max(0, self._in_flight.get(plan.spec, 0) - 1)
+
+    def limit_stats(self, spec: str) -> dict[str, int]:
+        """``{"admitted", "rejected", "peak_in_flight"}`` of the ``conc:``/``rate:`` spec ``spec`` (zeros if unseen)."""
+        return dict(self._stats.get(spec.strip(), {"admitted": 0, "rejected": 0, "peak_in_flight": 0}))
 
     def status_fires(self, plan: FaultPlan) -> bool:
         """Count this request under its spec; return whether its status fault fires."""
@@ -155,5 +251,7 @@ class FaultCounter:
         return plan.reply if seen <= plan.reply_count else None
 
     def reset(self) -> None:
-        """Forget every count, so ``x<N>`` specs fail again from the start."""
+        """Forget every count, so ``x<N>`` specs fail again from the start and limits start afresh."""
         self._seen.clear()
+        self._windows.clear()
+        self._stats.clear()

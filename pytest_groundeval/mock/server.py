@@ -28,7 +28,7 @@ import xxhash
 from aiohttp import web
 
 from pytest_groundeval.core import contract
-from pytest_groundeval.mock import behaviour
+from pytest_groundeval.mock import behaviour, reply_shapes
 from pytest_groundeval.mock import citation_judge as judge_behaviour
 from pytest_groundeval.mock.faults import FaultCounter, FaultPlan, FaultSpecError, parse_fault_spec, split_model
 from pytest_groundeval.mock.noise import NO_NOISE, NoiseSettings, noised_answer, parse_attempt
@@ -55,6 +55,7 @@ SCORE_SHAPE_HEADER = "X-Groundeval-Score-Shape"
 _JSON_CT = "application/json"
 _SSE_HEADERS = {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache"}
 _ERROR_TYPES = {400: "invalid_request_error", 429: "rate_limit_error", 500: "server_error"}
+_NO_QUOTA = "You exceeded your current quota (injected by fault {spec!r}): check the plan and billing details"
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,11 +90,12 @@ class _BadRequest(Exception):
         self.param = param
 
 
-def error_body(status: int, message: str, param: str | None = None) -> bytes:
-    """OpenAI-style error body: ``{"error": {"message", "type", "param", "code"}}``."""
-    return dumps(
-        {"error": {"message": message, "type": _ERROR_TYPES.get(status, "api_error"), "param": param, "code": None}}
-    ).encode()
+def error_body(
+    status: int, message: str, param: str | None = None, *, kind: str | None = None, code: str | None = None
+) -> bytes:
+    """OpenAI-style error body: ``{"error": {"message", "type", "param", "code"}}``; ``kind`` overrides the type."""
+    error_type = kind or _ERROR_TYPES.get(status, "api_error")
+    return dumps({"error": {"message": message, "type": error_type, "param": param, "code": code}}).encode()
 
 
 def _usage(prompt: int, completion: int) -> dict[str, int]:
@@ -323,8 +325,13 @@ class MockProvider:
             self._tokens.clear()
 
     def reset_faults(self) -> None:
-        """Forget the ``x<N>`` fault counters, so those faults fire again."""
+        """Forget the ``x<N>`` fault counters, so those faults fire again, and the ``conc:``/``rate:`` counts."""
         self._faults.reset()
+
+    def limit_stats(self, spec: str) -> dict[str, int]:
+        """Requests with the ``conc:``/``rate:`` fault ``spec`` admitted and refused (429), and the most in
+        flight at once: ``{"admitted", "rejected", "peak_in_flight"}`` (docs/mock.md)."""
+        return self._faults.limit_stats(spec)
 
     def tokens_total(self, kind: str | None = None) -> int:
         """Prompt plus completion tokens of every finished request, optionally only of one ``kind``.
@@ -373,6 +380,11 @@ class MockProvider:
             await asyncio.sleep(plan.delay_ms / 1000.0)
         if not self._faults.status_fires(plan):
             return None
+        if plan.quota:
+            # OpenAI's error codes guide: a 429 of type insufficient_quota, which waiting does not mend.
+            message = _NO_QUOTA.format(spec=plan.spec)
+            body = error_body(429, message, kind="insufficient_quota", code="insufficient_quota")
+            return web.Response(status=429, body=body, content_type=_JSON_CT)
         if plan.status == 429:
             seconds = plan.retry_after_s
             headers = {
@@ -389,6 +401,17 @@ class MockProvider:
             status=500, body=error_body(500, f"Server error injected by fault {plan.spec!r}"), content_type=_JSON_CT
         )
 
+    def _over_limit(self, plan: FaultPlan, wait: float | None) -> web.Response:
+        """The 429 of a request over its ``conc:``/``rate:`` limit; a ``rate:`` one names the next window."""
+        limit = f"conc:{plan.concurrency}" if plan.concurrency is not None else f"rate:{plan.rate}"
+        headers = {}
+        if wait is not None:
+            headers = {"Retry-After": str(max(1, round(wait))), "retry-after-ms": str(max(1, int(wait * 1000)))}
+        body = error_body(
+            429, f"Rate limit ({limit}) reached, injected by fault {plan.spec!r}", code="rate_limit_exceeded"
+        )
+        return web.Response(status=429, body=body, content_type=_JSON_CT, headers=headers)
+
     async def _serve(
         self,
         request: web.Request,
@@ -400,6 +423,7 @@ class MockProvider:
         handler_task = asyncio.current_task()
         assert handler_task is not None  # aiohttp runs every handler in a task
         self._in_flight.add(handler_task)
+        admitted: FaultPlan | None = None  # a conc: request to count out when it ends
         try:
             try:
                 body = _parse_json(await request.read())
@@ -407,6 +431,12 @@ class MockProvider:
             except _BadRequest as exc:
                 call.status = 400
                 return web.Response(status=400, body=error_body(400, str(exc), exc.param), content_type=_JSON_CT)
+            if plan is not None:
+                entered, wait = self._faults.admit(plan)
+                if not entered:
+                    call.status = 429
+                    return self._over_limit(plan, wait)
+                admitted = plan if plan.concurrency is not None else None
             faulted = await self._pre_fault(plan)
             if faulted is not None:
                 call.status = faulted.status
@@ -426,18 +456,20 @@ class MockProvider:
             call.status = 500  # aiohttp answers 500 and logs the bug
             raise
         finally:
+            if admitted is not None:
+                self._faults.leave(admitted)
             self._in_flight.discard(handler_task)
             self._finish(call)
 
     async def _send_json(
-        self, request: web.Request, payload: bytes, call: _Call, plan: FaultPlan | None
+        self, request: web.Request, payload: bytes, call: _Call, plan: FaultPlan | None, content_type: str = _JSON_CT
     ) -> web.StreamResponse:
-        """Send a JSON body, honouring the ``malformed`` and ``cut`` faults."""
+        """Send a JSON body (or another ``content_type``), honouring the ``malformed`` and ``cut`` faults."""
         if plan is not None and plan.malformed:
             payload = payload[: len(payload) // 2]
         if plan is None or not plan.cut:
-            return web.Response(body=payload, content_type=_JSON_CT)
-        response = web.StreamResponse(headers={"Content-Type": _JSON_CT})
+            return web.Response(body=payload, content_type=content_type)
+        response = web.StreamResponse(headers={"Content-Type": content_type})
         response.content_length = len(payload)
         try:
             await response.prepare(request)
@@ -459,6 +491,11 @@ class MockProvider:
         if not isinstance(messages, list) or not messages:
             raise _BadRequest("'messages' must be a non-empty list of chat messages", "messages")
         stream = body.get("stream") is True
+        refused = reply_shapes.refusal(plan.refusals, body, with_param=plan.refusal_param) if plan else None
+        if refused is not None:
+            call.status = 400
+            return web.Response(status=400, body=dumps(refused).encode(), content_type=_JSON_CT)
+        shape: str | None = None  # a judge reply's envelope fault
         decomposing = behaviour.is_decomposition(body)
         if decomposing:
             call.kind = "decompose"
@@ -468,6 +505,7 @@ class MockProvider:
             call.kind = "judge"
             reply = self._faults.reply_fires(plan) if plan is not None else None
             content = judge_behaviour.judge_reply(messages, reply)
+            shape = reply if reply in reply_shapes.ENVELOPE_FAULTS else None
         elif judge_behaviour.is_generation(body):
             call.kind = "questions"
             reply = self._faults.reply_fires(plan) if plan is not None else None
@@ -492,6 +530,10 @@ class MockProvider:
             usage = _usage(call.prompt_tokens, call.completion_tokens) if include_usage else None
             framer = ChunkFramer(completion_id, CREATED, call.model)
             return await self._stream_chat(request, framer, content, usage, call, plan)
+        if shape is not None:
+            usage = _usage(call.prompt_tokens, call.completion_tokens)
+            payload, content_type = reply_shapes.judge_body(completion_id, CREATED, call.model, content, usage, shape)
+            return await self._send_json(request, payload, call, plan, content_type)
         return await self._send_json(request, _completion_body(completion_id, call, content), call, plan)
 
     async def _stream_chat(

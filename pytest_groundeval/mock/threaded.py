@@ -125,6 +125,10 @@ class ThreadedMockProvider:
         """Forget the ``x<N>`` fault counters."""
         self._call_in_loop(self.provider.reset_faults)
 
+    def limit_stats(self, spec: str) -> dict[str, int]:
+        """``MockProvider.limit_stats``: what the ``conc:``/``rate:`` fault ``spec`` admitted and refused."""
+        return self.provider.limit_stats(spec)
+
     def tokens_total(self, kind: str | None = None) -> int:
         """Prompt plus completion tokens of every finished request (a running count), optionally of one ``kind``."""
         return self.provider.tokens_total(kind)

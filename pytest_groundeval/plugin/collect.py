@@ -18,7 +18,7 @@ from ..core.dataset import Dataset, DatasetError, load_dataset
 from ..core.kinds import get
 from ..core.outcome import ItemOutcome
 from ..core.runner import ItemError, ItemRunner, errored_outcome
-from .record import record_outcome, record_run
+from .record import record_notices, record_outcome, record_run
 
 if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr, TracebackStyle
@@ -126,6 +126,8 @@ class EvalItem(pytest.Function):
             runner.note(error)
         if ran is not None:  # the item ran: error is None
             runner.note_judging(ran)
+        if runner.judge is not None:
+            record_notices(self, runner.judge)
         if runner.stop_reason and not self.session.shouldfail:
             # The target, judge or scorer is gone: this item says why; the rest would only repeat it.
             self.session.shouldfail = f"groundeval: {runner.stop_reason}"

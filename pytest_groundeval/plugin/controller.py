@@ -58,7 +58,7 @@ from .hookspecs import is_wrapper
 from .junit import log_gates_to_junit
 from .nodeids import dataset_key, eval_node_kind
 from .options import STEP_SUMMARY_ENV, Settings, step_summary_path
-from .record import GATE_ATTR, OUTCOME_ATTR, RUN_ATTR
+from .record import GATE_ATTR, NOTICES_ATTR, OUTCOME_ATTR, RUN_ATTR
 from .session import GateSession
 from .state import UNKNOWN, DatasetRun, dataset_baseline, load_baseline, load_floors_layer
 from .summary import write_summary
@@ -105,6 +105,9 @@ class Controller:
         file; kept only when a ``pytest_groundeval_report`` hook is registered (``_keeps_for_hook``)."""
         self._hook_keeps: bool | None = None
         self.step_summary_error: str | None = None
+        self.notices: dict[str, None] = {}
+        """The judges' notices (fallbacks made, docs/judges.md), each once however many workers or
+        items carried it, in arrival order: warnings in the summary."""
         # Read and validate the floors and the baselines before any item runs: against a
         # paid target, a typo found after the run wastes the whole run.
         self.floors = load_floors_layer(settings.floors)
@@ -329,6 +332,8 @@ class Controller:
             if report.failed:
                 self.other_failures += 1
             return
+        for notice in getattr(report, NOTICES_ATTR, None) or ():
+            self.notices.setdefault(notice)
         run = self._run_for(dataset_key(report.nodeid))
         info = getattr(report, RUN_ATTR, None)
         if info is not None:

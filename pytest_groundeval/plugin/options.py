@@ -89,6 +89,11 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
     ),
     ("judge-cache", "Directory of the on-disk judge cache, e.g. .groundeval/judge-cache (default: no cache)", "path"),
     ("judge-concurrency", "Judge requests in flight at once per process (default 4)", "int"),
+    (
+        "judge-max-tokens",
+        "Completion-token cap of each judge request, as max_tokens or max_completion_tokens (default: none sent)",
+        "int",
+    ),
     ("scorer-url", "vLLM score API of the citation coverage scorer (server root, .../v1 or .../score), or mock", "str"),
     ("scorer-model", "Model name sent to the coverage scorer (default: none; with mock: mock-score)", "str"),
     ("scorer-cap", "Characters of the cited sources' texts scored per paragraph (default 28000)", "int"),
@@ -229,6 +234,8 @@ class Settings:
     judge_cache: Path | None = None
     """Directory of the on-disk judge cache, or None (no cache)."""
     judge_concurrency: int = DEFAULT_JUDGE_CONCURRENCY
+    judge_max_tokens: int | None = None
+    """Completion-token cap of each judge request (docs/judges.md), or None: none sent."""
     """Judge and scorer requests in flight per process."""
     scorer_url: str | None = None
     """The coverage scorer's URL, ``"mock"``, or None."""
@@ -590,7 +597,7 @@ def _judging(values: dict, sources: dict) -> dict:
     if url and not values["judge-model"]:
         raise pytest.UsageError(f"{sources['judge-url']} needs --eval-judge-model (or GROUNDEVAL_JUDGE_MODEL)")
     has_judge = judge is not None or bool(url)
-    for name in ("judge-model", "judge-cache", "judge-concurrency"):
+    for name in ("judge-model", "judge-cache", "judge-concurrency", "judge-max-tokens"):
         if values[name] and not has_judge:
             raise pytest.UsageError(
                 f"{sources[name]} given, but no judge: give --eval-judge-url (or --eval-judge=mock), or drop it"
@@ -617,6 +624,9 @@ def _judging(values: dict, sources: dict) -> dict:
             _count(values["judge-concurrency"], sources["judge-concurrency"])
             if values["judge-concurrency"]
             else DEFAULT_JUDGE_CONCURRENCY
+        ),
+        judge_max_tokens=(
+            _count(values["judge-max-tokens"], sources["judge-max-tokens"]) if values["judge-max-tokens"] else None
         ),
         scorer_url=scorer,
         scorer_model=values["scorer-model"] or (MOCK_SCORER_MODEL if scorer == MOCK else None),

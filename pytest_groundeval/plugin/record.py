@@ -29,6 +29,9 @@ OUTCOME_ATTR = "groundeval_outcome"
 RUN_ATTR = "groundeval_run"
 """The report attribute carrying the dataset version and model lineage of the run."""
 
+NOTICES_ATTR = "groundeval_notices"
+"""The report attribute carrying what the judge newly noticed by this item (a fallback it made, docs/judges.md)."""
+
 GATE_ATTR = "groundeval_gate"
 """Set on the synthetic report of a dataset's gate (JUnit XML), so the controller skips it."""
 
@@ -50,6 +53,8 @@ outcome_key = pytest.StashKey[dict[str, Any]]()
 """The item's outcome as a wire dict (``item.stash``), copied onto its reports."""
 run_key = pytest.StashKey[dict[str, Any]]()
 """The item's dataset version and lineage (``item.stash``), copied onto its reports."""
+notices_key = pytest.StashKey[list[str]]()
+"""The judge's notices first seen with the item (``item.stash``), copied onto its reports."""
 
 
 def kind_figures(wire: Mapping[str, Any]) -> list[tuple[str, Any]]:
@@ -102,6 +107,15 @@ def record_figures(item: pytest.Item, wire: Mapping[str, Any]) -> None:
         props.append(("tokens", (prompt or 0) + (completion or 0)))
 
 
+def record_notices(item: pytest.Item, judge: object) -> None:
+    """Attach what ``judge`` noticed since the last item (``JudgeClient.pop_notices``: each fallback it
+    made, once) to the item's reports, for the controller's summary; a judge without notices has none."""
+    pop = getattr(judge, "pop_notices", None)
+    fresh = [str(notice) for notice in pop()] if callable(pop) else []
+    if fresh:
+        item.stash[notices_key] = fresh
+
+
 def attach(item: pytest.Item, report: pytest.TestReport) -> None:
     """Copy what the item recorded onto its setup or call report (``pytest_runtest_makereport``)."""
     if report.when == "teardown":
@@ -112,3 +126,6 @@ def attach(item: pytest.Item, report: pytest.TestReport) -> None:
     outcome = item.stash.get(outcome_key, None)
     if outcome is not None:
         setattr(report, OUTCOME_ATTR, outcome)
+    notices = item.stash.get(notices_key, None)
+    if notices:
+        setattr(report, NOTICES_ATTR, notices)

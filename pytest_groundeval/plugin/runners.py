@@ -78,7 +78,10 @@ def serve_target(request: pytest.FixtureRequest) -> Iterator[Target]:
         # An existing API described by a map (docs/byo.md): no mock, no readiness probe; a target
         # that is down fails its first items, then stops the session (core.runner's streaks).
         mapped = MappedTarget(
-            settings.target_map, timeout_s=settings.timeout_s, max_response_bytes=settings.max_response_bytes
+            settings.target_map,
+            timeout_s=settings.timeout_s,
+            max_response_bytes=settings.max_response_bytes,
+            concurrency=settings.concurrency,
         )
         try:
             yield mapped
@@ -94,6 +97,8 @@ def serve_target(request: pytest.FixtureRequest) -> Iterator[Target]:
                 settings.api_key,
                 timeout_s=settings.timeout_s,
                 max_response_bytes=settings.max_response_bytes,
+                # Its calls in flight halve on a 429 and recover (core.limiter, docs/judges.md).
+                concurrency=settings.concurrency,
             )
         except TargetError as exc:
             problem = str(exc)
@@ -291,6 +296,7 @@ def judging_clients(
                 settings.judge_api_key,
                 concurrency=settings.judge_concurrency,
                 cache=JudgeCache(settings.judge_cache) if settings.judge_cache is not None else None,
+                max_tokens=settings.judge_max_tokens,
             )
         if scorer is None and scorer_url:
             scorer = CoverageScorer(

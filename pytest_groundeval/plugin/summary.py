@@ -40,6 +40,8 @@ def write_summary(tr: pytest.TerminalReporter, controller: Controller) -> None:
     settings = controller.settings
     for run in runs:
         _summarise(tr, run, settings.judge_model, titled=len(runs) > 1)
+    for notice in controller.notices:  # a judge's fallback, once per judge and fallback (docs/judges.md)
+        tr.write_line(f"warning: {notice}", yellow=True)
     if settings.report is not None:
         tr.write_line(f"report: {shown_path(settings.report)}")
     if controller.history is not None:

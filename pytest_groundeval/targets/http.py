@@ -10,6 +10,12 @@ wrong shape), so both fail with the same words. The API key is masked in every
 error message (``core.secrets``). Each call has one
 overall deadline, ``timeout_s`` from sending to the last body byte; redirects
 are never followed (docs/target-contract.md, "Limits").
+
+The async calls (the plugin's) go through the target's ``core.limiter.AimdLimiter``,
+as the judge's requests do: an HTTP 429 halves the calls in flight, they recover one
+at a time, and the refused call is sent again after its ``Retry-After`` (capped at
+``MAX_RETRY_AFTER_S``; without one, an exponential backoff), at most
+``RATE_LIMIT_RETRIES`` times, before it is a ``TargetError`` (docs/judges.md, "Rate limits").
 """
 
 from __future__ import annotations
@@ -18,14 +24,15 @@ import asyncio
 import json
 import subprocess
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 import httpx
 import yarl
 
+from ..core.limiter import AimdLimiter, retry_after_seconds
 from ..core.secrets import Scrubber
 from ..core.text import shorten
 from .bodies import ACCEPT_ENCODING, BodyError, BodyReader, decode_text, describe_size
@@ -48,6 +55,15 @@ BODY_EXCERPT_CHARS = 500
 
 URL_CONNECT_TIMEOUT_S = 5.0
 """Connect timeout of ``connect_url``'s single readiness check."""
+
+RATE_LIMIT_RETRIES = 8
+"""Times an async call refused with HTTP 429 is sent again before it fails."""
+
+MAX_RETRY_AFTER_S = 30.0
+"""Longest wait, in seconds, for a 429's ``Retry-After`` before the call is sent again."""
+
+RATE_LIMIT_BACKOFF_S = 0.5
+"""First wait, in seconds, after a 429 that names none (doubled after each)."""
 
 READY_POLL_MIN_S = 0.5
 """Shortest time ``HttpTarget.wait_ready`` gives one ``GET /readyz`` poll to answer, in seconds,
@@ -130,6 +146,17 @@ def decode_body(
         raise _fail(call, url, status, f"returned a malformed response: {exc}", text) from None
 
 
+_T = TypeVar("_T")
+
+
+class _RateLimited(TargetError):
+    """An HTTP 429 from the target; ``retry_after``: the seconds it asked to wait, or None."""
+
+    def __init__(self, message: str, *, retry_after: float | None, **fields: Any) -> None:
+        super().__init__(message, **fields)
+        self.retry_after = retry_after
+
+
 class _Exchange:
     """What one call has received so far, for the message of an error mid-way."""
 
@@ -188,6 +215,8 @@ class HttpTarget:
             unreachable host fails fast).
         max_response_bytes: Largest response body accepted, counted as received and
             as decompressed (``--eval-max-response-bytes``, default 16 MiB).
+        concurrency: Most async calls in flight (``--eval-concurrency``); None bounds none
+            until the target first answers HTTP 429 (:attr:`limiter`).
         secrets: Further texts to mask in every error, as the API key is (a mapped
             target's ``${VAR}`` values and credential headers).
 
@@ -205,6 +234,7 @@ class HttpTarget:
         api_key: str | None,
         timeout_s: float = 60.0,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        concurrency: int | None = None,
         *,
         secrets: Iterable[str] = (),
     ) -> None:
@@ -226,6 +256,8 @@ class HttpTarget:
         )
         self._asession: aiohttp.ClientSession | None = None
         self._asession_loop: asyncio.AbstractEventLoop | None = None
+        self.limiter = AimdLimiter(concurrency)
+        """The async calls in flight, halved on a 429 (``core.limiter``); this target's own."""
 
     def __repr__(self) -> str:
         return f"HttpTarget({self.base_url!r})"
@@ -340,13 +372,56 @@ class HttpTarget:
 
     async def _acall(self, name: str, body: JsonObject | None) -> JsonObject:
         with self._masked():
-            return await self._acall_unmasked(name, body)
+            return await self._rate_limited(lambda: self._acall_unmasked(name, body))
+
+    async def _rate_limited(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
+        """``attempt()`` in a slot of :attr:`limiter`, sent again after each HTTP 429 (``_RateLimited``).
+
+        A 429 halves the calls in flight and waits its ``Retry-After`` (capped at
+        ``MAX_RETRY_AFTER_S``), else an exponential backoff; after ``RATE_LIMIT_RETRIES``
+        resends the 429 is raised, saying how many attempts were refused.
+
+        Raises:
+            TargetError: what ``attempt`` raised (``_RateLimited`` when still refused).
+        """
+        refused = 0
+        while True:
+            async with self.limiter.slot() as slot:
+                try:
+                    answer = await attempt()
+                except _RateLimited as exc:
+                    refused += 1
+                    wait = None if exc.retry_after is None else min(exc.retry_after, MAX_RETRY_AFTER_S)
+                    slot.rate_limited(wait)
+                    if refused > RATE_LIMIT_RETRIES:
+                        exc.args = (f"{exc} (still rate limited after {refused} attempts)",)
+                        raise
+                except TargetError as exc:
+                    if exc.status is not None and exc.status < 500:
+                        slot.succeeded()  # it answered: not overloaded
+                    raise
+                else:
+                    slot.succeeded()
+                    return answer
+            backoff = RATE_LIMIT_BACKOFF_S * 2 ** (refused - 1)
+            await asyncio.sleep(min(backoff if wait is None else wait, MAX_RETRY_AFTER_S))
+
+    @staticmethod
+    def _refuse_rate_limited(call: str, url: str, status: int, headers: Mapping[str, str], data: bytes) -> None:
+        """Raise ``_RateLimited`` for an HTTP 429, with its ``Retry-After``; nothing for any other status."""
+        if status == 429:
+            refused = _fail(call, url, 429, "returned an error status", data)
+            raise _RateLimited(
+                str(refused), call=call, url=url, status=429, body_excerpt=refused.body_excerpt,
+                retry_after=retry_after_seconds(headers),
+            )  # fmt: skip
 
     async def _acall_unmasked(self, name: str, body: JsonObject | None) -> JsonObject:
         method, path = _ROUTES[name]
         call = f"{method} {path}"
         url = f"{self.base_url}{path}"
         status, headers, data = await self._aexchange(call, method, url, body)
+        self._refuse_rate_limited(call, url, status, headers, data)
         return decode_body(call, url, status, data, headers.get("Content-Type"), name, headers.get("Location"))
 
     async def _aexchange(
@@ -597,7 +672,11 @@ class HttpTarget:
 
 
 def connect_url(
-    url: str, api_key: str, timeout_s: float = 60.0, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    url: str,
+    api_key: str,
+    timeout_s: float = 60.0,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    concurrency: int | None = None,
 ) -> HttpTarget:
     """Return an ``HttpTarget`` for an already running server, checked once (docs/target-contract.md option 3).
 
@@ -609,11 +688,14 @@ def connect_url(
         api_key: The bearer key.
         timeout_s: Per-call deadline for later calls, in seconds.
         max_response_bytes: Largest response body accepted (see ``HttpTarget``).
+        concurrency: Most async calls in flight, halved on a 429 (see ``HttpTarget``).
 
     Raises:
         TargetUnavailable: the server cannot be reached or ``/readyz`` is not 200.
     """
-    target = HttpTarget(url, api_key, timeout_s=timeout_s, max_response_bytes=max_response_bytes)
+    target = HttpTarget(
+        url, api_key, timeout_s=timeout_s, max_response_bytes=max_response_bytes, concurrency=concurrency
+    )
     try:
         status = target.ready(timeout_s=URL_CONNECT_TIMEOUT_S)
     except TargetError as exc:

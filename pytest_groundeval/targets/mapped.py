@@ -37,6 +37,8 @@ class MappedTarget(HttpTarget):
         target_map: The checked map (``mapping.load_map``).
         timeout_s: Per-call deadline in seconds, from sending to the last body byte.
         max_response_bytes: Largest response body accepted (``--eval-max-response-bytes``).
+        concurrency: Most async calls in flight (``--eval-concurrency``), halved on an HTTP 429
+            and sent again as ``--eval-url``'s are (``HttpTarget``).
 
     ``info`` returns None (a map names no models: the lineage comes from
     ``--eval-model-generate`` / ``--eval-model-embed``). Without an ``ingest`` template
@@ -44,9 +46,15 @@ class MappedTarget(HttpTarget):
     """
 
     def __init__(
-        self, target_map: TargetMap, timeout_s: float = 60.0, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+        self,
+        target_map: TargetMap,
+        timeout_s: float = 60.0,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        concurrency: int | None = None,
     ) -> None:
-        super().__init__(target_map.origin, None, timeout_s, max_response_bytes, secrets=target_map.secrets)
+        super().__init__(
+            target_map.origin, None, timeout_s, max_response_bytes, concurrency, secrets=target_map.secrets
+        )
         self.target_map = target_map
 
     def __repr__(self) -> str:
@@ -122,10 +130,15 @@ class MappedTarget(HttpTarget):
         """Async ``generate``."""
         with self._masked():
             request = self._generate_request(question, find)
-            status, headers, data = await self._aexchange(
-                request.call, request.method, request.url, request.body, headers=request.headers, encoded=True
-            )
-            return self._decoded(request, (status, headers, data), "generate", self._read)
+
+            async def attempt() -> JsonObject:
+                status, headers, data = await self._aexchange(
+                    request.call, request.method, request.url, request.body, headers=request.headers, encoded=True
+                )
+                self._refuse_rate_limited(request.call, request.url, status, headers, data)
+                return self._decoded(request, (status, headers, data), "generate", self._read)
+
+            return await self._rate_limited(attempt)
 
     def ingest(self, document: JsonObject) -> JsonObject:
         """Send one corpus document with the map's ``ingest`` template, if it has one.
@@ -147,10 +160,17 @@ class MappedTarget(HttpTarget):
         with self._masked():
             request = self._ingest_request(document)
             if request is not None:
-                status, headers, data = await self._aexchange(
-                    request.call, request.method, request.url, request.body, headers=request.headers, encoded=True
-                )
-                self._decoded(request, (status, headers, data), "ingest", lambda text, _type: self._written(document))
+
+                async def attempt() -> None:
+                    status, headers, data = await self._aexchange(
+                        request.call, request.method, request.url, request.body, headers=request.headers, encoded=True
+                    )
+                    self._refuse_rate_limited(request.call, request.url, status, headers, data)
+                    self._decoded(
+                        request, (status, headers, data), "ingest", lambda text, _type: self._written(document)
+                    )
+
+                await self._rate_limited(attempt)
         return self._written(document)
 
     def _no_call(self, name: str) -> TargetError:

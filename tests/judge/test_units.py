@@ -20,7 +20,8 @@ from pytest_groundeval.mock.faults import FaultCounter, FaultSpecError, parse_fa
 @pytest.mark.parametrize(
     "reply",
     ['{"verdict": "partial", "rationale": "half of it"}', '```json\n{"verdict": "partial", "rationale": "half of it"}\n```',
-     '  ```\n{"verdict":"partial","rationale":" half of it "}\n```  '],
+     '  ```\n{"verdict":"partial","rationale":" half of it "}\n```  ',
+     '{"verdict": " Partial ", "rationale": "half of it"}'],
 )  # fmt: skip
 def test_parser_accepts_json_and_one_fence(reply):
     assert parse_verdict(reply) == ("partial", "half of it")
@@ -30,7 +31,7 @@ def test_parser_accepts_json_and_one_fence(reply):
     ("reply", "reason"),
     [(None, "empty"), ("", "empty"), ("It is supported.", "not a JSON object"),
      ('Sure: {"verdict": "supported", "rationale": "x"}', "not a JSON object"), ("[1, 2]", "not an object"),
-     ('{"verdict": "Supported", "rationale": "x"}', "unknown verdict"), ('{"rationale": "x"}', "unknown verdict"),
+     ('{"verdict": "supports", "rationale": "x"}', "unknown verdict"), ('{"rationale": "x"}', "unknown verdict"),
      ('{"verdict": "supported", "rationale": "  "}', "empty rationale"), ('{"verdict": "supported"}', "empty rationale")],
 )  # fmt: skip
 def test_parser_rejects(reply, reason):
@@ -135,3 +136,47 @@ def test_the_judge_package_imports_no_pytest():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("body", "refused"),
+    [
+        # OpenAI's error object (https://platform.openai.com/docs/guides/error-codes), param named.
+        ({"error": {"message": "x", "type": "invalid_request_error", "param": "temperature", "code": "unsupported_value"}},
+         "temperature"),
+        ({"message": "x", "type": "invalid_request_error", "param": "response_format.json_schema", "code": None},
+         "response_format"),
+        ({"message": "Unsupported parameter: 'max_tokens' is not supported with this model.", "param": None},
+         "max_tokens"),
+        ({"error": {"message": "'messages' must not be empty", "param": "messages"}}, "other"),
+        # vLLM: a prompt too long for the completion budget names max_tokens but refuses no parameter.
+        ({"message": "'max_tokens' or 'max_completion_tokens' is too large: 4096. This model's maximum context "
+                     "length is 8192 tokens", "type": "BadRequestError", "param": None, "code": 400},
+         "context_length"),
+        ({"error": {"message": "litellm.BadRequestError: json_schema response format is not supported"}},
+         "response_format"),
+        ({"error": {"message": "bad request"}}, None),
+        ("not json", None),
+    ],
+)  # fmt: skip
+def test_which_parameter_a_400_refuses(body, refused):
+    from pytest_groundeval.judge.fallbacks import refused_parameter
+
+    assert refused_parameter(body) == refused
+
+
+def test_request_shape_steps_down_in_order_and_only_once():
+    from pytest_groundeval.judge.fallbacks import RequestShape
+
+    shape = RequestShape(max_tokens=100)
+    first = shape.sent()
+    assert shape.params("n", {})["response_format"]["type"] == "json_schema"
+    assert shape.step_down("response_format", first) == "json_object"
+    assert shape.step_down("response_format", first) == ""  # a request sent before the change: just resend
+    assert shape.step_down(None, shape.sent()) == "no response_format"  # unnamed: taken as response_format
+    assert shape.step_down(None, shape.sent()) is None  # nothing left to drop
+    assert shape.step_down("max_tokens", shape.sent()) == "max_completion_tokens"
+    assert shape.step_down("temperature", shape.sent()) == "no temperature"
+    assert shape.step_down("context_length", shape.sent()) is None
+    assert shape.params("n", {}) == {"max_completion_tokens": 100}
+    assert shape.fallbacks == ["json_object", "no response_format", "max_completion_tokens", "no temperature"]

@@ -309,6 +309,27 @@ def test_the_cache_makes_an_unchanged_rerun_ask_nothing_and_the_key_is_never_wri
         assert key not in text
 
 
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_a_judge_fallback_is_made_once_and_warned_once_in_the_summary(run, pytester, cites, mock, workers):
+    # A reasoning model's endpoint: refuses temperature 0 and max_tokens (docs/judges.md, "Fallbacks"). One
+    # endpoint for every worker, as a real judge is (--eval-judge=mock gives each worker a mock of its own).
+    copies(cites, 2)
+    report = pytester.path / "r.json"
+    model = "mock-judge+fault=temperature_400,max_tokens_400"
+    result = run(f"--eval-dataset={cites}", f"--eval-judge-url={mock.base_url}", f"--eval-judge-model={model}",
+                 "--eval-judge-max-tokens=512", f"--eval-report={report}", "-n", workers)  # fmt: skip
+    result.assert_outcomes(failed=2)  # the wrong-speaker paragraph of each copy, as without the refusals
+    data = read(report)
+    assert [p["verdict"] for item in data["items"] for p in item["extra"]["citationParagraphs"]] == VERDICTS * 2
+    assert data["metrics"]["judgeErrors"] == 0
+    warnings = [line for line in result.stdout.lines if line.startswith("warning: judge ")]
+    assert len(warnings) == 2, warnings  # once per fallback, whatever the number of workers and items
+    assert warnings[0].startswith(f"warning: judge '{model}' at {mock.base_url} refused ")
+    assert {w.split("; it ")[1] for w in warnings} == {
+        "sends no temperature for the rest of the run", "sends max_completion_tokens for the rest of the run"
+    }  # fmt: skip
+
+
 def test_xdist_gives_the_same_citation_metrics(run, pytester, cites):
     manifest = read(cites / "manifest.json")
     (item,) = manifest["items"]
@@ -357,6 +378,8 @@ def test_generated_questions_run_against_the_target_with_the_judge(run, pytester
         (["--eval-judge-model=m"], "--eval-judge-model given, but no judge"),
         (["--eval-scorer-cap=10"], "--eval-scorer-cap given, but no scorer"),
         (["--eval-judge=mock", "--eval-judge-concurrency=0"], "expected a whole number >= 1"),
+        (["--eval-judge-max-tokens=512"], "--eval-judge-max-tokens given, but no judge"),
+        (["--eval-judge=mock", "--eval-judge-max-tokens=0"], "expected a whole number >= 1"),
         (["--eval-judge-url=http://u:sk-secret@127.0.0.1/v1", "--eval-judge-model=m"], "GROUNDEVAL_JUDGE_API_KEY"),
         (
             ["--eval-judge-url=http://127.0.0.1:1/v1", "--eval-judge-model=m", "--eval-judge-api-key=sk-secret"],
