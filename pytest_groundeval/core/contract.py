@@ -62,6 +62,10 @@ RUN_ID_HEADER = "X-Groundeval-Run-Id"
 ITEM_ID_HEADER = "X-Groundeval-Item-Id"
 """Request header naming the dataset item a target call belongs to (absent on corpus ingests)."""
 
+ATTEMPT_HEADER = "X-Groundeval-Attempt"
+"""Request header numbering the attempt (1..N) a target call belongs to under ``--eval-repeat N``, N > 1
+(docs/target-contract.md, "Run and item ids"); absent without repeats."""
+
 RUN_ID_ENV = "GROUNDEVAL_RUN_ID"
 """Environment variable a spawned target gets: the session id (docs/target-contract.md, "Run and item ids")."""
 

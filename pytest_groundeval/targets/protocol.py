@@ -18,7 +18,7 @@ import signal
 from contextvars import ContextVar
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
-from ..core.contract import ITEM_ID_HEADER, RUN_ID_HEADER
+from ..core.contract import ATTEMPT_HEADER, ITEM_ID_HEADER, RUN_ID_HEADER
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
@@ -27,6 +27,7 @@ __all__ = [
     "Target",
     "TargetError",
     "TargetUnavailable",
+    "call_attempt",
     "call_headers",
     "call_ids",
     "describe_exit",
@@ -51,14 +52,24 @@ call_ids: ContextVar[tuple[str | None, str | None]] = ContextVar("groundeval_cal
 (docs/target-contract.md, "Run and item ids"). An in-process target may read it too."""
 
 
+call_attempt: ContextVar[int | None] = ContextVar("groundeval_call_attempt", default=None)
+"""The attempt (1..N) the current context's target calls belong to under ``--eval-repeat N``, N > 1;
+None without repeats. ``ItemRunner`` sets it around each attempt; ``HttpTarget`` sends it as
+``X-Groundeval-Attempt`` (docs/target-contract.md). An in-process target may read it too."""
+
+
 def call_headers() -> dict[str, str]:
-    """The ``X-Groundeval-Run-Id`` / ``X-Groundeval-Item-Id`` headers of the current context (only those set)."""
+    """The ``X-Groundeval-Run-Id`` / ``X-Groundeval-Item-Id`` / ``X-Groundeval-Attempt`` headers of
+    the current context (only those set)."""
     run_id, item_id = call_ids.get()
     headers = {}
     if run_id:
         headers[RUN_ID_HEADER] = run_id
     if item_id:
         headers[ITEM_ID_HEADER] = item_id
+    attempt = call_attempt.get()
+    if attempt is not None:
+        headers[ATTEMPT_HEADER] = str(attempt)
     return headers
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from pytest_groundeval.core.runner import ItemRunner, agent_extra
 from pytest_groundeval.targets import HttpTarget
-from pytest_groundeval.targets.protocol import call_ids
+from pytest_groundeval.targets.protocol import call_attempt, call_ids
 
 Reply = sys.modules["groundeval_scripted_server"].Reply  # loaded by conftest.py from servers/scripted.py
 
@@ -35,6 +35,22 @@ def test_http_calls_carry_the_ids_of_their_context(scripted, call_target, mode: 
     assert headers["x-groundeval-run-id"] == RUN and headers["x-groundeval-item-id"] == "qa-7"
     call_target(target, mode)  # outside an item: no ids
     assert "x-groundeval-run-id" not in _headers(scripted) and "x-groundeval-item-id" not in _headers(scripted)
+    target.close()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_http_calls_of_an_attempt_carry_its_number(scripted, call_target, mode: str) -> None:
+    """Under --eval-repeat N each call says which attempt it belongs to; without repeats no header."""
+    scripted.reply = Reply(body=GOOD)
+    target = HttpTarget(scripted.url, "key")
+    token = call_attempt.set(2)
+    try:
+        call_target(target, mode)
+    finally:
+        call_attempt.reset(token)
+    assert _headers(scripted)["x-groundeval-attempt"] == "2"
+    call_target(target, mode)
+    assert "x-groundeval-attempt" not in _headers(scripted)
     target.close()
 
 
