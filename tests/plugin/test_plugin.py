@@ -193,6 +193,7 @@ def test_help_lists_every_option_in_one_group(run, pytester):
         "model-generate",
         "model-embed",
         "max-response-bytes",
+        "repeat",
     ):
         assert f"--eval-{name}" in group, name
 
