@@ -400,7 +400,8 @@ class ItemRunner:
             return
         for client, key in ((self.judge, "citationJudgeErrors"), (self.scorer, "citationScorerErrors")):
             reason = getattr(client, "gave_up", None)
-            if reason and outcome.extra.get(key):
+            # Under repeats each attempt keeps its own figures (``outcome_of_attempts``).
+            if reason and any(attempt.extra.get(key) for attempt in outcome.attempts or [outcome]):
                 self.stop_reason = reason
                 return
 

@@ -279,3 +279,24 @@ def test_temporal_attempts_set_up_their_own_records_and_never_see_each_others(tm
     again = runner.run(dataset.items[0], dataset)
     assert again.attempts is None and target.attempts[-1] is None
     assert len(target.labels) == 4
+
+
+def test_a_killed_repeated_run_is_recovered_with_every_attempt_of_its_unrun_items_counted(tmp_path):
+    from pytest_groundeval.core.recover import recover_report
+    from pytest_groundeval.core.report import ReportWriter, read_report
+
+    path = tmp_path / "r.json"
+    writer = ReportWriter(path)  # left open, as a SIGKILL leaves it: the spool stays beside the report
+    writer.set_context(
+        {"session": "s", "dataset": "ds/manifest.json", "manifest": str(tmp_path / "gone" / "manifest.json"),
+         "datasetVersion": "v1", "models": MODELS, "startedAtMs": 1, "floors": None, "baseline": None,
+         "items": {"qa-1": "qa", "tmp-1": "temporal"}, "repeat": 2}
+    )  # fmt: skip
+    writer.add_item(outcome_of_attempts([qa(True), qa(True)]))
+    recovered = recover_report(path)
+    assert (recovered.ran, recovered.not_run) == (1, 1)
+    report = read_report(path)
+    never = next(item for item in report.items if item.id == "tmp-1")
+    assert report.repeat == 2 and never.not_run and len(never.attempts or []) == 2
+    assert (report.metrics.errors, report.metrics.items, report.metrics.pass_at_k) == (2, 4, 0.5)
+    assert not report.gate.passed

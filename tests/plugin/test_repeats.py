@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -131,7 +132,8 @@ def test_a_pass_hat_k_floor_fails_a_target_that_fails_some_attempts_while_pass_a
     floors.write_text(json.dumps({"passAtK": 1.0, "passHatK": 1.0}))
     report = pytester.path / "r.json"
     args = (f"--eval-dataset={smoke}", f"--eval-floors={floors}", "-k", "qa")
-    result = run(*args, "--eval-repeat=2", f"--eval-report={report}")
+    junit = pytester.path / "junit.xml"
+    result = run(*args, "--eval-repeat=2", f"--eval-report={report}", f"--junitxml={junit}")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(failed=4)
     result.stdout.fnmatch_lines(
@@ -145,6 +147,10 @@ def test_a_pass_hat_k_floor_fails_a_target_that_fails_some_attempts_while_pass_a
     )
     items = read(report)["items"]
     assert [(i["passRate"], [a["pass"] for a in i["attempts"]]) for i in items] == [(0.5, [True, False])] * 4
+    cases = [case for case in ET.parse(junit).getroot().iter("testcase") if case.get("name") != "gate"]
+    assert [{p.get("name"): p.get("value") for p in case.iter("property")}["passRate"] for case in cases] == [
+        "0.5000"
+    ] * 4
     # The same target without repeats is never asked twice: it passes, and a pass^k floor cannot be met
     # by a run that did not repeat (it FAILs saying so, never a silent pass).
     single = run(*args)
