@@ -300,3 +300,19 @@ def test_a_killed_repeated_run_is_recovered_with_every_attempt_of_its_unrun_item
     assert report.repeat == 2 and never.not_run and len(never.attempts or []) == 2
     assert (report.metrics.errors, report.metrics.items, report.metrics.pass_at_k) == (2, 4, 0.5)
     assert not report.gate.passed
+
+
+def test_a_judge_that_gave_up_on_any_attempt_stops_the_session():
+    from types import SimpleNamespace
+
+    from pytest_groundeval.core.runner import ItemRunner
+
+    def cite(judge_errors: int) -> ItemOutcome:
+        return ItemOutcome(id="cit", kind="citation", passed=False, extra={"citationJudgeErrors": judge_errors})
+
+    runner = ItemRunner(None)
+    runner.judge = SimpleNamespace(gave_up="the judge at http://j/v1 gave up: 3 paragraphs in a row unanswered")
+    runner.note_judging(outcome_of_attempts([cite(0), cite(0)]))
+    assert runner.stop_reason is None
+    runner.note_judging(outcome_of_attempts([cite(0), cite(2)]))
+    assert runner.stop_reason == "the judge at http://j/v1 gave up: 3 paragraphs in a row unanswered"
