@@ -63,10 +63,10 @@ ITEM_ID_HEADER = "X-Groundeval-Item-Id"
 """Request header naming the dataset item a target call belongs to (absent on corpus ingests)."""
 
 ATTEMPT_HEADER = "X-Groundeval-Attempt"
-"""Request header numbering an item's attempt when it is run more than once (0 for the first; absent means 0).
-
-The mock provider draws its seeded noise from it (docs/mock.md, "Noise"), so attempts of one item
-differ; the reference target forwards it to its provider (docs/target-contract.md, "Run and item ids")."""
+"""Request header numbering the attempt (1..N) a target call belongs to under ``--eval-repeat N``, N > 1
+(docs/target-contract.md, "Run and item ids"); absent without repeats. The mock provider draws its
+seeded noise from it, reading an absent header as 0 (docs/mock.md, "Noise"), so attempts of one item
+differ; the reference target forwards it to its provider."""
 
 RUN_ID_ENV = "GROUNDEVAL_RUN_ID"
 """Environment variable a spawned target gets: the session id (docs/target-contract.md, "Run and item ids")."""

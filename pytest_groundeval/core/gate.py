@@ -613,7 +613,8 @@ def evaluate_gate(
     bounds = dict(DEFAULT_FLOORS if floors is None else floors)
     margin = bounds.get(RECALL_MARGIN_KEY)
     margin = DEFAULT_RECALL_MARGIN if margin is None else margin
-    values = metrics.to_wire()
+    # Metrics left out of the dump while None (``MetricSpec.only_when_measured``) read as None.
+    values = {**dict.fromkeys(METRIC_DIRECTIONS), **metrics.to_wire()}
     lineage = _lineage_dict(models)
     checks: list[GateCheck] = []
     for metric, direction in METRIC_DIRECTIONS.items():

@@ -28,7 +28,7 @@ from fractions import Fraction
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import AfterValidator, Field, create_model
+from pydantic import AfterValidator, Field, create_model, model_serializer
 
 from .kinds import KIND_NAMES, all_kinds, generation, on_change
 from .kinds.base import COMMON_METRICS, Kind, MetricDirection, MetricSpec, ratio
@@ -67,8 +67,14 @@ class MetricsBase(WireModel):
     and the item counts, with their run-time types); any other attribute is a
     kind's own metric, read as a ``MetricValue``. At run time the class adds no
     field, validator or setting: the built model is exactly what it would be
-    over ``WireModel``.
+    over ``WireModel``, except that metrics declared ``only_when_measured``
+    (``passAtK``, ``passHatK``) are left out of its dump while None.
     """
+
+    @model_serializer(mode="wrap")
+    def _omit_unmeasured(self, handler: Any) -> dict[str, Any]:
+        dumped = handler(self)
+        return {name: value for name, value in dumped.items() if value is not None or name not in _ONLY_WHEN_MEASURED}
 
     if TYPE_CHECKING:
         evidence_risk_score: float | None
@@ -178,6 +184,9 @@ GATED_COUNTS: AbstractSet[str] = LiveNameSet()
 TABLE_METRICS: AbstractSet[str] = LiveNameSet()
 """Metrics whose value is a JSON object of counts (``verdictDistribution``, …): reported, never gated."""
 
+_ONLY_WHEN_MEASURED: set[str] = set()
+"""Field and wire names of the metrics left out of a dump while None (``MetricSpec.only_when_measured``)."""
+
 _built = [-1]
 """The registry generation (``core.kinds.generation``) the derived tables were built for."""
 
@@ -203,6 +212,8 @@ def refresh() -> None:
     GATED_COUNTS._replace(counts)  # type: ignore[attr-defined]
     WHOLE_NUMBER_METRICS._replace({"items", "notRun", "qualityBounds"} | counts)  # type: ignore[attr-defined]
     TABLE_METRICS._replace(spec.wire for spec in specs if spec.type_ == "table")  # type: ignore[attr-defined]
+    _ONLY_WHEN_MEASURED.clear()
+    _ONLY_WHEN_MEASURED.update(name for spec in specs if spec.only_when_measured for name in (spec.field, spec.wire))
     _built[0] = generation()
 
 
@@ -294,6 +305,11 @@ class MetricsAccumulator:
     (8 bytes per generate call), so 100k items fit in well under a megabyte.
     Score sums are exact ``Fraction``s so that the result does not depend on the
     order in which outcomes (or xdist workers' partial results) arrive.
+
+    Under ``--eval-repeat N`` an item's outcome carries its attempts: each attempt is
+    folded as an outcome of its own (so ``items``, ``itemsByKind``, ``errors`` and every
+    kind metric count attempts), and the item once more for ``passAtK``/``passHatK``
+    (docs/gate.md, "Repeats").
     """
 
     items: int = 0
@@ -304,15 +320,38 @@ class MetricsAccumulator:
     token_sum: int = 0
     latencies_ms: array[float] = field(default_factory=lambda: array("d"))
     tallies: dict[str, Any] = field(default_factory=lambda: {kind.name: kind.new_tally() for kind in all_kinds()})
+    repeated_items: int = 0
+    """Items whose outcome carries attempts (``--eval-repeat N``, N > 1); ``passAtK`` is None while 0."""
+    whole_items: int = 0
+    """Items added (an item with attempts once): the denominator of ``passAtK`` and ``passHatK``."""
+    items_some_passed: int = 0
+    """Items with at least one passing attempt (an item without attempts: when it passed)."""
+    items_all_passed: int = 0
+    """Items whose every attempt passed (an item without attempts: when it passed)."""
     _kinds: _Dispatch = field(default_factory=_dispatch, repr=False, compare=False)
 
     def add(self, outcome: ItemOutcome) -> None:
-        """Fold one item's outcome into the counters.
+        """Fold one item's outcome into the counters: each of its attempts when it has them.
 
         Raises:
             ValueError: A latency is negative or not finite, or a figure in
                 ``outcome.extra`` has the wrong type; the message names the item.
         """
+        attempts = outcome.attempts
+        self.whole_items += 1
+        if attempts is None:
+            self.items_some_passed += outcome.passed
+            self.items_all_passed += outcome.passed
+            self._fold(outcome)
+            return
+        self.repeated_items += 1
+        self.items_some_passed += any(attempt.passed for attempt in attempts)
+        self.items_all_passed += all(attempt.passed for attempt in attempts)
+        for attempt in attempts:
+            self._fold(attempt)
+
+    def _fold(self, outcome: ItemOutcome) -> None:
+        """Fold one outcome (an item's, or one attempt's) into the metrics' counters."""
         self.items += 1
         self.errors += outcome.errored
         kinds = self._kinds
@@ -347,6 +386,10 @@ class MetricsAccumulator:
         self.latencies_ms.extend(other.latencies_ms)
         for name, tally in other.tallies.items():
             self.tallies[name].merge(tally)
+        self.repeated_items += other.repeated_items
+        self.whole_items += other.whole_items
+        self.items_some_passed += other.items_some_passed
+        self.items_all_passed += other.items_all_passed
         return self
 
     def result(self) -> Metrics:
@@ -364,6 +407,11 @@ class MetricsAccumulator:
             items=self.items,
             items_by_kind={name: tally.items for name, tally in self.tallies.items()},
         )
+        if self.repeated_items:
+            values.update(
+                pass_at_k=ratio(self.items_some_passed, self.whole_items),
+                pass_hat_k=ratio(self.items_all_passed, self.whole_items),
+            )
         return Metrics(**values)
 
 

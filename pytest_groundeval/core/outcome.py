@@ -8,13 +8,16 @@ read back on the controller with ``ItemOutcome.model_validate``. Metrics
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from fractions import Fraction
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_serializer, model_validator
 from pydantic_core import PydanticCustomError
 
 from .evidence import EvidenceReview
 from .kinds.names import KIND_NAMES
+from .text import shorten
 from .wire import WireModel
 
 
@@ -87,6 +90,13 @@ class ItemOutcome(WireModel):
     extra: dict[str, Any] = Field(default_factory=dict)
     """Kind-specific figures for the report (e.g. citation paragraphs), JSON built-ins only."""
 
+    attempts: list[ItemOutcome] | None = None
+    """Under ``--eval-repeat N`` (N > 1): one outcome per attempt, in order, each shaped as an item's
+    outcome without ``attempts`` (docs/gate.md, "Repeats"); the item's own fields then sum its
+    attempts (``outcome_of_attempts``). None, and left out of the wire, for a run without repeats."""
+    pass_rate: float | None = None
+    """Attempts passed / attempts, with ``attempts``; None, and left out of the wire, without them."""
+
     @field_validator("error")
     @classmethod
     def _errors_never_pass(cls, error: str | None, info: ValidationInfo) -> str | None:
@@ -111,7 +121,131 @@ class ItemOutcome(WireModel):
             raise ValueError("an item that never ran is an error: its error must say why (docs/gate.md)")
         return not_run
 
+    @model_validator(mode="after")
+    def _attempts_add_up(self) -> ItemOutcome:
+        if self.attempts is None:
+            if self.pass_rate is not None:
+                raise ValueError("passRate is given without attempts: it is the share of attempts that passed")
+            return self
+        if not self.attempts:
+            raise ValueError("attempts is empty: an item repeated N times lists N attempts (docs/gate.md, Repeats)")
+        for i, attempt in enumerate(self.attempts):
+            if attempt.attempts is not None:
+                raise ValueError(f"attempts[{i}] has attempts of its own: attempts are not nested")
+            if (attempt.id, attempt.kind) != (self.id, self.kind):
+                raise ValueError(
+                    f"attempts[{i}] is {attempt.kind} item {attempt.id!r}, not this {self.kind} item {self.id!r}"
+                )
+        passed = sum(attempt.passed for attempt in self.attempts)
+        rate = float(Fraction(passed, len(self.attempts)))
+        if self.pass_rate is None or abs(self.pass_rate - rate) > 1e-12:
+            raise ValueError(f"passRate is {self.pass_rate} but {passed} of {len(self.attempts)} attempts passed")
+        if self.passed != (passed == len(self.attempts)):
+            raise ValueError(
+                f"pass is {str(self.passed).lower()} but {passed} of {len(self.attempts)} attempts passed: "
+                "an item passes when every attempt passed"
+            )
+        if (self.error is None) != all(attempt.error is None for attempt in self.attempts):
+            raise ValueError("an item errored exactly when one of its attempts errored (error)")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _omit_attempts_without_repeats(self, handler: Any) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.attempts is None:
+            # A run without repeats keeps the outcome shape it always had.
+            data.pop("attempts", None)
+            data.pop("passRate", None)
+            data.pop("pass_rate", None)
+        return data
+
     @property
     def errored(self) -> bool:
         """True when the item could not be run."""
         return self.error is not None
+
+
+ITEM_EXTRA_KEYS = ("tags", "question")
+"""``extra`` keys of an item under repeats: what it is, not what an attempt answered (``outcome_of_attempts``)."""
+
+_SUMMED = (
+    "evidence_expected",
+    "evidence_found",
+    "claims_returned",
+    "claims_supported",
+    "claims_supported_true",
+    "claims_true_cited",
+    "claims_true_cited_supported",
+)
+
+
+def _sum_or_none(values: Sequence[float | int | None]) -> Any:
+    present = [value for value in values if value is not None]
+    return sum(present) if present else None
+
+
+def outcome_of_attempts(attempts: Sequence[ItemOutcome]) -> ItemOutcome:
+    """One item's outcome from its attempts under ``--eval-repeat N`` (docs/gate.md, "Repeats").
+
+    The item passes only when every attempt passed (pass^k of one item); it errored when an
+    attempt errored (``error`` says how many and the first one's message); it never ran
+    (``not_run``) when no attempt ran. Its counts (evidence, claims), latency and tokens are
+    the sums over its attempts (None when no attempt has one), so a figure taken over items
+    equals the one taken over every attempt; ``falsehood_supported`` is True when any attempt
+    supported the falsehood; ``evidence_review`` is the lowest-scoring attempt's; ``trace_id``
+    is None (each attempt keeps its own); ``extra`` keeps only ``ITEM_EXTRA_KEYS`` (each
+    attempt keeps its own). ``pass_rate`` is attempts passed / attempts.
+
+    Args:
+        attempts: The attempts' outcomes, in order; at least one, all of one item, none nested.
+
+    Raises:
+        ValueError: no attempts.
+        pydantic.ValidationError: the attempts are of different items, or nested.
+    """
+    if not attempts:
+        raise ValueError("an item repeated under --eval-repeat has at least one attempt")
+    first = attempts[0]
+    passed = sum(attempt.passed for attempt in attempts)
+    n = len(attempts)
+    errored = [(k, attempt) for k, attempt in enumerate(attempts, 1) if attempt.error is not None]
+    failed = [(k, attempt) for k, attempt in enumerate(attempts, 1) if attempt.error is None and not attempt.passed]
+    lines = [f"{passed} of {n} attempts passed"]
+    lines += [f"attempt {k} failed: {attempt.detail}" for k, attempt in failed]
+    lines += [f"attempt {k} could not be run: {attempt.error}" for k, attempt in errored]
+    error = None
+    if errored:
+        k, attempt = errored[0]
+        error = f"{len(errored)} of {n} attempts could not be run; attempt {k}: {shorten(attempt.error or '', 2000)}"
+    falsehoods = [attempt.falsehood_supported for attempt in attempts if attempt.falsehood_supported is not None]
+    reviews = [attempt.evidence_review for attempt in attempts if attempt.evidence_review is not None]
+    reviewed = [review for review in reviews if review.reviewed]
+    review = min(reviewed, key=lambda r: r.score) if reviewed else (reviews[0] if reviews else None)
+    figures: dict[str, Any] = {name: sum(getattr(attempt, name) for attempt in attempts) for name in _SUMMED}
+    return ItemOutcome(
+        id=first.id,
+        kind=first.kind,
+        passed=passed == n,
+        error=error,
+        not_run=all(attempt.not_run for attempt in attempts),
+        detail="\n".join(lines),
+        latency_ms=_sum_or_none([attempt.latency_ms for attempt in attempts]),
+        prompt_tokens=_sum_or_none([attempt.prompt_tokens for attempt in attempts]),
+        completion_tokens=_sum_or_none([attempt.completion_tokens for attempt in attempts]),
+        falsehood_supported=any(falsehoods) if falsehoods else None,
+        evidence_review=review,
+        extra={key: first.extra[key] for key in ITEM_EXTRA_KEYS if key in first.extra},
+        attempts=list(attempts),
+        pass_rate=float(Fraction(passed, n)),
+        **figures,
+    )
+
+
+def as_attempts(outcome: ItemOutcome, repeat: int) -> ItemOutcome:
+    """The outcome of an item none of whose ``repeat`` attempts produced one, under ``--eval-repeat``.
+
+    An item whose worker crashed, or that never ran, lost every attempt: each counts as an
+    errored attempt (errors are counted, never dropped, docs/gate.md). With ``repeat`` 1 the
+    outcome is returned as it is.
+    """
+    return outcome if repeat == 1 else outcome_of_attempts([outcome] * repeat)

@@ -23,7 +23,7 @@ from .floors import FloorsError
 from .gate import check_recorded_floors
 from .kinds import KIND_NAMES, errored_outcome
 from .lineage import BaselineInfo
-from .outcome import ItemOutcome
+from .outcome import ItemOutcome, as_attempts
 from .report import CONTEXT_KEY, ReportError, ReportWriter, environment_info, validation_summary, write_session
 
 
@@ -83,9 +83,11 @@ def recover_report(path: str | Path) -> Recovered:
     environment = environment_info()
     for spool, context, items in latest:
         floors, baseline = _recorded_gate(spool, context)
+        repeat = _recorded_repeat(spool, context)
         counts = RunOutcomes()
         writer = ReportWriter(target)
-        for outcome in items + _never_ran(spool, context, {outcome.id for outcome in items}):
+        never_ran = _never_ran(spool, context, {outcome.id for outcome in items})
+        for outcome in items + [as_attempts(outcome, repeat) for outcome in never_ran]:
             counts.add(outcome)
             writer.add_item(outcome)
         ran += counts.items - counts.not_run
@@ -114,6 +116,7 @@ def recover_report(path: str | Path) -> Recovered:
                     interrupted=True,
                     floors=floors,
                     baseline=end.baseline,
+                    repeat=repeat,
                 ),
             )
         )
@@ -136,6 +139,14 @@ def _recorded_gate(spool: Path, context: dict[str, Any]) -> tuple[dict[str, floa
     except ValidationError as exc:
         raise ReportError(f"{spool}: the run's baseline is invalid: {validation_summary(exc)}") from exc
     return floors, baseline
+
+
+def _recorded_repeat(spool: Path, context: dict[str, Any]) -> int:
+    """The attempts per item a spool's context records (``--eval-repeat``); 1 when it records none."""
+    repeat = context.get("repeat", 1)
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        raise ReportError(f"{spool}: the run's repeat must be a whole number >= 1, got {repeat!r}")
+    return repeat
 
 
 def _never_ran(spool: Path, context: dict[str, Any], ran: set[str]) -> list[ItemOutcome]:

@@ -102,7 +102,12 @@ def format_report(report: Report) -> list[str]:
     """Lines describing a report: header, metrics, gate checks, then failed and errored items."""
     lines = [
         f"dataset {report.dataset_version}  models generate={report.models.generate} embed={report.models.embed}",
-        f"{report.metrics.items} items in {report.duration_ms / 1000:.1f} s"
+        (
+            f"{len(report.items)} items × {report.repeat} attempts"
+            if report.repeat > 1
+            else f"{report.metrics.items} items"
+        )
+        + f" in {report.duration_ms / 1000:.1f} s"
         f"  (plugin {report.environment.plugin_version}, git {report.environment.git_commit or 'n/a'})",
         "metrics:",
     ]

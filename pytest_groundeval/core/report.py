@@ -127,6 +127,9 @@ class Report(WireModel):
     """The baseline the run compared retrieval recall with; None when it had none, and in
     reports written before it was recorded (``groundeval gate`` then has no baseline unless
     given ``--baseline``)."""
+    repeat: int = Field(default=1, ge=1)
+    """Attempts per item (``--eval-repeat N``, docs/gate.md "Repeats"): with N > 1 every item lists
+    N ``attempts``. Written only when N > 1, so a run without repeats keeps the shape it always had."""
     extensions: dict[str, Any] | None = None
     """What extensions added to the report (docs/extending.md): extension name -> any JSON value,
     set by a ``pytest_groundeval_report`` hook. Kept by every reader, checked by none; written only
@@ -139,6 +142,8 @@ class Report(WireModel):
         data: dict[str, Any] = handler(self)
         if self.extensions is None:
             data.pop("extensions", None)
+        if self.repeat == 1:
+            data.pop("repeat", None)
         return data
 
 
@@ -232,12 +237,31 @@ def check_metrics(report: Report, source: str) -> None:
     except ValueError as exc:
         raise ReportError(f"{source}: the items cannot be aggregated: {exc}") from exc
     stored = report.metrics.to_wire()
-    for key in ["items", *(k for k in stored if k != "items")]:
+    # Every key of either: a metric left out of the stored dump while it is measured is a disagreement too.
+    for key in ["items", *(k for k in {**stored, **recomputed} if k != "items")]:
         if not _same_figure(stored.get(key), recomputed.get(key)):
             raise ReportError(
                 f"{source}: metrics.{key} is {json.dumps(stored.get(key))} but the report's "
                 f"{len(report.items)} item(s) give {json.dumps(recomputed.get(key))}: the metrics are not "
                 "this report's (edited by hand?); groundeval re-gates only metrics it can recompute (docs/gate.md)"
+            )
+
+
+def check_attempts(report: Report, source: str) -> None:
+    """Refuse a report whose items do not each list ``repeat`` attempts (none without repeats).
+
+    Raises:
+        ReportError: naming ``items[i].attempts``, the item, its count and the report's ``repeat``.
+    """
+    for i, item in enumerate(report.items):
+        if item.attempts is None and report.repeat == 1:
+            continue
+        count = "no" if item.attempts is None else len(item.attempts)
+        if item.attempts is None or len(item.attempts) != report.repeat:
+            expected = f"repeat is {report.repeat}" if report.repeat > 1 else "run has no repeat (repeat 1)"
+            raise ReportError(
+                f"{source}: items[{i}].attempts: item {item.id!r} lists {count} attempt(s) but the report's "
+                f"{expected}: every item lists one attempt per repeat, or none without repeats (docs/gate.md, Repeats)"
             )
 
 
@@ -270,6 +294,7 @@ def parse_report(obj: Any, source: str) -> Report:
                 "each item once (docs/gate.md)"
             )
         first[item.id] = i
+    check_attempts(report, source)
     check_metrics(report, source)
     check_gate(report, source)
     return report
@@ -533,6 +558,7 @@ class ReportWriter:
         shard: ShardInfo | dict[str, Any] | None = None,
         baseline: BaselineInfo | dict[str, Any] | None = None,
         extensions: dict[str, Any] | None = None,
+        repeat: int = 1,
     ) -> Path:
         """Write the report (header, every added item, trailer) and move it into place atomically.
 
@@ -549,6 +575,7 @@ class ReportWriter:
             shard: The part of the dataset this run covered (``Report.shard``).
             baseline: The baseline recall check's input (``core.gate.summarize_baseline``).
             extensions: What extensions added (``Report.extensions``, docs/extending.md), or None.
+            repeat: Attempts per item (``Report.repeat``).
 
         Returns:
             The report path.
@@ -574,6 +601,7 @@ class ReportWriter:
                 "shard": shard,
                 "baseline": baseline,
                 "extensions": extensions,
+                "repeat": repeat,
             }
         ).to_wire()
         del header["items"]

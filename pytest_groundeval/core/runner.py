@@ -31,13 +31,13 @@ from concurrent.futures import Executor
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
-from ..targets.protocol import JsonObject, Target, TargetError, TargetUnavailable, call_ids
+from ..targets.protocol import JsonObject, Target, TargetError, TargetUnavailable, call_attempt, call_ids
 from ..targets.responses import check_response
 from .evidence import describe_review, review_answer
 from .judging import Judge, Scorer
 from .kinds import kind_of
 from .kinds.base import JudgeError
-from .outcome import ItemOutcome
+from .outcome import ItemOutcome, outcome_of_attempts
 from .secrets import Scrubber
 from .text import listed, shorten  # noqa: F401  (listed: re-exported)
 
@@ -148,6 +148,10 @@ class ItemRunner:
         """The citation judge (a ``core.judging.Judge``, e.g. the HTTP ``JudgeClient``), or None (docs/citation.md)."""
         self.scorer: Scorer | None = None
         """The coverage scorer (a ``core.judging.Scorer``, e.g. the HTTP ``CoverageScorer``), or None (docs/citation.md)."""
+        self.repeat = 1
+        """Attempts per item (``--eval-repeat N``, docs/gate.md "Repeats"). With N > 1 each item runs N
+        times in a row, each attempt numbered in ``attempt`` (and sent as ``X-Groundeval-Attempt``),
+        and its outcome carries the N attempts (``outcome.outcome_of_attempts``)."""
         self.stop_reason: str | None = None
         """Set once the target is gone or broken for good (its process died, it refused
         ``UNAVAILABLE_STREAK`` calls in a row, or ``ERROR_STREAK`` items in a row could
@@ -227,6 +231,24 @@ class ItemRunner:
 
     # -- dispatch ---------------------------------------------------------------
 
+    @property
+    def attempt(self) -> int | None:
+        """The attempt (1..N) running in the current context under ``repeat`` N > 1; None without repeats."""
+        return call_attempt.get()
+
+    def _repeated(self, attempts: list[ItemOutcome], errors: list[ItemError]) -> ItemOutcome:
+        """The item's outcome from its attempts; an ``ItemError`` carrying it when an attempt errored.
+
+        The error's cause and death are the last errored attempt's that has one, so the
+        target's streaks (``note``) count the item once, as without repeats.
+        """
+        outcome = outcome_of_attempts(attempts)
+        if not errors:
+            return outcome
+        cause = next((e.cause for e in reversed(errors) if e.cause is not None), None)
+        death = next((e.death for e in reversed(errors) if e.death is not None), None)
+        raise ItemError(outcome, cause=cause, death=death)
+
     def run(self, item: Any, dataset: Dataset) -> ItemOutcome:
         """Blocking ``run_async`` on a fresh event loop (for scripts and tests)."""
         return asyncio.run(self.run_async(item, dataset))
@@ -239,11 +261,29 @@ class ItemRunner:
         out, or any other exception) makes the item an error naming the item and the cause,
         never a crash of the session.
 
+        Under ``repeat`` N > 1 the answer is judged N times (docs/gate.md, "Repeats").
+
         Raises:
             TypeError: the item needs a target.
-            ItemError: judging failed; carries the errored outcome.
+            ItemError: judging failed (under repeats: for some attempt); carries the errored outcome.
         """
         kind = _offline_kind(item)
+        if self.repeat == 1:
+            return self._offline_once(kind, item, dataset)
+        attempts: list[ItemOutcome] = []
+        errors: list[ItemError] = []
+        for number in range(1, self.repeat + 1):
+            token = call_attempt.set(number)
+            try:
+                attempts.append(self._offline_once(kind, item, dataset))
+            except ItemError as exc:
+                attempts.append(exc.outcome)
+                errors.append(exc)
+            finally:
+                call_attempt.reset(token)
+        return self._repeated(attempts, errors)
+
+    def _offline_once(self, kind: Any, item: Any, dataset: Dataset) -> ItemOutcome:
         try:
             return self._scrubbed(kind.run_offline(item, dataset))
         except Exception as exc:
@@ -256,15 +296,39 @@ class ItemRunner:
         carries a judge or a coverage scorer, its cited paragraphs are sent to them; still
         no target call. Errors as ``run_offline``.
 
+        Under ``repeat`` N > 1 it is judged N times, the judge asked about each attempt's paragraphs.
+
         Raises:
             TypeError: the item needs a target.
-            ItemError: judging failed; carries the errored outcome.
+            ItemError: judging failed (under repeats: for some attempt); carries the errored outcome.
         """
+        _offline_kind(item)
+        return await self._attempts(self._offline_once_async, item, dataset)
+
+    async def _offline_once_async(self, item: Any, dataset: Dataset) -> ItemOutcome:
         kind = _offline_kind(item)
         try:
             return self._scrubbed(await kind.run_offline_async(self, item, dataset))
         except Exception as exc:
             raise self._scrubbed_error(_offline_error(item, exc)) from exc
+
+    async def _attempts(self, once: Callable[[Any, Dataset], Any], item: Any, dataset: Dataset) -> ItemOutcome:
+        """``once(item, dataset)`` awaited once, or under ``repeat`` N > 1 N times in a row, each attempt
+        numbered in ``call_attempt``; the attempts' outcomes combined (``_repeated``)."""
+        if self.repeat == 1:
+            return cast(ItemOutcome, await once(item, dataset))
+        attempts: list[ItemOutcome] = []
+        errors: list[ItemError] = []
+        for number in range(1, self.repeat + 1):
+            token = call_attempt.set(number)
+            try:
+                attempts.append(await once(item, dataset))
+            except ItemError as exc:
+                attempts.append(exc.outcome)
+                errors.append(exc)
+            finally:
+                call_attempt.reset(token)
+        return self._repeated(attempts, errors)
 
     @staticmethod
     def needs_target(item: Any) -> bool:
@@ -274,9 +338,16 @@ class ItemRunner:
     async def run_async(self, item: Any, dataset: Dataset) -> ItemOutcome:
         """Run ``item`` of ``dataset`` and return its judged outcome.
 
+        Under ``repeat`` N > 1 the item runs N times in a row and its outcome carries the N
+        attempts (docs/gate.md, "Repeats"); an attempt that could not be run is an errored
+        attempt, and the item then raises ``ItemError`` carrying every attempt.
+
         Raises:
-            ItemError: the item could not be run; carries an errored outcome.
+            ItemError: the item (under repeats: an attempt) could not be run; carries an errored outcome.
         """
+        return await self._attempts(self._run_once, item, dataset)
+
+    async def _run_once(self, item: Any, dataset: Dataset) -> ItemOutcome:
         try:
             return self._scrubbed(await self._run_target_item(item, dataset))
         except ItemError as exc:
@@ -332,7 +403,8 @@ class ItemRunner:
             return
         for client, key in ((self.judge, "citationJudgeErrors"), (self.scorer, "citationScorerErrors")):
             reason = getattr(client, "gave_up", None)
-            if reason and outcome.extra.get(key):
+            # Under repeats each attempt keeps its own figures (``outcome_of_attempts``).
+            if reason and any(attempt.extra.get(key) for attempt in outcome.attempts or [outcome]):
                 self.stop_reason = reason
                 return
 
@@ -352,7 +424,7 @@ class ItemRunner:
     async def _run_target_item(self, item: Any, dataset: Dataset) -> ItemOutcome:
         kind = kind_of(item)
         if not kind.needs_target(item):
-            return await self.run_offline_async(item, dataset)
+            return await self._offline_once_async(item, dataset)
         refuse = getattr(self.target, "cannot_run", None)
         reason = refuse(item.kind) if callable(refuse) else None
         if isinstance(reason, str) and reason:

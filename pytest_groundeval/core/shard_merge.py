@@ -92,6 +92,7 @@ def _check_compatible(reports: list[tuple[str, Report]], floors_given: bool) -> 
     _same(reports, "plugin version", lambda r: r.environment.plugin_version)
     _same(reports, "git commit", lambda r: r.environment.git_commit)
     _same(reports, "floors", lambda r: r.floors)
+    _same(reports, "repeat (attempts per item, --eval-repeat)", lambda r: r.repeat)
     if reports[0][1].floors is None and not floors_given:
         raise MergeError(
             f"cannot merge: {reports[0][0]} records no floors, so the gate cannot be re-applied as the shards "
@@ -288,5 +289,6 @@ def merge_reports(
         shard=None,
         merge=info,
         baseline=end.baseline,
+        repeat=first.repeat,
     )
     return merged.to_wire()

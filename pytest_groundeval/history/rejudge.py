@@ -201,7 +201,8 @@ def rejudge_run(
 
     Raises:
         HistoryError: ``ref`` names no run, the run has no finish time (its metrics
-            would describe part of a run) or no current judgment set, or the judge
+            would describe part of a run) or no current judgment set, ran its items more
+            than once (``--eval-repeat``: paragraphs are stored per attempt), or the judge
             returned an invalid verdict.
     """
     run_id = store.resolve_run(ref)
@@ -213,6 +214,12 @@ def rejudge_run(
             raise HistoryError(
                 f"run {run_id[:12]} has no finish time (killed or still running): rejudging would store metrics "
                 "for part of a run"
+            )
+        repeat = ((run.config or {}).get("options") or {}).get("repeat") or 1
+        if repeat > 1:
+            raise HistoryError(
+                f"run {run_id[:12]} ran each item {repeat} times (--eval-repeat): its paragraphs are stored per "
+                "attempt, and rejudging attempts is not supported; run the items again with the judge instead"
             )
         current = conn.execute(select(sets.c.id).where(sets.c.run_id == run_id, sets.c.is_current.is_(True))).scalar()
         if current is None:

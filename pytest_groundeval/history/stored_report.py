@@ -72,6 +72,7 @@ def report_from_history(store: HistoryStore, ref: str) -> Report:
         "interrupted": interrupted,
         "floors": config.get("floors"),
         "baseline": config.get("baseline"),
+        "repeat": (config.get("options") or {}).get("repeat") or 1,
         "items": outcomes,
     }
     try:

@@ -180,9 +180,15 @@ def item_view(item: Mapping[str, Any]) -> dict[str, Any]:
         ``tokens``, ``detail``, ``error``, ``traceId``, ``counts`` (label -> "a/b"),
         and when present ``question``, ``segments`` (see ``answer_segments``),
         ``claims``, ``evidence``, ``expected``, ``truths``, ``paragraphs``,
-        ``review`` and ``other`` (unknown ``extra`` keys).
+        ``review`` and ``other`` (unknown ``extra`` keys). Under ``--eval-repeat`` the answer shown
+        is the first attempt's that did not pass (else the first attempt's), and ``counts`` says
+        how many attempts passed (docs/gate.md, "Repeats").
     """
     extra = item.get("extra") or {}
+    attempts = [attempt for attempt in _list(item.get("attempts")) if isinstance(attempt, Mapping)]
+    if attempts:
+        shown = next((attempt for attempt in attempts if not attempt.get("pass")), attempts[0])
+        extra = {**(shown.get("extra") or {}), **extra}
     prompt, completion = item.get("promptTokens"), item.get("completionTokens")
     view: dict[str, Any] = {
         "id": str(item.get("id")),
@@ -196,6 +202,8 @@ def item_view(item: Mapping[str, Any]) -> dict[str, Any]:
         "traceId": item.get("traceId"),
         "counts": _kind_counts(item),
     }
+    if attempts:
+        view["counts"]["attempts passed"] = f"{sum(bool(a.get('pass')) for a in attempts)}/{len(attempts)}"
     if extra.get("question") is not None:
         view["question"] = _cut(extra["question"], SPAN_CHARS)
     claims = [claim for claim in _list(extra.get("claims")) if isinstance(claim, Mapping)]

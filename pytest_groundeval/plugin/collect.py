@@ -16,7 +16,7 @@ import pytest
 
 from ..core.dataset import Dataset, DatasetError, load_dataset
 from ..core.kinds import get
-from ..core.outcome import ItemOutcome
+from ..core.outcome import ItemOutcome, as_attempts
 from ..core.runner import ItemError, ItemRunner, errored_outcome
 from .record import record_notices, record_outcome, record_run
 
@@ -114,7 +114,7 @@ class EvalItem(pytest.Function):
         try:
             if poisoned is not None:
                 # It was in flight when a worker crashed: one of those crashed it (plugin/crash.py).
-                raise ItemError(errored_outcome(self.eval_item, poisoned))
+                raise ItemError(as_attempts(errored_outcome(self.eval_item, poisoned), runner.repeat))
             if runner.dispatcher is not None:
                 # Target items, and recorded answers sent to a judge: run ahead on the dispatcher's loop.
                 ran = self.outcome = runner.dispatcher.outcome_for(self)

@@ -49,7 +49,7 @@ from ..core.finalize import RunFlags, finalize_run
 from ..core.gate import FloorsError, baseline_version_problem, merge_floors, summarize_baseline
 from ..core.kinds import errored_outcome, get
 from ..core.kinds.base import ItemBase
-from ..core.outcome import ItemOutcome
+from ..core.outcome import ItemOutcome, as_attempts
 from ..core.report import FinishedReport, Report, ReportWriter, environment_info, write_session
 from ..core.sharding import shard_info
 from ..outputs.write import shown_path, write_session_outputs
@@ -134,6 +134,7 @@ class Controller:
             "targetMap": str(s.target_map.path) if s.target_map else None,
             "spawn": s.spawn,
             "concurrency": s.concurrency,
+            "repeat": s.repeat,
             "timeoutS": s.timeout_s,
             "strict": s.strict,
             "noGate": s.no_gate,
@@ -277,6 +278,7 @@ class Controller:
             "floors": self.run_floors(run),
             "baseline": self._spooled_baseline(run),
             "items": dict(run.expected),
+            "repeat": self.settings.repeat,
         }
 
     def _spooled_baseline(self, run: DatasetRun) -> dict[str, Any] | None:
@@ -355,14 +357,15 @@ class Controller:
         """The errored outcome of an item that produced none, as its kind counts an error.
 
         A qa item keeps its expected evidence in the recall denominator: the dataset is
-        loaded to learn it (once, and only when some item produced no outcome).
+        loaded to learn it (once, and only when some item produced no outcome). Under
+        ``--eval-repeat N`` it is N errored attempts (``core.outcome.as_attempts``).
         """
         items_by_id: Mapping[str, ItemBase] | None
         try:
             items_by_id = run.dataset().by_id
         except Exception:  # noqa: BLE001 - the dataset no longer loads: the error still counts, with what is known
             items_by_id = None
-        return errored_outcome(items_by_id, kind, item_id, error, not_run=not_run)
+        return as_attempts(errored_outcome(items_by_id, kind, item_id, error, not_run=not_run), self.settings.repeat)
 
     def run_floors(self, run: DatasetRun) -> dict[str, float]:
         """The complete bounds the gate applies to ``run``'s dataset (docs/gate.md): the defaults,
@@ -580,6 +583,7 @@ class Controller:
                         floors=self.run_floors(run),
                         shard=run.shard,
                         baseline=run.baseline_record,
+                        repeat=self.settings.repeat,
                     ),
                 )
             )

@@ -73,6 +73,7 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
     ),
     ("mock-seed", "Seed of the mock provider's noise draws, a whole number (default 0)", "int"),
     ("concurrency", "Items sent to the target at once per process (default 4)", "int"),
+    ("repeat", "Attempts per item, run inside its one test; N > 1 adds passAtK and passHatK (default 1)", "int"),
     (
         "history",
         "Record the run in this history database: 'sqlite' (.groundeval/history.db), sqlite:///path or postgresql://… (docs/history.md)",
@@ -219,6 +220,8 @@ class Settings:
     """Seed of the mock provider's noise draws."""
     concurrency: int = DEFAULT_CONCURRENCY
     """Items in flight per process (see ``DEFAULT_CONCURRENCY``)."""
+    repeat: int = 1
+    """Attempts per item (``--eval-repeat N``): each item's test runs it N times (docs/gate.md, "Repeats")."""
     history: str | None = None
     """The history database as a canonical URL (``history.urls.resolve_url``), or None: no history."""
     label: str | None = None
@@ -481,6 +484,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         concurrency=(
             _count(values["concurrency"], sources["concurrency"]) if values["concurrency"] else DEFAULT_CONCURRENCY
         ),
+        repeat=_count(values["repeat"], sources["repeat"]) if values["repeat"] else 1,
         history=history,
         label=values["label"].strip() if values["label"] else None,
     )

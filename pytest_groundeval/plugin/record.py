@@ -90,13 +90,16 @@ def record_outcome(item: pytest.Item, outcome: ItemOutcome) -> None:
 def record_figures(item: pytest.Item, wire: Mapping[str, Any]) -> None:
     """Add the outcome's key figures to ``item.user_properties`` (what ``record_property`` does).
 
-    Only figures: the outcome (pass, fail, error), latency in ms, the figures its kind
+    Only figures: the outcome (pass, fail, error), the pass rate of its attempts under
+    ``--eval-repeat``, latency in ms, the figures its kind
     declares (``Kind.junit_figures``: qa's evidence and claim counts, adversarial's
     ``falsehoodSupported``), the target's trace id, tokens. Never a text of the answer,
     never the API key or the target's URL (docs/ci.md).
     """
     props = item.user_properties
     props.append(("outcome", "error" if wire.get("error") is not None else "pass" if wire.get("pass") else "fail"))
+    if wire.get("passRate") is not None:  # under --eval-repeat N: attempts passed / N (docs/gate.md, Repeats)
+        props.append(("passRate", f"{wire['passRate']:.4f}"))
     if wire.get("latencyMs") is not None:
         props.append(("latencyMs", f"{wire['latencyMs']:.1f}"))
     props.extend(kind_figures(wire))

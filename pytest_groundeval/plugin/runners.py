@@ -204,6 +204,7 @@ def serve_runner(request: pytest.FixtureRequest, groundeval_target: Target) -> I
         scrub=session_scrubber(request),
     )
     runner.drilldown = shows_items(request.config, settings)
+    runner.repeat = settings.repeat
     problem = None
     try:
         runner.models = lineage(groundeval_target, settings.model_generate, settings.model_embed)
@@ -410,6 +411,7 @@ def serve_offline_runner(request: pytest.FixtureRequest) -> Iterator[ItemRunner]
     """
     settings: Settings = request.config.stash[settings_key]
     runner = ItemRunner(None, scrub=session_scrubber(request))
+    runner.repeat = settings.repeat
     runner.models = {
         "generate": settings.model_generate or "unknown",
         "embed": settings.model_embed or "unknown",

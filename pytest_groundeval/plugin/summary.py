@@ -96,10 +96,12 @@ def _summarise(tr: pytest.TerminalReporter, run: DatasetRun, judge_model: str | 
     title = f"groundeval gate: {run.manifest_version()}" if titled else "groundeval gate"
     tr.write_sep("=", title, bold=True)
     items = len(run.seen)
+    # Under --eval-repeat the metrics count attempts; the items failed and errored count items.
+    attempts = f"{run.metrics.items} attempts; " if run.metrics.items != items else ""
     tr.write_line(
         f"dataset {run.manifest_version()}  "
         f"lineage generate={m.get('generate', UNKNOWN)} embed={m.get('embed', UNKNOWN)}  "
-        f"items {items} (failed {run.failed}, errors {run.errored})"
+        f"items {items} ({attempts}failed {run.failed}, errors {run.errored})"
     )
     if run.lineage_conflict:
         tr.write_line(f"warning: {run.lineage_conflict}", yellow=True)

@@ -53,17 +53,16 @@ call_ids: ContextVar[tuple[str | None, str | None]] = ContextVar("groundeval_cal
 
 
 call_attempt: ContextVar[int | None] = ContextVar("groundeval_call_attempt", default=None)
-"""The attempt number (0 for the first) of the target calls made in the current context, or None.
-
-Whoever runs an item more than once sets it around each attempt (``call_attempt.set(k)``, reset
-after); ``HttpTarget`` sends it as ``X-Groundeval-Attempt`` (``call_headers``), the reference
-target forwards it to its provider, and the mock's seeded noise draws from it, so attempts
-differ (docs/mock.md, "Noise"). None sends no header, which a reader takes as attempt 0."""
+"""The attempt (1..N) the current context's target calls belong to under ``--eval-repeat N``, N > 1;
+None without repeats. ``ItemRunner`` sets it around each attempt; ``HttpTarget`` sends it as
+``X-Groundeval-Attempt`` (docs/target-contract.md), the reference target forwards it to its
+provider, and the mock's seeded noise draws from it (docs/mock.md, "Noise"), so attempts differ.
+An in-process target may read it too."""
 
 
 def call_headers() -> dict[str, str]:
-    """The ``X-Groundeval-Run-Id`` / ``X-Groundeval-Item-Id`` / ``X-Groundeval-Attempt`` headers of the
-    current context (only those set)."""
+    """The ``X-Groundeval-Run-Id`` / ``X-Groundeval-Item-Id`` / ``X-Groundeval-Attempt`` headers of
+    the current context (only those set)."""
     run_id, item_id = call_ids.get()
     headers = {}
     if run_id:

@@ -43,3 +43,17 @@ def test_what_cannot_be_written_is_reported_not_raised(tmp_path, citation_report
     (error,) = out.errors
     assert error.startswith(f"cannot write {shown_path(missing / 'r.md')}: ")
     assert out.step_summary_error.startswith(f"GITHUB_STEP_SUMMARY ({missing / 'summary.md'}): cannot append: ")
+
+
+def test_the_page_shows_a_repeated_item_by_its_first_attempt_that_did_not_pass():
+    from pytest_groundeval.core.outcome import ItemOutcome, outcome_of_attempts
+    from pytest_groundeval.outputs.html import item_view
+
+    def attempt(passed: bool, answer: str) -> ItemOutcome:
+        return ItemOutcome(id="qa-1", kind="qa", passed=passed, evidence_expected=1, evidence_found=int(passed),
+                           extra={"tags": ["smoke"], "question": "Q?", "answer": answer})  # fmt: skip
+
+    view = item_view(outcome_of_attempts([attempt(True, "right"), attempt(False, "wrong")]).to_wire())
+    assert view["outcome"] == "fail" and view["question"] == "Q?" and view["tags"] == ["smoke"]
+    assert view["segments"] == [["wrong", -1]]
+    assert view["counts"]["attempts passed"] == "1/2" and view["counts"]["evidence found"] == "1/2"

@@ -194,6 +194,7 @@ def test_help_lists_every_option_in_one_group(run, pytester):
         "model-embed",
         "max-response-bytes",
         "target-map",
+        "repeat",
     ):
         assert f"--eval-{name}" in group, name
 

@@ -155,6 +155,9 @@ class MetricSpec:
         useless_reason: Why ``useless_at`` FAILs, for the gate's reason.
         minimum: The lowest value a ``"rate"`` metric can take (0; -1 for a kappa). A
             report holding a value outside ``value_range`` is refused (docs/gate.md).
+        only_when_measured: Left out of the report's ``metrics`` while None, so that runs which
+            cannot measure it keep the report shape they always had (``passAtK`` and
+            ``passHatK`` exist only under ``--eval-repeat N`` with N > 1).
     """
 
     field: str
@@ -169,6 +172,7 @@ class MetricSpec:
     useless_at: float | None = None
     useless_reason: str = ""
     minimum: float = 0.0
+    only_when_measured: bool = False
 
     @property
     def value_range(self) -> tuple[float, float | None]:
@@ -186,6 +190,16 @@ class MetricSpec:
         """The camelCase name used in reports, floors files and the summary."""
         head, *rest = self.field.split("_")
         return head + "".join(part.capitalize() for part in rest)
+
+
+def _not_repeated(metrics: Any, name: str) -> str | None:
+    """Why a bound on ``passAtK``/``passHatK`` FAILs when the run measured neither: its items ran once each."""
+    if not metrics.items:
+        return None
+    return (
+        f"{name} is measured over repeated attempts, but each item ran once: run with --eval-repeat N "
+        "(N >= 2), or drop the bound (docs/gate.md, Repeats)"
+    )
 
 
 COMMON_METRICS: tuple[MetricSpec, ...] = (
@@ -216,6 +230,20 @@ COMMON_METRICS: tuple[MetricSpec, ...] = (
         direction=MetricDirection("<=", rate=False),
         default_bound=0,
         type_="count",
+    ),
+    MetricSpec(
+        "pass_at_k",
+        "Under --eval-repeat N (N > 1): items with at least one passing attempt / items (pass@k, "
+        "docs/gate.md: Repeats); an errored attempt is a failed one. Absent without repeats.",
+        silent=lambda metrics: _not_repeated(metrics, "passAtK"),
+        only_when_measured=True,
+    ),
+    MetricSpec(
+        "pass_hat_k",
+        "Under --eval-repeat N (N > 1): items whose every attempt passed / items (pass^k, "
+        "docs/gate.md: Repeats); at most passAtK. Absent without repeats.",
+        silent=lambda metrics: _not_repeated(metrics, "passHatK"),
+        only_when_measured=True,
     ),
 )
 """Metrics every kind contributes to, printed after the kinds' own (``core.metrics`` builds

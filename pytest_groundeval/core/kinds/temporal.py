@@ -3,8 +3,9 @@
 Runs its setup steps in order against ``POST /v1/records``, each step's response
 saved under its ``save`` name, then one query or compare probe whose ``$tx:`` /
 ``$id:`` references are replaced by the saved values (``substitute``). Labels are
-namespaced per run and item (``namespace_label``) so items never see each
-other's records. Adds temporalAccuracy to the metrics.
+namespaced per run and item (``namespace_label``), and per attempt under
+``--eval-repeat``, so items and attempts never see each other's records. Adds
+temporalAccuracy to the metrics.
 
 The ``$tx`` grammar is defined once, here: ``$tx:<save>``, ``$tx:<save>+N``,
 ``$tx:<save>-N`` (N milliseconds) and ``$id:<save>``, where a save name holds
@@ -459,6 +460,9 @@ class TemporalKind(Kind):
     async def run(self, runner: ItemRunner, item: TemporalItem, dataset: Dataset) -> ItemOutcome:
         # The namespace names the manifest too: two datasets in one session may share item ids.
         scope = f"{dataset.manifest_path}::{item.id}"
+        if runner.attempt is not None:
+            # Under --eval-repeat each attempt sets up its own records (docs/dataset.md, label namespacing).
+            scope += f"::attempt-{runner.attempt}"
 
         def label(value: Any) -> Any:
             return namespace_label(value, runner.run_id, scope) if isinstance(value, str) else value
