@@ -233,12 +233,21 @@ class _Counters(_Group):
     a few products per column whatever the number of items.
     """
 
-    def __init__(self, name: str, specs: list[tuple[str, str]], a: Sequence[_Item], b: Sequence[_Item]) -> None:
+    def __init__(
+        self,
+        name: str,
+        specs: list[tuple[str, str]],
+        a: Sequence[_Item],
+        b: Sequence[_Item],
+        columns: list[Column] | None = None,
+    ) -> None:
         self.name, self.specs = name, specs
-        seen: dict[Column, None] = {}
-        for item in (*a, *b):
-            seen.update(dict.fromkeys(k for k, v in item.counters.get(name, {}).items() if v))
-        self.columns = list(seen)
+        if columns is None:
+            seen: dict[Column, None] = {}
+            for item in (*a, *b):
+                seen.update(dict.fromkeys(k for k, v in item.counters.get(name, {}).items() if v))
+            columns = list(seen)
+        self.columns = columns
         types: dict[tuple[tuple[Number, ...], tuple[Number, ...]], list[int]] = {}
         moving: dict[tuple[tuple[Number, ...], tuple[Number, ...]], list[int]] = {}
         self.discordant = []
@@ -390,8 +399,35 @@ def _groups(a: Sequence[ItemOutcome], b: Sequence[ItemOutcome]) -> tuple[list[_G
         if name == "latency":
             groups.append(_Latency(specs, items_a, items_b))
         else:
-            groups.append(_Counters(name, specs, items_a, items_b))
+            groups.extend(_by_dependence(_Counters(name, specs, items_a, items_b), items_a, items_b))
     return [g for g in groups if g.items], unknown
+
+
+def _by_dependence(group: _Counters, a: Sequence[_Item], b: Sequence[_Item]) -> list[_Group]:
+    """``group`` split so that each part holds the metrics that depend on the same counters, and only those.
+
+    A metric depends on a counter when adding 1 to it changes the metric at a point where
+    every counter is large and distinct (so no denominator is 0 and no ratio is degenerate).
+    Then the items that differ only in counters a metric ignores (qa claims, for recall) are
+    neither counted as differing nor swapped by its sign-flip test, which stays exact when few
+    items differ in what it measures. A kind whose metrics cannot be probed stays whole.
+    """
+    if len(group.specs) == 1 or not group.columns:
+        return [group]
+    base: list[Number] = [1000 + 7 * j for j in range(len(group.columns))]
+    try:
+        at_base = group.measure(base)
+        moved = [group.measure([v + (j == k) for j, v in enumerate(base)]) for k in range(len(base))]
+    except (ArithmeticError, TypeError, ValueError, KeyError):
+        return [group]
+    uses: dict[tuple[int, ...], list[tuple[str, str]]] = {}
+    for spec in group.specs:
+        wire = spec[1]
+        needed = tuple(k for k, values in enumerate(moved) if values[wire] != at_base[wire])
+        uses.setdefault(needed or tuple(range(len(base))), []).append(spec)
+    if len(uses) == 1:
+        return [group]
+    return [_Counters(group.name, specs, a, b, [group.columns[k] for k in needed]) for needed, specs in uses.items()]
 
 
 def _untested(wire: str, a: float | None, b: float | None, items: int) -> MetricTest:

@@ -108,3 +108,15 @@ def test_outcomes_of_errored_items_are_compared_with_the_errors_in_the_denominat
     b = [*a[:7], ItemOutcome(id=a[7].id, kind="qa", passed=False, error="timeout", evidence_expected=2)]
     recall = _compare(a, b)[1]["retrievalRecall"]
     assert recall.b == pytest.approx(14 / 16) and recall.discordant == 1
+
+
+def test_a_metric_counts_and_swaps_only_the_items_that_differ_in_what_it_measures():
+    # Every answer of B is shorter (one claim, not two) and one item also loses its evidence: recall
+    # differs on that one item only, and its test is exact over it, whatever the claims did.
+    shorter = {"claims_returned": 1, "claims_supported": 1, "claims_supported_true": 1}
+    a = qa_items(40)
+    b = [o.model_copy(update=shorter) for o in qa_items(40, lost={3})]
+    tests = _compare(a, b)[1]
+    recall = tests["retrievalRecall"]
+    assert (recall.discordant, recall.exact, recall.p_value, recall.items) == (1, True, 1.0, 40)
+    assert tests["claimSupportPrecision"].discordant == 40
