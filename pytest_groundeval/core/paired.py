@@ -7,13 +7,17 @@ measured over the paired items: the change B − A, its paired bootstrap interva
 the p-value of the paired sign-flip test (``core.significance``).
 
 A metric is recomputed on a resample from the items' own counters, with the formulas
-of ``core.metrics``: each item's outcome is folded into a ``MetricsAccumulator`` of its
-own, whose counters (the common ones and each kind's tally) are then summed over the
-resample, so a ratio metric is the ratio of the resampled sums, and a percentile is the
-percentile of the resampled latencies. The counters fall into groups (the common
-counters with the latencies, then one group per kind's tally); a metric depends on one
-group, and only the items whose counters of that group differ between the runs are
-swapped by the sign-flip test, so a test over few differing items is exact.
+of ``core.metrics`` and the kinds: each item's outcome is folded into a
+``MetricsAccumulator`` of its own, whose counters are then summed over the resample, so
+a ratio metric is the ratio of the resampled sums (a kind's ``results`` of the summed
+tally), and a percentile the percentile of the resampled latencies. The counters fall
+into groups, one per set of metrics that depend on the same counters (recall on the
+evidence counts of the qa tally, the claim metrics on its claim counts, tokens per query
+on two of the accumulator's counters, the latency percentiles on the latencies); only the
+items whose figures of a group differ between the runs are swapped by that group's
+sign-flip test, so a test over few differing items is exact. A kind whose tally holds
+something other than counts (whole numbers, ``Fraction``s, ``Counter``s) has no paired
+form: its metrics are reported untested.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import math
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, fields
 from fractions import Fraction
 from itertools import accumulate, repeat
@@ -30,7 +35,7 @@ from typing import Any
 
 from .kinds import all_kinds, get
 from .kinds.base import ratio
-from .metrics import METRIC_DIRECTIONS, MetricsAccumulator, metric_specs, percentile
+from .metrics import METRIC_DIRECTIONS, MetricsAccumulator, compute_metrics, metric_specs, percentile
 from .outcome import ItemOutcome
 from .significance import (
     DEFAULT_CONFIDENCE,
@@ -186,10 +191,11 @@ class _Item:
     latency: float | None
 
     @classmethod
-    def of(cls, outcome: ItemOutcome) -> _Item:
+    def of(cls, outcome: ItemOutcome, kinds: AbstractSet[str]) -> _Item:
+        """The counters of ``outcome`` for the tallies of ``kinds`` and the common ratios."""
         acc = MetricsAccumulator()
         acc.add(outcome)
-        counters = {name: _flatten(tally) for name, tally in acc.tallies.items()}
+        counters = {name: _flatten(tally) for name, tally in acc.tallies.items() if name in kinds}
         for metric, (num, den) in COMMON_RATIOS.items():
             counters[metric] = {(num,): getattr(acc, num), (den,): getattr(acc, den)}
         return cls(counters, acc.latencies_ms[0] if acc.latencies_ms else None)
@@ -379,8 +385,15 @@ class _Latency(_Group):
 
 def _groups(a: Sequence[ItemOutcome], b: Sequence[ItemOutcome]) -> tuple[list[_Group], list[str]]:
     """The groups of the paired outcomes' metrics, and the rate metrics no group computes (not tested)."""
-    items_a, items_b = [_Item.of(o) for o in a], [_Item.of(o) for o in b]
-    kind_of = {spec.field: kind.name for kind in all_kinds() for spec in kind.metrics}
+    countable = set()
+    for kind in all_kinds():
+        try:
+            _flatten(kind.new_tally())
+            countable.add(kind.name)
+        except TypeError:
+            pass  # not a tally of counts: its metrics have no paired form
+    items_a, items_b = [_Item.of(o, countable) for o in a], [_Item.of(o, countable) for o in b]
+    kind_of = {spec.field: kind.name for kind in all_kinds() for spec in kind.metrics if kind.name in countable}
     by_group: dict[str, list[tuple[str, str]]] = {}
     unknown = []
     for spec in metric_specs():
@@ -506,8 +519,11 @@ def compare_metrics(
                 p_value=p_values[wire],
                 exact=exact,
             )
-    for wire in unknown:
-        found.setdefault(wire, MetricTest(wire, None, None, 0, note="no paired form is known for this metric"))
+    if unknown:
+        whole_a, whole_b = compute_metrics(a).to_wire(), compute_metrics(b).to_wire()
+        for wire in unknown:
+            note = "no paired form is known for this metric"
+            found[wire] = MetricTest(wire, whole_a.get(wire), whole_b.get(wire), 0, note=note)
     order = dict.fromkeys([*METRIC_DIRECTIONS, *found])
     return {name: found[name] for name in order if name in found and _measured(found[name])}
 

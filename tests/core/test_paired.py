@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from pytest_groundeval.core import paired
 from pytest_groundeval.core.metrics import compute_metrics, percentile
 from pytest_groundeval.core.outcome import ItemOutcome
 from pytest_groundeval.core.paired import PairingError, _weighted_percentile, compare_metrics, pair_runs
@@ -120,3 +121,12 @@ def test_a_metric_counts_and_swaps_only_the_items_that_differ_in_what_it_measure
     recall = tests["retrievalRecall"]
     assert (recall.discordant, recall.exact, recall.p_value, recall.items) == (1, True, 1.0, 40)
     assert tests["claimSupportPrecision"].discordant == 40
+
+
+def test_a_metric_without_a_paired_form_is_reported_untested(monkeypatch):
+    monkeypatch.setattr(paired, "COMMON_RATIOS", {})  # as if tokensPerQuery were a metric of unknown shape
+    a = [o.model_copy(update={"prompt_tokens": 100}) for o in qa_items(6)]
+    b = [o.model_copy(update={"prompt_tokens": 130}) for o in qa_items(6)]
+    tokens = _compare(a, b)[1]["tokensPerQuery"]
+    assert (tokens.a, tokens.b, tokens.p_value) == (100.0, 130.0, None)
+    assert tokens.note == "no paired form is known for this metric"
