@@ -33,7 +33,7 @@ seed makes a comparison reproducible, run after run and machine after machine.""
 
 REPLICATES = 2000
 """Bootstrap replicates (and Monte Carlo sign-flip draws) by default. Efron & Tibshirani
-(1993, ch. 19) advise about 1000 or more for a percentile interval; 2000 keeps the Monte
+(1993) advise about 1000 or more for a percentile interval; 2000 keeps the Monte
 Carlo error of a p-value near 0.05 under 0.005."""
 
 DEFAULT_ALPHA = 0.05
@@ -131,8 +131,8 @@ def sign_flip_ps(
     Under the null hypothesis that, item by item, run A's and run B's figures are
     exchangeable, swapping them within any set of items gives a change as likely as the
     one observed; the p-value is the share of swaps whose change is at least as large in
-    absolute value (Fisher 1935, The Design of Experiments, §21; Good 2005, Permutation,
-    Parametric and Bootstrap Tests of Hypotheses, ch. 3). Only items whose figures
+    absolute value (Fisher 1935, The Design of Experiments, ch. III; Good 2005, Permutation,
+    Parametric and Bootstrap Tests of Hypotheses). Only items whose figures
     differ (``discordant``) can change anything, so only they are swapped. With at most
     ``log2(replicates)`` of them every swap is enumerated and the p-value is exact; else
     ``replicates`` random swaps are drawn and ``p = (k + 1) / (replicates + 1)``, which is
@@ -230,7 +230,7 @@ def percentile_interval(
 ) -> tuple[float, float] | None:
     """The bootstrap percentile interval: the ``(1 ± confidence) / 2`` quantiles of the replicates.
 
-    Efron & Tibshirani 1993, ch. 13.3; quantiles by linear interpolation between closest
+    Efron & Tibshirani 1993, ch. 13; quantiles by linear interpolation between closest
     ranks (numpy's default, as ``core.metrics.percentile``). Replicates where the change
     is not defined (None: the resample held no item measuring it) are left out; None when
     none is left.
