@@ -36,6 +36,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Generate citation items from a corpus with an LLM",
     ),
     "history": ("pytest_groundeval.cli.history", "history_main", "List, show and compare recorded runs"),
+    "compare": (
+        "pytest_groundeval.cli.compare",
+        "compare_main",
+        "Pair two saved reports on item ids and test each change for significance",
+    ),
     "rejudge": ("pytest_groundeval.cli.rejudge", "rejudge_main", "Judge a recorded run's answers again"),
     "import": (
         "pytest_groundeval.cli.importer",

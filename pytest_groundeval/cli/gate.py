@@ -11,6 +11,7 @@ from ..core.gate import baseline_version_problem, check_recorded_floors, load_fl
 from ..core.lineage import BaselineInfo
 from ..core.render import format_check
 from ..core.report import Report, ReportError, check_metrics, read_report, read_reports
+from ..core.significance import DEFAULT_ALPHA
 from ..history.errors import HistoryError
 from ..history.urls import is_database_url, url_from_sources
 from ._args import Parser, UsageError, report_error_text
@@ -213,6 +214,8 @@ def _gate_one(report: Report, args: Namespace, explicit_baseline: Report | None,
         # The same rule as the plugin: the baseline's recall over the items this report ran.
         baseline_ids=outcomes.baseline_ids if report.items else None,
         flags=RunFlags(merge=report.merge),
+        # A baseline report given here is paired at the level the run recorded (docs/statistics.md).
+        alpha=report.baseline.alpha if report.baseline is not None and report.baseline.alpha else DEFAULT_ALPHA,
     ).gate
     for check in result.checks:
         print(format_check(check))

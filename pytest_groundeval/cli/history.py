@@ -13,14 +13,15 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from ..core.compare import Verdict
 from ..core.floors import FloorsError
 from ..core.gate import load_floors
-from ..core.metrics import METRIC_DIRECTIONS, format_value
 from ..history.engine import HistoryError, url_from_sources
 from ..history.queries import GROUPS, Comparison, RunDetail, RunRow, compare_runs, group_items, list_runs, show_run
 from ..history.store import HistoryStore
 from ..history.stored_report import write_run_html
 from ._args import Parser, add_history_argument
+from .compare import add_alpha_argument, check_alpha, metric_cell, metric_table, paired_lines, verdict_lines
 
 _MAX_LISTED = 20
 
@@ -40,10 +41,13 @@ def _history_parser() -> Parser:
         "--html", metavar="OUT", help="Also write the run's HTML report, with trends over earlier runs (docs/ci.md)"
     )
     add_history_argument(p)
-    p = sub.add_parser("compare", help="Two runs side by side; exit 1 when B regresses past the floors")
+    p = sub.add_parser(
+        "compare", help="Two runs paired on item ids; exit 1 when B drops beyond the margin, significantly"
+    )
     p.add_argument("run_a", help="Reference run (e.g. main's latest)")
     p.add_argument("run_b", help="Candidate run")
     p.add_argument("--floors", help="Floors JSON to judge B by (default: the floors B recorded)")
+    add_alpha_argument(p)
     add_history_argument(p)
     return parser
 
@@ -63,24 +67,6 @@ def _num(value: float | None, digits: int = 4) -> str:
     if float(value).is_integer():
         return str(int(value))
     return f"{value:.{digits}f}"
-
-
-def _metric(name: str, value: Any) -> str:
-    # The report's and the gate's number format (core.gate.format_value).
-    if isinstance(value, bool) or not isinstance(value, (int, float, type(None))):
-        return str(value)
-    if isinstance(value, int) or (not _has_bound(name) and value is not None and float(value).is_integer()):
-        return str(int(value))  # a count (items, errors, qaClaims)
-    return format_value(name, value)
-
-
-def _has_bound(name: str) -> bool:
-    return name in METRIC_DIRECTIONS
-
-
-def _is_rate(name: str) -> bool:
-    direction = METRIC_DIRECTIONS.get(name)
-    return direction is None or direction.rate
 
 
 def _ms(value: float | None) -> str:
@@ -141,7 +127,7 @@ def format_detail(detail: RunDetail) -> list[str]:
                 value = ", ".join(f"{k} {v}" for k, v in value.items())
                 lines.append(f"  {name:<26} {value}")
             else:
-                lines.append(f"  {name:<26} {_metric(name, value)}")
+                lines.append(f"  {name:<26} {metric_cell(name, value)}")
     if detail.gate is not None:
         lines.append("gate:")
         for check in detail.gate.get("checks", []):
@@ -170,23 +156,13 @@ def format_groups(by: str, groups: Sequence[Any]) -> list[str]:
 
 
 def format_comparison(cmp: Comparison) -> list[str]:
-    """``history compare`` lines: metrics with deltas, verdicts, flips by kind and tag, the verdict."""
+    """``history compare`` lines: metrics with deltas, verdicts, flips by kind and tag, the paired tests
+    (``cli.compare.paired_lines``), the verdict."""
     lines = [
         f"A {cmp.a.id[:12]}  {_when(cmp.a.started_ms)}  {cmp.a.status}  {cmp.a.label or '-'}",
         f"B {cmp.b.id[:12]}  {_when(cmp.b.started_ms)}  {cmp.b.status}  {cmp.b.label or '-'}",
-        f"{'metric':<26} {'A':>13} {'B':>13} {'B - A':>10}",
     ]
-    for m in cmp.metrics:
-        a, b, change = m.a, m.b, m.delta  # change is None exactly when a or b is
-        if a is None or b is None or change is None:
-            delta = ""
-        elif float(a).is_integer() and float(b).is_integer() and m.name in ("errors", "items", "qaClaims"):
-            delta = f"{int(change):+d}"
-        elif _is_rate(m.name):
-            delta = f"{change:+.4f}"
-        else:
-            delta = f"{change:+.1f}"  # ms and tokens, as the values are printed
-        lines.append(f"{m.name:<26} {_metric(m.name, m.a):>13} {_metric(m.name, m.b):>13} {delta:>10}")
+    lines += metric_table([(m.name, m.a, m.b) for m in cmp.metrics])
     lines.append(
         "verdicts (A -> B): "
         + ", ".join(f"{k} {cmp.verdicts_a.get(k, 0)} -> {cmp.verdicts_b.get(k, 0)}" for k in cmp.verdicts_b)
@@ -199,12 +175,8 @@ def format_comparison(cmp: Comparison) -> list[str]:
             lines.extend(f"  {f.kind}::{f.item_id}" for f in flips[:_MAX_LISTED])
             if len(flips) > _MAX_LISTED:
                 lines.append(f"  … and {len(flips) - _MAX_LISTED} more")
-    if cmp.only_in_a or cmp.only_in_b:
-        lines.append(f"items only in A: {cmp.only_in_a}; only in B: {cmp.only_in_b}")
-    for reason in cmp.regressions:
-        lines.append(f"REGRESSION {reason}")
-    lines.append(f"compare: {'REGRESSION' if cmp.regressed else 'OK'}")
-    return lines
+    lines += paired_lines(cmp.pairing, cmp.tests, cmp.alpha, None if cmp.pairing else "the runs share no item id")
+    return lines + verdict_lines(Verdict(cmp.regressions, cmp.not_regressions))
 
 
 # --- commands -------------------------------------------------------------------------------
@@ -228,7 +200,8 @@ def history_main(argv: list[str]) -> int:
 
     Returns:
         0 when the command printed its result; 1 when ``compare`` finds that B
-        regresses past the floors; 2 for a usage error, an unknown run or an
+        regresses (a drop beyond the margin, significant at ``--alpha``: docs/statistics.md);
+        2 for a usage error, an unknown run or an
         unusable database (one line on stderr).
     """
     args = _history_parser().parse_or_status(argv, "groundeval history")
@@ -250,7 +223,10 @@ def history_main(argv: list[str]) -> int:
                     lines.append(f"wrote {write_run_html(store, args.run, args.html)}")
                 status = 0
             else:
-                cmp = compare_runs(store, args.run_a, args.run_b, floors=floors)
+                problem = check_alpha(args.alpha)
+                if problem is not None:
+                    raise HistoryError(problem)
+                cmp = compare_runs(store, args.run_a, args.run_b, floors=floors, alpha=args.alpha)
                 lines = format_comparison(cmp)
                 status = 1 if cmp.regressed else 0
     except HistoryError as exc:

@@ -31,12 +31,14 @@ from .gate import (
     interrupted_check,
     missing_items_check,
     not_run_check,
+    recall_figures,
     summarize_baseline,
 )
 from .kinds import get
 from .lineage import BaselineInfo, MergeInfo, ModelLineage
 from .metrics import Metrics, MetricsAccumulator
 from .outcome import ItemOutcome
+from .significance import DEFAULT_ALPHA
 
 if TYPE_CHECKING:
     from .report import Report  # annotations only: a baseline report is read through its fields
@@ -51,8 +53,8 @@ class RunOutcomes:
 
     ``add`` folds an outcome into the metrics' counters (``accumulator``), counts it,
     counts it again in ``not_run`` when it never ran, and records its id in
-    ``baseline_ids`` when its kind's recall is compared with a baseline
-    (``Kind.uses_baseline``). Memory is flat in the number of items except for those ids.
+    ``baseline_ids`` (with its recall figures) when its kind's recall is compared with a
+    baseline (``Kind.uses_baseline``). Memory is flat in the number of items except for those.
     """
 
     accumulator: MetricsAccumulator | None = field(default_factory=MetricsAccumulator)
@@ -63,6 +65,9 @@ class RunOutcomes:
     """Of them, items that never ran (``ItemOutcome.not_run``, always an error)."""
     baseline_ids: set[str] = field(default_factory=set)
     """Ids of the outcomes whose kind uses the baseline (``Kind.uses_baseline``: qa)."""
+    baseline_figures: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Their ``core.gate.recall_figures`` (expected, found), by id: what the baseline's items are paired
+    with for the recall check's paired test (docs/statistics.md). Two integers per such item."""
 
     def add(self, outcome: ItemOutcome) -> None:
         """Fold one outcome in.
@@ -76,6 +81,7 @@ class RunOutcomes:
         self.not_run += outcome.not_run
         if get(outcome.kind).uses_baseline:
             self.baseline_ids.add(outcome.id)
+            self.baseline_figures[outcome.id] = recall_figures(outcome)
 
     @classmethod
     def of(cls, outcomes: Iterable[ItemOutcome | Mapping[str, Any]]) -> RunOutcomes:
@@ -148,6 +154,7 @@ def finalize_run(
     gated: bool = True,
     flags: RunFlags = RunFlags(),
     metrics: Metrics | None = None,
+    alpha: float = DEFAULT_ALPHA,
 ) -> Finalized:
     """Metrics, baseline record and gate of a finished run (docs/gate.md).
 
@@ -170,6 +177,10 @@ def finalize_run(
         metrics: The metrics when already known (a saved report's, which
             ``core.report.check_metrics`` proved to be its items'); else computed from
             ``outcomes``.
+        alpha: The significance level of the recall check's paired test (``--eval-alpha``):
+            a baseline report that lists items is paired with ``outcomes``' figures over
+            ``baseline_ids`` and a recall drop beyond the margin FAILs only when significant
+            (docs/statistics.md); a recorded baseline keeps its own.
 
     Returns:
         ``Finalized(metrics, gate, baseline)``.
@@ -182,7 +193,8 @@ def finalize_run(
     if baseline is None or isinstance(baseline, BaselineInfo):
         record = baseline
     else:
-        record = summarize_baseline(baseline, baseline_ids, baseline_path)
+        figures = outcomes.baseline_figures if baseline_ids is not None else None
+        record = summarize_baseline(baseline, baseline_ids, baseline_path, figures, alpha)
     gate = evaluate_gate(
         metrics, floors=floors, baseline=record, dataset_version=dataset_version, models=models, gated=gated
     )

@@ -30,6 +30,8 @@ from .kinds.qa import RETRIEVAL_RECALL as RETRIEVAL_RECALL  # re-exported
 from .lineage import BaselineInfo, MergeInfo, ModelLineage
 from .metrics import METRIC_DIRECTIONS, LiveNameSet, Metrics, format_value, metric_specs
 from .metrics import refresh as refresh_metrics
+from .outcome import ItemOutcome
+from .significance import DEFAULT_ALPHA, format_p, paired_ratio_p, significance_text, smallest_p
 from .wire import WireModel
 
 if TYPE_CHECKING:
@@ -387,7 +389,19 @@ def _skip(metric: str, value: float | None, reason: str) -> GateCheck:
     return GateCheck(metric=metric, value=value, bound=None, op=">=", outcome="SKIP", reason=reason)
 
 
-def summarize_baseline(baseline: Report, qa_ids: Collection[str] | None, path: str | None = None) -> BaselineInfo:
+def recall_figures(outcome: ItemOutcome) -> tuple[int, int]:
+    """``(evidence expected, evidence found)`` of one outcome as retrieval recall counts them: an errored
+    item's expected evidence counts, none of it found (docs/gate.md)."""
+    return outcome.evidence_expected, 0 if outcome.errored else outcome.evidence_found
+
+
+def summarize_baseline(
+    baseline: Report,
+    qa_ids: Collection[str] | None,
+    path: str | None = None,
+    run_figures: Mapping[str, tuple[int, int]] | None = None,
+    alpha: float = DEFAULT_ALPHA,
+) -> BaselineInfo:
     """What a run takes from its baseline report, as the report records it (``Report.baseline``).
 
     The figure is the baseline's retrieval recall over the qa items that ran in this
@@ -397,10 +411,18 @@ def summarize_baseline(baseline: Report, qa_ids: Collection[str] | None, path: s
     A qa item that ran but is not in the baseline is counted in ``missing_items``,
     and the figure is then None (see ``recorded_recall``). docs/gate.md.
 
+    With this run's figures, the items are paired on ids and the recall change is tested
+    (``core.significance.paired_ratio_p``, docs/statistics.md): the p-value, the paired
+    items and ``alpha`` are recorded, and the check FAILs only on a drop beyond the margin
+    that is significant at ``alpha``.
+
     Args:
         baseline: The baseline report.
         qa_ids: Ids of the qa items that ran in this run; None for the overall figure.
         path: The baseline file as the run named it, for people reading the report.
+        run_figures: This run's ``recall_figures`` by item id, for the items of ``qa_ids``;
+            None: no paired test (the fixed margin alone).
+        alpha: The significance level recorded with the p-value.
     """
     overall = baseline.metrics.retrieval_recall
     if qa_ids is None or not baseline.items:
@@ -412,6 +434,7 @@ def summarize_baseline(baseline: Report, qa_ids: Collection[str] | None, path: s
         )
     wanted = set(qa_ids)
     expected = found = every = 0
+    pairs: list[tuple[int, int, int, int]] = []
     for item in baseline.items:
         if not get(item.kind).uses_baseline:
             continue
@@ -420,6 +443,11 @@ def summarize_baseline(baseline: Report, qa_ids: Collection[str] | None, path: s
             wanted.discard(item.id)
             expected += item.evidence_expected
             found += item.evidence_found
+            if run_figures is not None and item.id in run_figures:
+                base_expected, base_found = recall_figures(item)
+                run_expected, run_found = run_figures[item.id]
+                pairs.append((base_found, base_expected, run_found, run_expected))
+    tested = run_figures is not None and not wanted and len(pairs) == len(set(qa_ids))
     return BaselineInfo(
         path=path,
         dataset_version=baseline.dataset_version,
@@ -430,6 +458,9 @@ def summarize_baseline(baseline: Report, qa_ids: Collection[str] | None, path: s
         missing_items=len(wanted),
         evidence_expected=expected,
         evidence_found=found,
+        recall_p_value=paired_ratio_p(pairs)[0] if tested else None,
+        paired_items=sum(1 for p in pairs if p[1] or p[3]) if tested else None,
+        alpha=alpha if tested else None,
     )
 
 
@@ -517,7 +548,33 @@ def _baseline_recall_check(
         return _skip(metric, value, "the baseline measured no retrievalRecall (n/a)")
     note = f" ({scope} {reference:.4f} - margin {margin:.4f})"
     # Rounded so that float noise (0.93 - 0.02 = 0.9100000000000001) cannot fail an equal recall.
-    return _compare(metric, value, max(round(reference - margin, 12), 0.0), ">=", note)
+    check = _compare(metric, value, max(round(reference - margin, 12), 0.0), ">=", note)
+    return _judged_by_paired_test(check, baseline)
+
+
+def _judged_by_paired_test(check: GateCheck, baseline: BaselineInfo) -> GateCheck:
+    """The recall check with the paired test's word (docs/statistics.md): a drop beyond the margin FAILs
+    only when significant at ``alpha``; the fixed margin alone when there is no test, or too few items.
+
+    A recall within the margin PASSes as before, its reason unchanged (the p-value is in the record).
+    """
+    if check.outcome != "FAIL":
+        return check
+    p, alpha, paired = baseline.recall_p_value, baseline.alpha, baseline.paired_items
+    if p is None or alpha is None or paired is None:
+        why = "the baseline lists no items" if baseline.qa_items is None else "the baseline's items were not at hand"
+        return check.model_copy(update={"reason": f"{check.reason}; fixed margin, no paired test ({why})"})
+    over = f"{paired} paired qa item{'s' if paired != 1 else ''}"
+    if smallest_p(paired) >= alpha:
+        reason = (
+            f"{check.reason}; {significance_text(p, alpha)} over {over}; fixed margin: {over} cannot reach "
+            f"alpha {alpha:g} (the smallest p they can give is {format_p(smallest_p(paired))})"
+        )
+        return check.model_copy(update={"reason": reason})
+    reason = f"{check.reason}; {significance_text(p, alpha)} over {over} at alpha {alpha:g}"
+    if p >= alpha:
+        return check.model_copy(update={"outcome": "PASS", "reason": f"{reason}: a drop within noise, not failed"})
+    return check.model_copy(update={"reason": reason})
 
 
 def _silent_check(metric: str, bound: float, op: Op, reason: str) -> GateCheck:
@@ -576,6 +633,8 @@ def evaluate_gate(
     models: Mapping[str, Any] | ModelLineage,
     qa_ids: Collection[str] | None = None,
     gated: bool = True,
+    run_figures: Mapping[str, tuple[int, int]] | None = None,
+    alpha: float = DEFAULT_ALPHA,
 ) -> GateResult:
     """Apply floors, ceilings and the baseline recall check to a run's metrics (docs/gate.md).
 
@@ -599,6 +658,11 @@ def evaluate_gate(
             figure. Ignored when ``baseline`` is already a record.
         gated: False measures without gating (``--eval-no-gate``): only the error
             counts (``NOT_QUALITY``) are checked, no quality bound and no baseline.
+        run_figures: This run's ``recall_figures`` by qa item id: the baseline report's
+            items are paired with them and a recall drop beyond the margin FAILs only when
+            significant at ``alpha`` (docs/statistics.md). Ignored when ``baseline`` is a record
+            (which carries its own p-value).
+        alpha: The significance level of that test (``--eval-alpha``).
 
     Returns:
         The checks and the verdict: passed iff no check FAILed. A metric that is
@@ -609,7 +673,7 @@ def evaluate_gate(
         FAIL check ``nothing_gated_check`` (docs/gate.md: nothing gated).
     """
     if baseline is not None and not isinstance(baseline, BaselineInfo):
-        baseline = summarize_baseline(baseline, qa_ids)
+        baseline = summarize_baseline(baseline, qa_ids, run_figures=run_figures, alpha=alpha)
     bounds = dict(DEFAULT_FLOORS if floors is None else floors)
     margin = bounds.get(RECALL_MARGIN_KEY)
     margin = DEFAULT_RECALL_MARGIN if margin is None else margin

@@ -9,7 +9,9 @@ and ``core.report`` both use them without importing each other.
 
 from __future__ import annotations
 
-from pydantic import ConfigDict, Field
+from typing import Any
+
+from pydantic import ConfigDict, Field, model_serializer
 
 from .wire import WireModel
 
@@ -69,3 +71,22 @@ class BaselineInfo(WireModel):
     """Expected evidence strings of the covered items in the baseline (the figure's denominator)."""
     evidence_found: int | None = Field(default=None, ge=0)
     """Of those, found by the baseline's run (the figure's numerator)."""
+    recall_p_value: float | None = Field(default=None, ge=0, le=1)
+    """Two-sided p-value of the paired sign-flip test of the recall change (this run − baseline) over the
+    qa items both list (docs/statistics.md, "Paired comparison"); None when not tested: the baseline lists
+    no items (a recorded summary) or this run's item figures were not given. Written only when set."""
+    paired_items: int | None = Field(default=None, ge=0)
+    """qa items with expected evidence the test paired; fewer than ``log2(2 / alpha)`` (5 at 0.05) cannot
+    make any drop significant, and the check keeps its fixed margin. Written only when set."""
+    alpha: float | None = Field(default=None, gt=0, lt=1)
+    """The significance level a drop beyond the margin must reach to FAIL the check (``--eval-alpha``).
+    Written only when set."""
+
+    @model_serializer(mode="wrap")
+    def _omit_untested(self, handler: Any) -> dict[str, Any]:
+        # A baseline record without a paired test keeps the shape it always had.
+        data: dict[str, Any] = handler(self)
+        for key in ("recall_p_value", "recallPValue", "paired_items", "pairedItems", "alpha"):
+            if data.get(key, 0) is None:
+                data.pop(key)
+        return data

@@ -210,6 +210,12 @@ def _recorded_baseline(reports: list[tuple[str, Report]]) -> BaselineInfo | None
             "evidence_expected": expected,
             "evidence_found": found,
             "retrieval_recall": found / expected if expected and not missing else None,
+            # Each shard tested its own slice; their p-values do not combine, and the baseline's items are not
+            # at hand here: the merged check keeps the fixed margin (docs/statistics.md). A --baseline report
+            # given to the merge pairs every shard's items instead.
+            "recall_p_value": None,
+            "paired_items": None,
+            "alpha": None,
         }
     )
 

@@ -19,12 +19,17 @@ from typing import Any, Literal
 
 from sqlalchemy import func, select
 
-from ..core.floors import RECALL_MARGIN_KEY, FloorsError
-from ..core.gate import DEFAULT_FLOORS, DEFAULT_RECALL_MARGIN, parse_floors, same_lineage
+from ..core.compare import Candidate, fixed_regressions, judge
+from ..core.floors import FloorsError
+from ..core.gate import DEFAULT_FLOORS, parse_floors, same_lineage
 from ..core.judging import RECORDED_VERDICTS, UNJUDGED, JudgeVerdict
 from ..core.metrics import METRIC_DIRECTIONS, percentile
+from ..core.outcome import ItemOutcome
+from ..core.paired import MetricTest, Pairing, PairingError, compare_metrics, pair_runs
+from ..core.significance import DEFAULT_ALPHA
 from . import schema
 from .engine import HistoryError
+from .records import outcome_from_rows
 from .store import HistoryStore, current_set_id
 
 GroupBy = Literal["tool", "kind", "tag"]
@@ -176,7 +181,8 @@ class Flip:
 
 @dataclass
 class Comparison:
-    """``history compare A B``: metrics side by side, verdicts, flips and the regression verdict."""
+    """``history compare A B``: metrics side by side, verdicts, flips, the paired tests and the regression verdict
+    (docs/statistics.md, "Paired comparison")."""
 
     a: RunRow
     b: RunRow
@@ -188,7 +194,16 @@ class Comparison:
     only_in_a: int
     only_in_b: int
     regressions: list[str] = field(default_factory=list)
-    """Plain-language reasons B regresses past the floors; empty when it does not."""
+    """Plain-language reasons B regresses: drops beyond the margin that are significant (or that the paired
+    test could not judge, as each reason says); empty when it does not."""
+    not_regressions: list[str] = field(default_factory=list)
+    """Drops beyond the margin the paired test did not find significant."""
+    pairing: Pairing | None = None
+    """The runs' items paired on ids: the ids only one run holds, the flips."""
+    tests: dict[str, MetricTest] | None = None
+    """Each metric compared over the paired items (``core.paired.compare_metrics``); None when nothing was paired."""
+    alpha: float = DEFAULT_ALPHA
+    """The significance level the drops were judged at."""
 
     @property
     def regressed(self) -> bool:
@@ -405,6 +420,20 @@ def group_items(store: HistoryStore, ref: str, by: GroupBy) -> list[GroupRow]:
 # --- compare ----------------------------------------------------------------------------------
 
 
+def stored_outcomes(store: HistoryStore, run_id: str) -> list[dict[str, Any]]:
+    """The item outcomes (wire dicts) a run recorded, in recording order, the paragraphs of its current
+    judgment set put back."""
+    items, j = schema.items, schema.judgments
+    with store.engine.connect() as conn:
+        rows = conn.execute(
+            select(items.c.id, items.c.outcome).where(items.c.run_id == run_id).order_by(items.c.id)
+        ).all()
+        by_item: dict[int, list[dict[str, Any]]] = {}
+        for row in conn.execute(select(j).where(j.c.set_id == current_set_id(run_id))).mappings():
+            by_item.setdefault(row["item"], []).append(dict(row))
+    return [outcome_from_rows(dict(row.outcome), by_item.get(row.id, [])) for row in rows]
+
+
 def _pass_map(store: HistoryStore, run_id: str) -> dict[str, tuple[bool, str, list[str]]]:
     items = schema.items
     with store.engine.connect() as conn:
@@ -426,6 +455,14 @@ def _metric_order() -> list[str]:
     return [*METRIC_DIRECTIONS, "items"]
 
 
+def _run_flags(b: RunRow) -> list[Candidate]:
+    if b.finished_ms is None:
+        return [Candidate(None, f"run B {b.id[:12]} has no finish time: it was killed or is still running")]
+    if b.interrupted:
+        return [Candidate(None, f"run B {b.id[:12]} was interrupted: its metrics cover only part of the selection")]
+    return []
+
+
 def regressions(
     a: RunRow,
     b: RunRow,
@@ -435,9 +472,9 @@ def regressions(
     a_config: Mapping[str, Any] | None = None,
     b_config: Mapping[str, Any] | None = None,
 ) -> list[str]:
-    """Why run B regresses past the floors relative to run A (docs/history.md, "compare").
+    """Run B's drops beyond the margin relative to run A, by the fixed rule alone (docs/history.md, "compare").
 
-    B regresses when:
+    ``compare_runs`` then judges each by the paired test (``core.compare.judge``). B is flagged when:
 
     * it has no finish time, or was interrupted: its figures cover part of a run;
     * a bounded metric of B fails its floor or ceiling while A's met it, was not
@@ -448,44 +485,19 @@ def regressions(
     Args:
         floors: Complete bounds (``gate.parse_floors`` output), metric → bound.
     """
-    if b.finished_ms is None:
-        return [f"run B {b.id[:12]} has no finish time: it was killed or is still running"]
-    if b.interrupted:
-        return [f"run B {b.id[:12]} was interrupted: its metrics cover only part of the selection"]
-    av, bv = _numeric(a_metrics), _numeric(b_metrics)
-    reasons = []
-    for name, direction in METRIC_DIRECTIONS.items():
-        bound = floors.get(name)
-        if name == "errors" and bound is None:
-            bound = 0
-        b_value, a_value = bv.get(name), av.get(name)
-        if bound is None or b_value is None:
-            continue
-        fails = b_value < bound if direction.op == ">=" else b_value > bound
-        if not fails:
-            continue
-        a_met = a_value is None or (a_value >= bound if direction.op == ">=" else a_value <= bound)
-        worse = a_value is not None and (b_value < a_value if direction.op == ">=" else b_value > a_value)
-        if a_met or worse:
-            shown_a = "n/a" if a_value is None else f"{a_value:.4g}"
-            reasons.append(
-                f"{name} {b_value:.4g} fails its {direction.kind} {direction.op} {bound:.4g} (run A: {shown_a})"
-            )
-    margin = floors.get(RECALL_MARGIN_KEY)
-    margin = DEFAULT_RECALL_MARGIN if margin is None else margin
-    a_recall, b_recall = av.get("retrievalRecall"), bv.get("retrievalRecall")
-    comparable = (
+    flags = _run_flags(b)
+    if flags:
+        return [flag.reason for flag in flags]
+    return [c.reason for c in fixed_regressions(a_metrics, b_metrics, floors, _comparable(a, b, a_config, b_config))]
+
+
+def _comparable(a: RunRow, b: RunRow, a_config: Mapping[str, Any] | None, b_config: Mapping[str, Any] | None) -> bool:
+    return (
         a.dataset_version == b.dataset_version
         and a_config is not None
         and b_config is not None
         and same_lineage(a_config.get("models"), b_config.get("models"))
     )
-    if comparable and a_recall is not None and b_recall is not None and b_recall < round(a_recall - margin, 12):
-        reasons.append(
-            f"retrievalRecall {b_recall:.4f} < run A's {a_recall:.4f} - margin {margin:.4f} "
-            "(same dataset version and model lineage)"
-        )
-    return reasons
 
 
 def recorded_floors(config: Mapping[str, Any] | None, run_id: str) -> dict[str, float]:
@@ -507,17 +519,35 @@ def recorded_floors(config: Mapping[str, Any] | None, run_id: str) -> dict[str, 
     return {name: float(value) for name, value in recorded.items() if value is not None}
 
 
+def _outcomes(store: HistoryStore, run_id: str) -> list[ItemOutcome]:
+    try:
+        return [ItemOutcome.model_validate(o) for o in stored_outcomes(store, run_id)]
+    except ValueError as exc:
+        raise HistoryError(f"run {run_id[:12]} holds an item that is not a valid outcome: {exc}") from None
+
+
 def compare_runs(
-    store: HistoryStore, ref_a: str, ref_b: str, *, floors: Mapping[str, float | None] | None = None
+    store: HistoryStore,
+    ref_a: str,
+    ref_b: str,
+    *,
+    floors: Mapping[str, float | None] | None = None,
+    alpha: float = DEFAULT_ALPHA,
 ) -> Comparison:
     """Compare run B with run A (A is the reference, e.g. main; B the candidate).
+
+    The runs' items are paired on ids and each metric compared over the paired items
+    (``core.paired``); a drop beyond the margin (``regressions``) is a regression only
+    when it is significant at ``alpha`` (``core.compare.judge``).
 
     Args:
         floors: Bounds to judge B's regression by; default: the floors B's config
             recorded (``config.floors``), else the default floors.
+        alpha: The significance level a drop must reach.
 
     Raises:
-        HistoryError: A reference names no run or is ambiguous; recorded floors are invalid.
+        HistoryError: A reference names no run or is ambiguous; recorded floors are invalid;
+            a stored item is not a valid outcome, or a run holds an item id twice.
     """
     id_a, id_b = store.resolve_run(ref_a), store.resolve_run(ref_b)
     a, b = _run_row(store, id_a), _run_row(store, id_b)
@@ -542,6 +572,16 @@ def compare_runs(
             p2f.append(Flip(item_id, kind, tags))
         elif now and not was:
             f2p.append(Flip(item_id, kind, tags))
+    try:
+        pairing, paired_a, paired_b = pair_runs(
+            _outcomes(store, id_a), _outcomes(store, id_b), (f"run A {id_a[:12]}", f"run B {id_b[:12]}")
+        )
+    except PairingError as exc:
+        raise HistoryError(str(exc)) from None
+    tests = compare_metrics(paired_a, paired_b) if pairing.ids else None
+    comparable = _comparable(a, b, stored[id_a].config, stored[id_b].config)
+    candidates = _run_flags(b) + fixed_regressions(a_metrics, b_metrics, floors, comparable)
+    verdict = judge(candidates, tests, alpha=alpha, why_unpaired="the runs share no item id")
     return Comparison(
         a=a,
         b=b,
@@ -552,5 +592,9 @@ def compare_runs(
         fail_to_pass=f2p,
         only_in_a=len(set(pass_a) - set(pass_b)),
         only_in_b=len(set(pass_b) - set(pass_a)),
-        regressions=regressions(a, b, a_metrics, b_metrics, floors, stored[id_a].config, stored[id_b].config),
+        regressions=verdict.regressions,
+        not_regressions=verdict.not_regressions,
+        pairing=pairing,
+        tests=tests,
+        alpha=alpha,
     )

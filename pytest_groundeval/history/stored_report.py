@@ -16,23 +16,8 @@ from ..core.report import Report
 from ..outputs.write import OutputError, write_outputs
 from . import schema
 from .errors import HistoryError
-from .queries import list_runs
-from .records import outcome_from_rows
-from .store import HistoryStore, current_set_id
-
-
-def stored_outcomes(store: HistoryStore, run_id: str) -> list[dict[str, Any]]:
-    """The item outcomes (wire dicts) a run recorded, in recording order, the paragraphs of its current
-    judgment set put back."""
-    items, j = schema.items, schema.judgments
-    with store.engine.connect() as conn:
-        rows = conn.execute(
-            select(items.c.id, items.c.outcome).where(items.c.run_id == run_id).order_by(items.c.id)
-        ).all()
-        by_item: dict[int, list[dict[str, Any]]] = {}
-        for row in conn.execute(select(j).where(j.c.set_id == current_set_id(run_id))).mappings():
-            by_item.setdefault(row["item"], []).append(dict(row))
-    return [outcome_from_rows(dict(row.outcome), by_item.get(row.id, [])) for row in rows]
+from .queries import list_runs, stored_outcomes
+from .store import HistoryStore
 
 
 def report_from_history(store: HistoryStore, ref: str) -> Report:

@@ -487,6 +487,7 @@ class Controller:
                 models=run.lineage(),
                 gated=not self.settings.no_gate,
                 flags=RunFlags(interrupted=interrupted),
+                alpha=self.settings.alpha,
             )
             run.metrics, run.gate, run.baseline_record = end.metrics, end.gate, end.baseline
             run.shard = self._shard_block(run)

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from ..core.sharding import parse_shard
+from ..core.significance import DEFAULT_ALPHA
 from ..history.urls import HistoryError, describe_url, resolve_url
 from ..targets.placeholders import check_placeholders
 from ..targets.protocol import DEFAULT_MAX_RESPONSE_BYTES
@@ -50,6 +51,12 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
     ),
     ("baseline", "Baseline report that arms the retrievalRecall floor", "path"),
     ("floors", "JSON file of gate floors and ceilings by metric name", "path"),
+    (
+        "alpha",
+        "Significance level a retrievalRecall drop beyond the baseline margin must reach to fail the gate "
+        "(default 0.05)",
+        "float",
+    ),
     ("strict", "Fail the session when any eval item fails, not only when the gate fails", "bool"),
     (
         "no-gate",
@@ -199,6 +206,8 @@ class Settings:
     """Baseline report for the recall floor."""
     floors: Path | None = None
     """Floors file."""
+    alpha: float = DEFAULT_ALPHA
+    """Significance level of the baseline recall check's paired test (docs/statistics.md)."""
     strict: bool = False
     """Any failed item fails the session."""
     no_gate: bool = False
@@ -324,6 +333,18 @@ def _positive(value, source: str) -> float:
         number = math.nan
     if not math.isfinite(number) or number <= 0:
         raise pytest.UsageError(f"{value!r} is not a valid value for {source}: expected a number of seconds > 0")
+    return number
+
+
+def _alpha(value, source: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not 0.0 < number < 1.0:
+        raise pytest.UsageError(
+            f"{value!r} is not a valid value for {source}: expected a significance level, a number in (0, 1)"
+        )
     return number
 
 
@@ -466,6 +487,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
         shard=shard,
         baseline=path("baseline"),
         floors=path("floors"),
+        alpha=_alpha(values["alpha"], sources["alpha"]) if values["alpha"] else DEFAULT_ALPHA,
         strict=_bool(values["strict"], sources["strict"]) if values["strict"] is not None else False,
         no_gate=_bool(values["no-gate"], sources["no-gate"]) if values["no-gate"] is not None else False,
         timeout_s=_positive(values["timeout"], sources["timeout"]) if values["timeout"] else DEFAULT_TIMEOUT_S,

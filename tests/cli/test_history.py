@@ -13,7 +13,7 @@ from pytest_groundeval.cli import main
 from pytest_groundeval.cli.history import history_main
 from pytest_groundeval.history import HistoryStore
 from tests._support import history_records as _data
-from tests._support.history_records import recorded_run
+from tests._support.history_records import measured_run, recorded_run
 
 
 def test_list_show_and_group(store: HistoryStore, history_url: str, capsys, monkeypatch) -> None:
@@ -104,3 +104,51 @@ def test_show_html_compares_the_run_with_the_one_before_it_never_itself(
     # The comparison's default pair is the last two runs: the one before it (A) and this run (B).
     assert runs == [first, "this run"] and second not in runs
     assert 'id="cmp-a"' in page and "cmp-none" not in page
+
+
+# --- compare: the paired test (docs/statistics.md, "Paired comparison") ----------------------------
+
+
+def _two_runs(store: HistoryStore, broken: int, extra: int = 0) -> tuple[str, str]:
+    """Main's run of 40 qa items and a candidate's in which the first ``broken`` lose one evidence string each."""
+    a = measured_run(store, [_data.qa(f"q{i:02d}") for i in range(40)], started_ms=1_700_000_000_000)
+    records = [_data.qa(f"q{i:02d}", passed=i >= broken) for i in range(40)]
+    records += [_data.qa(f"x{i}") for i in range(extra)]
+    return a, measured_run(store, records, started_ms=1_700_000_100_000)
+
+
+def test_compare_calls_one_flip_beyond_the_margin_not_significant(
+    store: HistoryStore, history_url: str, tmp_path, capsys
+) -> None:
+    a, b = _two_runs(store, broken=1, extra=2)
+    floors = tmp_path / "floors.json"
+    floors.write_text(json.dumps({"claimSupportPrecision": 0.9, "retrievalRecallMargin": 0.005}))
+    assert history_main(["compare", a, b, "--floors", str(floors), "--history", history_url]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "items only in B (not paired): 2: x0, x1" in out and any(
+        line.startswith("paired over 40 items") for line in out
+    )
+    recall = next(line for line in out if line.startswith("  retrievalRecall"))
+    assert "not significant (p=1.0000): exact sign-flip over 1 differing item" in recall
+    assert out[-2] == (
+        "not a regression: retrievalRecall 0.9881 < run A's 1.0000 - margin 0.0050 (same dataset version and model "
+        "lineage); not significant (p=1.0000): not a regression"
+    )
+    assert out[-1] == "compare: OK"
+
+
+def test_compare_calls_a_planted_regression_significant_and_alpha_decides(
+    store: HistoryStore, history_url: str, capsys
+) -> None:
+    a, b = _two_runs(store, broken=12)  # 12 of 40 lose evidence: precision 0.85 < 0.9, recall 0.85
+    assert history_main(["compare", a, b, "--history", history_url]) == 1
+    out = capsys.readouterr().out.splitlines()
+    regressions = [line for line in out if line.startswith("REGRESSION")]
+    assert [line.split()[1] for line in regressions] == ["claimSupportPrecision", "retrievalRecall"]
+    assert all(line.endswith("; significant (p=0.0005)") for line in regressions)
+    # The smallest p 2000 random swaps can give is 1/2001: at alpha 0.0001 nothing is significant.
+    assert history_main(["compare", a, b, "--alpha", "0.0001", "--history", history_url]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "compare: OK" and sum(line.startswith("not a regression:") for line in out) == 2
+    assert history_main(["compare", a, b, "--alpha", "0", "--history", history_url]) == 2
+    assert "--alpha must be a number in (0, 1), got 0" in capsys.readouterr().err

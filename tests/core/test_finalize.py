@@ -120,7 +120,9 @@ def test_a_baseline_report_is_summarised_over_the_ids_given_and_recorded():
         ItemOutcome(id="qa-b", kind="qa", passed=False, evidence_expected=2, evidence_found=0)])  # fmt: skip
     run = RunOutcomes.of([o for o in _outcomes() if o.id != "qa-b"])
     end = _finalize(run, baseline=baseline, baseline_path="b.json", baseline_ids=run.baseline_ids)
-    assert end.baseline == summarize_baseline(baseline, {"qa-a"}, "b.json")
+    # The run's figures ride along: the recall check pairs them with the baseline's (docs/statistics.md).
+    assert end.baseline == summarize_baseline(baseline, {"qa-a"}, "b.json", run.baseline_figures)
+    assert (end.baseline.recall_p_value, end.baseline.paired_items, end.baseline.alpha) == (1.0, 1, 0.05)
     assert (end.baseline.qa_items, end.baseline.baseline_qa_items, end.baseline.retrieval_recall) == (1, 2, 1.0)
     # None: the baseline's overall figure.
     whole = _finalize(run, baseline=baseline, baseline_path="b.json")

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from pytest_groundeval.core.finalize import RunOutcomes, finalize_run
 from pytest_groundeval.core.gate import (
     DEFAULT_FLOORS,
     METRIC_DIRECTIONS,
@@ -17,12 +18,15 @@ from pytest_groundeval.core.gate import (
     load_floors,
     parse_floors,
     same_lineage,
+    summarize_baseline,
 )
 from pytest_groundeval.core.metrics import Metrics
 from pytest_groundeval.core.outcome import ItemOutcome
 from pytest_groundeval.core.render import format_check
 from pytest_groundeval.core.report import Report
 from tests._support.gate_reports import MODELS, metrics, report
+from tests._support.paired_runs import MODELS as PAIRED_MODELS
+from tests._support.paired_runs import qa_items, report_of
 
 
 def check_for(result, metric: str) -> GateCheck:
@@ -497,3 +501,83 @@ def test_a_baseline_of_another_lineage_leaves_the_absolute_recall_floor_to_decid
         "a baseline arms recall only within its lineage; the absolute retrievalRecall floor 0.8000 applies"
     )
     assert not result.passed
+
+
+# --- issue 21: the baseline recall check judged by the paired test (docs/statistics.md) ------------
+
+
+def _paired_gate(baseline_items, run_items, floors=None, alpha=0.05):
+    """The end of a run of ``run_items`` against a baseline report of ``baseline_items``, as the plugin ends it."""
+    run = RunOutcomes.of(run_items)
+    end = finalize_run(
+        run,
+        floors=parse_floors(floors or {}, "test"),
+        baseline=report_of(baseline_items),
+        baseline_ids=run.baseline_ids,
+        dataset_version="v1",
+        models=PAIRED_MODELS,
+        alpha=alpha,
+    )
+    (check,) = [c for c in end.gate.checks if c.metric == "retrievalRecall"]
+    return check, end
+
+
+def test_one_lost_item_of_369_beyond_the_margin_is_noise_and_passes():
+    check, end = _paired_gate(
+        qa_items(evidence_items=160), qa_items(lost={126}, evidence_items=160), {"retrievalRecallMargin": 0.005}
+    )
+    assert check.outcome == "PASS" and check.value < check.bound  # beyond the margin, not significant
+    assert check.reason == (
+        "0.9938 < 0.9950 (baseline 1.0000 - margin 0.0050); not significant (p=1.0000) over 160 paired qa items "
+        "at alpha 0.05: a drop within noise, not failed"
+    )
+    assert (end.baseline.recall_p_value, end.baseline.paired_items, end.baseline.alpha) == (1.0, 160, 0.05)
+    assert end.gate.passed
+
+
+def test_a_planted_recall_regression_is_significant_and_fails():
+    check, end = _paired_gate(qa_items(), qa_items(lost=set(range(0, 369, 9))))  # 41 items lose their evidence
+    assert check.outcome == "FAIL" and not end.gate.passed
+    assert check.reason == (
+        "0.8889 < 0.9800 (baseline 1.0000 - margin 0.0200); significant (p=0.0005) over 369 paired qa items "
+        "at alpha 0.05"
+    )
+    # Re-gated from what the report records (groundeval gate --report): the same decision, no baseline file.
+    again = evaluate_gate(end.metrics, baseline=end.baseline, dataset_version="v1", models=end.baseline.models)
+    assert check_for(again, "retrievalRecall") == check
+    wire = end.baseline.to_wire()
+    assert (wire["recallPValue"], wire["pairedItems"], wire["alpha"]) == (1 / 2001, 369, 0.05)
+
+
+def test_too_few_items_for_any_significance_keep_the_fixed_margin():
+    # Four qa items (a -k slice, the smoke dataset): no change of them can reach p < 0.05.
+    check, _ = _paired_gate(qa_items(4), qa_items(4, lost={0, 1, 2, 3}))
+    assert check.outcome == "FAIL"
+    assert check.reason.endswith(
+        "not significant (p=0.1250) over 4 paired qa items; fixed margin: 4 paired qa items cannot reach alpha 0.05 "
+        "(the smallest p they can give is 0.1250)"
+    )
+    # A level they can reach: the test decides.
+    check, _ = _paired_gate(qa_items(4), qa_items(4, lost={0, 1, 2, 3}), alpha=0.2)
+    assert check.outcome == "FAIL" and check.reason.endswith(
+        "significant (p=0.1250) over 4 paired qa items at alpha 0.2"
+    )
+    check, _ = _paired_gate(qa_items(4), qa_items(4, lost={0, 1, 2}), alpha=0.2)
+    assert check.outcome == "PASS" and check.reason.endswith("a drop within noise, not failed")
+
+
+def test_a_baseline_that_lists_no_items_keeps_the_fixed_margin_and_says_so():
+    result = evaluate_gate(metrics(retrieval_recall=0.92), baseline=report(retrieval_recall=0.95), dataset_version="v1",
+                           models=MODELS)  # fmt: skip
+    check = check_for(result, "retrievalRecall")
+    assert check.outcome == "FAIL"
+    assert check.reason == (
+        "0.9200 < 0.9300 (baseline 0.9500 - margin 0.0200); fixed margin, no paired test (the baseline lists no items)"
+    )
+    assert "recallPValue" not in summarize_baseline(report(retrieval_recall=0.95), None).to_wire()
+
+
+def test_a_recall_within_the_margin_passes_with_its_reason_unchanged():
+    check, end = _paired_gate(qa_items(), qa_items(lost={5}))
+    assert check.outcome == "PASS" and check.reason == "0.9973 >= 0.9800 (baseline 1.0000 - margin 0.0200)"
+    assert end.baseline.recall_p_value == 1.0

@@ -186,6 +186,7 @@ def test_help_lists_every_option_in_one_group(run, pytester):
         "shard",
         "baseline",
         "floors",
+        "alpha",
         "strict",
         "no-gate",
         "timeout",
@@ -505,6 +506,34 @@ def test_retriever_that_drops_evidence_fails_recall_against_a_same_lineage_basel
     result = run(f"--eval-dataset={smoke}", f"--eval-baseline={baseline}", "-k", "qa")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["retrievalRecall*>= 0.9800*FAIL*", "gate: FAIL"])
+
+
+def test_eval_alpha_reaches_the_baseline_checks_paired_test(run, pytester, smoke, monkeypatch):
+    # docs/statistics.md: a recall drop beyond the margin FAILs only when significant at --eval-alpha.
+    baseline = pytester.path / "baseline.json"
+    assert run(f"--eval-dataset={smoke}", f"--eval-report={baseline}", "-k", "qa").ret == 0
+    broken(pytester, "drops-evidence")
+    # The smoke dataset's four qa items cannot reach p < 0.05: the fixed margin judges, and says so.
+    result = run(f"--eval-dataset={smoke}", f"--eval-baseline={baseline}", "-k", "qa")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["retrievalRecall*FAIL*; fixed margin: 4 paired qa items cannot reach alpha 0.05*"])
+    # At a level four items can reach, the paired test decides: from the environment, then the flag.
+    monkeypatch.setenv("GROUNDEVAL_ALPHA", "0.01")
+    result = run(f"--eval-dataset={smoke}", f"--eval-baseline={baseline}", "-k", "qa", "--eval-alpha=0.5")
+    result.stdout.fnmatch_lines(["retrievalRecall*FAIL*; significant (p=0.*) over 4 paired qa items at alpha 0.5"])
+    report = pytester.path / "r.json"
+    run(f"--eval-dataset={smoke}", f"--eval-baseline={baseline}", "-k", "qa", f"--eval-report={report}")
+    recorded = json.loads(report.read_text())["baseline"]
+    assert recorded["alpha"] == 0.01 and recorded["pairedItems"] == 4 and 0 < recorded["recallPValue"] <= 1
+
+
+@pytest.mark.parametrize("value", ["1", "0", "-0.1", "often"])
+def test_an_alpha_that_is_no_significance_level_is_a_usage_error(run, pytester, smoke, value):
+    result = run(f"--eval-dataset={smoke}", f"--eval-alpha={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"*{value!r} is not a valid value for --eval-alpha: expected a significance level, a number in (0, 1)"]
+    )
 
 
 def test_groundeval_gate_reapplies_the_baseline_and_floors_the_run_recorded(run, pytester, smoke, capsys):
