@@ -239,7 +239,7 @@ class IntervalAccumulator:
                     found = _table_interval(tables[spec.field], level, spec.wire)
                 elif self.clusters.get(spec.field):
                     found = _cluster_interval(self.clusters[spec.field], level, spec.wire)
-            if found is None:
+            if found is None or value is None:
                 out[spec.wire] = None
                 continue
             low, high, method = found

@@ -16,7 +16,7 @@ from ..core.report import Report
 from ..outputs.write import OutputError, write_outputs
 from . import schema
 from .errors import HistoryError
-from .queries import list_runs
+from .queries import list_runs, recorded_confidence
 from .records import outcome_from_rows
 from .store import HistoryStore, current_set_id
 
@@ -36,7 +36,8 @@ def stored_outcomes(store: HistoryStore, run_id: str) -> list[dict[str, Any]]:
 
 
 def report_from_history(store: HistoryStore, ref: str) -> Report:
-    """The ``core.report.Report`` of a stored run: its metrics, gate, lineage, floors, baseline and items.
+    """The ``core.report.Report`` of a stored run: its metrics, confidence intervals, gate, lineage, floors,
+    baseline and items.
 
     A run with no finish time (killed, or still running) is ``interrupted``, and its
     metrics are computed from the items it recorded, so the gate fails it as it fails
@@ -67,6 +68,8 @@ def report_from_history(store: HistoryStore, ref: str) -> Report:
         "startedAtMs": run["started_ms"],
         "durationMs": max(0, end - run["started_ms"]),
         "metrics": metrics,
+        "confidence": run["confidence"],
+        "confidenceLevel": recorded_confidence(config, run_id)[0],
         "gate": gate,
         "environment": environment,
         "interrupted": interrupted,

@@ -104,3 +104,19 @@ def test_show_html_compares_the_run_with_the_one_before_it_never_itself(
     # The comparison's default pair is the last two runs: the one before it (A) and this run (B).
     assert runs == [first, "this run"] and second not in runs
     assert 'id="cmp-a"' in page and "cmp-none" not in page
+
+
+def test_show_prints_each_rate_with_its_confidence_interval(store: HistoryStore, history_url: str, capsys) -> None:
+    run_id = store.open_run({**_data.config(), "confidenceLevel": 0.9}, label="ci", started_ms=1_700_000_000_000)
+    store.add_items(run_id, [_data.qa("q1")])
+    store.finish_run(
+        run_id,
+        metrics={"errors": 0, "retrievalRecall": 0.75, "temporalAccuracy": None},
+        gate={"passed": True, "checks": []},
+        confidence={"retrievalRecall": {"low": 0.5, "high": 0.875, "method": "bootstrap"}, "temporalAccuracy": None},
+    )
+    assert history_main(["show", run_id, "--history", history_url]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "  retrievalRecall            0.7500 [0.5000, 0.8750]" in lines
+    assert "  temporalAccuracy           n/a" in lines
+    assert "intervals: 90% confidence (docs/statistics.md)" in lines

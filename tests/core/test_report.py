@@ -44,8 +44,8 @@ PYPROJECT_VERSION = tomllib.loads(PYPROJECT.read_text("utf-8"))["project"]["vers
 def test_report_wire_keys_are_camel_case():
     wire = whole_report(sample_outcomes()).to_wire()
     assert list(wire) == [
-        "schemaVersion", "datasetVersion", "models", "startedAtMs", "durationMs", "metrics", "gate",
-        "environment", "interrupted", "floors", "shard", "merge", "baseline", "items",
+        "schemaVersion", "datasetVersion", "models", "startedAtMs", "durationMs", "metrics", "confidence",
+        "confidenceLevel", "gate", "environment", "interrupted", "floors", "shard", "merge", "baseline", "items",
     ]  # fmt: skip
     assert wire["schemaVersion"] == SCHEMA_VERSION == 1
     assert wire["items"][0]["traceId"] == "t-1"

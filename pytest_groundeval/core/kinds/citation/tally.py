@@ -152,20 +152,24 @@ def cohen_kappa(confusion: Mapping[tuple[str, str], int]) -> float | None:
     ``κ = (p_o − p_e) / (1 − p_e)``: ``p_o`` the share of pairs that agree, ``p_e`` the
     agreement expected from the two sides' label distributions. None for an empty table;
     when ``p_e`` is 1 (both sides use one and the same label) 1.0 if every pair agrees, else 0.0.
+    In whole numbers, ``κ = (agree·n − Σ row·column) / (n² − Σ row·column)``: one correctly
+    rounded division, cheap enough for the thousands of resampled tables of its interval.
     """
     n = sum(confusion.values())
     if not n:
         return None
-    observed = Fraction(sum(count for (expected, got), count in confusion.items() if expected == got), n)
+    agree = 0
     rows: dict[str, int] = {}
     columns: dict[str, int] = {}
     for (expected, got), count in confusion.items():
+        if expected == got:
+            agree += count
         rows[expected] = rows.get(expected, 0) + count
         columns[got] = columns.get(got, 0) + count
-    chance = Fraction(sum(count * columns.get(label, 0) for label, count in rows.items()), n * n)
-    if chance == 1:
-        return 1.0 if observed == 1 else 0.0
-    return float((observed - chance) / (1 - chance))
+    chance = sum(count * columns.get(label, 0) for label, count in rows.items())
+    if chance == n * n:
+        return 1.0 if agree == n else 0.0
+    return (agree * n - chance) / (n * n - chance)
 
 
 def _judge_asked(metrics: Any) -> str | None:
@@ -402,27 +406,6 @@ def _agreement(confusion: Mapping[tuple[str, str], int]) -> float | None:
     return ratio(sum(count for (expected, got), count in confusion.items() if expected == got), sum(confusion.values()))
 
 
-def _kappa(confusion: Mapping[tuple[str, str], int]) -> float | None:
-    """``cohen_kappa`` in whole numbers, for the thousands of resampled tables of its interval:
-    ``κ = (agree·n − Σ row·column) / (n² − Σ row·column)``, one correctly rounded division, so
-    the same float as ``cohen_kappa``."""
-    n = sum(confusion.values())
-    if not n:
-        return None
-    agree = 0
-    rows: dict[str, int] = {}
-    columns: dict[str, int] = {}
-    for (expected, got), count in confusion.items():
-        if expected == got:
-            agree += count
-        rows[expected] = rows.get(expected, 0) + count
-        columns[got] = columns.get(got, 0) + count
-    chance = sum(count * columns.get(label, 0) for label, count in rows.items())
-    if chance == n * n:
-        return 1.0 if agree == n else 0.0
-    return (agree * n - chance) / (n * n - chance)
-
-
 def _agrees(cell: tuple[str, str]) -> bool:
     return cell[0] == cell[1]
 
@@ -433,7 +416,7 @@ def tally_unit_tables(tally: CitationTally) -> dict[str, UnitTable]:
     confusion = dict(tally.confusion)
     return {
         "judge_agreement": UnitTable(confusion, _agreement, success=_agrees),
-        "judge_kappa": UnitTable(confusion, _kappa),
+        "judge_kappa": UnitTable(confusion, cohen_kappa),
     }
 
 
