@@ -38,7 +38,16 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from .intervals import cluster_bootstrap, table_bootstrap, wilson, z_value
+from .intervals import (
+    DEFAULT_CONFIDENCE,
+    GATE_ON,
+    GateOn,
+    check_level,
+    cluster_bootstrap,
+    table_bootstrap,
+    wilson,
+    z_value,
+)
 from .kinds import all_kinds
 from .kinds.base import Kind, MetricSpec, UnitTable
 from .metrics import Metrics, metric_specs
@@ -50,24 +59,16 @@ __all__ = [
     "DEFAULT_CONFIDENCE",
     "GATE_ON",
     "ConfidenceInterval",
+    "GateOn",
     "IntervalAccumulator",
     "check_level",
     "compute_confidence",
     "rate_specs",
 ]
 
-DEFAULT_CONFIDENCE = 0.95
-"""The confidence level of every interval unless ``--eval-confidence`` says otherwise."""
-
 BOOTSTRAP_SEED = "groundeval-bootstrap"
 """The bootstrap's seed is this and the metric's wire name (``groundeval-bootstrap:retrievalRecall``):
 fixed, so the same outcomes always give the same interval, and different for each metric."""
-
-GateOn = Literal["point", "lower-bound"]
-
-GATE_ON: tuple[GateOn, ...] = ("point", "lower-bound")
-"""What a bound is compared with (``--eval-gate-on``): the metric's value, or the end of its
-interval on the failing side (the low end for a floor, the high end for a ceiling)."""
 
 Method = Literal["wilson", "bootstrap"]
 
@@ -89,17 +90,6 @@ class ConfidenceInterval(WireModel):
         if self.low > self.high:
             raise ValueError(f"low {self.low} is above high {self.high}")
         return self
-
-
-def check_level(level: float) -> float:
-    """``level`` when it is a confidence level: a number strictly between 0 and 1.
-
-    Raises:
-        ValueError: it is not (the message says what is valid).
-    """
-    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0.0 < level < 1.0:
-        raise ValueError(f"{level!r} is not a confidence level: expected a number strictly between 0 and 1, e.g. 0.95")
-    return float(level)
 
 
 def rate_specs() -> tuple[MetricSpec, ...]:

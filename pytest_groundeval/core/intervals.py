@@ -35,13 +35,15 @@ from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from fractions import Fraction
 from itertools import repeat
 from statistics import NormalDist
-from typing import TypeVar
-
-from .metrics import percentile
+from typing import Literal, TypeVar
 
 __all__ = [
     "BOOTSTRAP_REPLICATES",
+    "DEFAULT_CONFIDENCE",
+    "GATE_ON",
+    "GateOn",
     "binomial",
+    "check_level",
     "cluster_bootstrap",
     "multinomial",
     "resamples",
@@ -49,6 +51,15 @@ __all__ = [
     "wilson",
     "z_value",
 ]
+
+DEFAULT_CONFIDENCE = 0.95
+"""The confidence level of every interval unless ``--eval-confidence`` says otherwise."""
+
+GateOn = Literal["point", "lower-bound"]
+
+GATE_ON: tuple[GateOn, ...] = ("point", "lower-bound")
+"""What a bound is compared with (``--eval-gate-on``): the metric's value, or the end of its
+interval on the failing side (the low end for a floor, the high end for a ceiling)."""
 
 BOOTSTRAP_REPLICATES = 2000
 """Bootstrap replicates per interval. Efron & Tibshirani (1993, ch. 19) advise at least 1000 for a
@@ -61,6 +72,17 @@ benchmarks in docs/statistics.md): above ``_DIRECT_COST`` distinct clusters per 
 
 Number = int | Fraction | float
 Cell = TypeVar("Cell", bound=Hashable)
+
+
+def check_level(level: float) -> float:
+    """``level`` when it is a confidence level: a number strictly between 0 and 1.
+
+    Raises:
+        ValueError: it is not (the message says what is valid).
+    """
+    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0.0 < level < 1.0:
+        raise ValueError(f"{level!r} is not a confidence level: expected a number strictly between 0 and 1, e.g. 0.95")
+    return float(level)
 
 
 def z_value(level: float) -> float:
@@ -260,14 +282,21 @@ def resamples(rng: random.Random, counts: Sequence[int], replicates: int) -> Ite
         yield multinomial(rng, n, counts)
 
 
+def _quantile(ordered: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (``q`` in [0, 1]) of non-empty ``ordered`` values by linear interpolation between
+    closest ranks: ``core.metrics.percentile``'s rule (numpy's default), here so that this module imports
+    nothing of the package (``plugin/options.py`` reads its constants without loading pydantic)."""
+    rank = (len(ordered) - 1) * q
+    lower = math.floor(rank)
+    upper = min(lower + 1, len(ordered) - 1)
+    return ordered[lower] + (rank - lower) * (ordered[upper] - ordered[lower])
+
+
 def _percentile_interval(replicates: list[float], level: float) -> tuple[float, float]:
     """The percentile interval of sorted-in-place ``replicates`` (Efron & Tibshirani 1993, ch. 13.3)."""
     replicates.sort()
-    tail = (1.0 - level) / 2.0 * 100.0
-    low = percentile(replicates, tail)
-    high = percentile(replicates, 100.0 - tail)
-    assert low is not None and high is not None
-    return low, high
+    tail = (1.0 - level) / 2.0
+    return _quantile(replicates, tail), _quantile(replicates, 1.0 - tail)
 
 
 def cluster_bootstrap(
@@ -284,7 +313,7 @@ def cluster_bootstrap(
     13; resampling clusters rather than the units inside them: Davison, A. C. & Hinkley,
     D. V. (1997). Bootstrap Methods and their Application. Cambridge University Press,
     §3.8). The end points are the ``(1 - level)/2`` and ``(1 + level)/2`` percentiles of the
-    replicates (linear interpolation, as ``core.metrics.percentile``).
+    replicates (linear interpolation between closest ranks, as ``core.metrics.percentile``).
 
     Args:
         clusters: ``(numerator, denominator)`` of one cluster -> how many clusters have it;

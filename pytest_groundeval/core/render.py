@@ -26,8 +26,12 @@ DETAIL_CHARS = 200
 """Characters of an item's detail or error shown on its one line of ``format_report``."""
 
 
-INTERVAL_WIDTH = 16
-"""Characters of ``format_interval``'s ``[0.9812, 0.9961]``: the summary's interval column."""
+VALUE_WIDTH = 12
+"""Characters of the value column of ``format_check``, right-aligned."""
+
+INTERVAL_WIDTH = 17
+"""Characters ``format_interval`` adds to a value: `` [0.9812, 0.9961]``; the value column of a summary
+with intervals is ``VALUE_WIDTH + INTERVAL_WIDTH`` wide, so every line's operator stays aligned."""
 
 
 def format_interval(metric: str, interval: ConfidenceInterval | Mapping[str, Any] | None) -> str:
@@ -39,25 +43,26 @@ def format_interval(metric: str, interval: ConfidenceInterval | Mapping[str, Any
     return f"[{format_value(metric, interval.low)}, {format_value(metric, interval.high)}]"
 
 
-def _interval_column(metric: str, confidence: Mapping[str, Any] | None) -> str:
-    """The interval column of a line (with its leading space) when ``confidence`` is given, else nothing."""
+def _value(metric: str, value: Any, confidence: Mapping[str, Any] | None) -> str:
+    """The value column: the value, right-aligned; given ``confidence``, with the metric's interval after it
+    (``0.9906 [0.9812, 0.9961]``) in a column wide enough for one."""
+    shown = format_value(metric, value)
     if confidence is None:
-        return ""
-    return f" {format_interval(metric, confidence.get(metric)):<{INTERVAL_WIDTH}}"
+        return f"{shown:>{VALUE_WIDTH}}"
+    interval = format_interval(metric, confidence.get(metric)) if value is not None else ""
+    return f"{shown + (' ' + interval if interval else ''):>{VALUE_WIDTH + INTERVAL_WIDTH}}"
 
 
 def format_check(check: GateCheck, confidence: Mapping[str, Any] | None = None) -> str:
     """One line for the terminal summary and the CLI: metric, value, op bound, outcome, reason.
 
     Example: ``claimSupportPrecision      0.9412 >= 0.9000     PASS  0.9412 >= 0.9000``. Given the
-    run's ``confidence`` (``Report.confidence``), each line has an interval column after the value,
-    blank for a metric without an interval: ``retrievalRecall   0.9906 [0.9812, 0.9961] >= 0.9000 ...``
-    (docs/statistics.md).
+    run's ``confidence`` (``Report.confidence``), a rate's value is followed by its interval and the
+    value column is wider: ``retrievalRecall   0.9906 [0.9812, 0.9961] >= 0.9000 ...`` (docs/statistics.md).
     """
-    value = format_value(check.metric, check.value)
     bound = format_value(check.metric, check.bound)
-    interval = _interval_column(check.metric, confidence)
-    return f"{check.metric:<26} {value:>12}{interval} {check.op} {bound:<12} {check.outcome:<4}  {check.reason}"
+    value = _value(check.metric, check.value, confidence)
+    return f"{check.metric:<26} {value} {check.op} {bound:<12} {check.outcome:<4}  {check.reason}"
 
 
 def unbounded_lines(metrics: Any, result: GateResult, confidence: Mapping[str, Any] | None = None) -> list[str]:
@@ -66,8 +71,7 @@ def unbounded_lines(metrics: Any, result: GateResult, confidence: Mapping[str, A
     checked = {c.metric for c in result.checks}
     values = metrics.to_wire()
     return [
-        f"{metric:<26} {format_value(metric, values[metric]):>12}{_interval_column(metric, confidence)}    "
-        f"{'':<12} INFO  reported; no bound set"
+        f"{metric:<26} {_value(metric, values[metric], confidence)}    {'':<12} INFO  reported; no bound set"
         for metric in METRIC_DIRECTIONS
         if metric not in checked and values.get(metric) is not None
     ]

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from ..core.confidence import DEFAULT_CONFIDENCE, GATE_ON, GateOn
+from ..core.intervals import DEFAULT_CONFIDENCE, GATE_ON, GateOn
 from ..core.sharding import parse_shard
 from ..history.urls import HistoryError, describe_url, resolve_url
 from ..targets.placeholders import check_placeholders

@@ -214,3 +214,24 @@ def test_the_table_bootstrap_resamples_units():
     assert table_bootstrap(table, lambda counts: None, 0.95, "s") is None
     with pytest.raises(ValueError):
         table_bootstrap({}, share_agreeing, 0.95, "s")
+
+
+def test_the_percentile_rule_is_the_metrics_one():
+    # intervals.py keeps its own copy of the rule so that it imports nothing of the package.
+    from pytest_groundeval.core.metrics import percentile
+
+    rng = random.Random(9)
+    for size in (1, 2, 5, 40):
+        values = sorted(rng.random() for _ in range(size))
+        for q in (0.0, 0.025, 0.5, 0.975, 1.0):
+            assert intervals._quantile(values, q) == percentile(values, q * 100)
+
+
+def test_the_module_imports_nothing_of_the_package():
+    # plugin/options.py reads DEFAULT_CONFIDENCE and GATE_ON from it without loading pydantic.
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(intervals.__file__).read_text(encoding="utf-8"))
+    relative = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level]
+    assert relative == []

@@ -625,7 +625,9 @@ def test_migration_from_version_3_adds_the_confidence_columns(history_url: str) 
                          confidence={"retrievalRecall": interval, "temporalAccuracy": None})  # fmt: skip
         assert show_run(store, run_id).confidence == {"retrievalRecall": interval, "temporalAccuracy": None}
         with store.engine.connect() as conn:
-            stored = conn.execute(select(schema.judgment_sets.c.confidence).where(schema.judgment_sets.c.run_id == run_id))
+            stored = conn.execute(
+                select(schema.judgment_sets.c.confidence).where(schema.judgment_sets.c.run_id == run_id)
+            )
             assert stored.scalar() == {"retrievalRecall": interval, "temporalAccuracy": None}
         from sqlalchemy import inspect
 
@@ -640,7 +642,9 @@ def test_rejudge_recomputes_the_confidence_intervals(store: HistoryStore) -> Non
     run_id = store.open_run({**_data.config(floors={"citationSupportedRate": 0.5}), "confidenceLevel": 0.9,
                              "gateOn": "lower-bound"})  # fmt: skip
     store.add_items(run_id, records)
-    store.finish_run(run_id, metrics=compute_metrics(_outcomes(records)).to_wire(), gate={"passed": False, "checks": []})
+    store.finish_run(
+        run_id, metrics=compute_metrics(_outcomes(records)).to_wire(), gate={"passed": False, "checks": []}
+    )
     verdicts = {f"c{i}": "supported" if i < 4 else "unsupported" for i in range(6)}
     result = rejudge_run(store, run_id, _judge("judge-b", verdicts))
     assert result.complete and result.confidence is not None
