@@ -30,10 +30,10 @@ every attempt into the item's tallies before its pairs are counted.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
@@ -141,6 +141,16 @@ class IntervalAccumulator:
     tallies: dict[str, Any] = field(default_factory=dict)
     """Kind name -> the run's tally, for kinds with ``unit_tables``."""
     _kinds: _Dispatch = field(default_factory=_dispatch, repr=False, compare=False)
+    _scratch: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """Kind name -> an item tally nothing was folded into, reused by the next item."""
+    _empty: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """Kind name -> a fresh tally, to tell an untouched item tally by equality."""
+
+    def _fresh(self, kind: Kind) -> Any:
+        empty = self._empty.get(kind.name)
+        if empty is None:
+            empty = self._empty[kind.name] = kind.new_tally()
+        return empty
 
     def add(self, outcome: ItemOutcome) -> None:
         """Fold one item's outcome in, as one cluster.
@@ -159,35 +169,52 @@ class IntervalAccumulator:
         if not attempts:
             return
         kinds = self._kinds
-        tallies: dict[str, Any] = {}
         own = kinds.by_kind.get(attempts[0].kind)
+        item: list[tuple[Kind, Any]] = []
         if own is not None:
-            tallies[own.name] = own.new_tally()
+            tally = own.new_tally()
+            for outcome in attempts:
+                tally.items += 1
+                own.tally(tally, outcome)
+            item.append((own, tally))
         for kind in kinds.any:
-            tallies.setdefault(kind.name, kind.new_tally())
-        score_sum, reviews = Fraction(0), 0
-        for outcome in attempts:
-            if own is not None:
-                tallies[own.name].items += 1
-                own.tally(tallies[own.name], outcome)
-            for kind in kinds.any:
-                kind.tally_any(tallies[kind.name], outcome)
-            review = outcome.evidence_review
-            if review is not None and review.reviewed:
-                score_sum += Fraction(review.score)
-                reviews += 1
-        for name, tally in tallies.items():
-            kind = kinds.by_kind[name]
+            # The same tally as its own kind's for an outcome of that kind, as MetricsAccumulator folds it.
+            if kind is own:
+                tally = item[0][1]
+            else:
+                tally = self._scratch.pop(kind.name, None) or kind.new_tally()
+                item.append((kind, tally))
+            for outcome in attempts:
+                kind.tally_any(tally, outcome)
+        for kind, tally in item:
+            touched = kind is own
             for metric, (num, den) in kind.rate_parts(tally).items():
                 if den:
-                    self.clusters.setdefault(metric, _counter())[(num, den)] += 1
-            if kind in kinds.tables:
-                if name in self.tallies:
-                    self.tallies[name].merge(tally)
-                else:
-                    self.tallies[name] = tally
-        if reviews:
-            self.clusters.setdefault("evidence_risk_score", _counter())[(score_sum, reviews)] += 1
+                    counter = self.clusters.get(metric)
+                    if counter is None:
+                        counter = self.clusters[metric] = _counter()
+                    counter[(num, den)] += 1
+                touched = touched or bool(num or den)
+            if not touched and tally == self._fresh(kind):
+                # Nothing of this item reached this kind's tally (most outcomes carry no citation
+                # figures): it serves the next item, and a fresh citation tally costs three Counters.
+                self._scratch[kind.name] = tally
+            elif kind in kinds.tables:
+                run = self.tallies.get(kind.name)
+                if run is None:
+                    run = self.tallies[kind.name] = kind.new_tally()
+                run.merge(tally)
+        scores = [
+            outcome.evidence_review.score
+            for outcome in attempts
+            if outcome.evidence_review is not None and outcome.evidence_review.reviewed
+        ]
+        if scores:
+            counter = self.clusters.get("evidence_risk_score")
+            if counter is None:
+                counter = self.clusters["evidence_risk_score"] = _counter()
+            # fsum: correctly rounded, so the same scores always give the same key.
+            counter[(math.fsum(scores), len(scores))] += 1
 
     def merge(self, other: IntervalAccumulator) -> IntervalAccumulator:
         """Add another accumulator's clusters and tallies into this one; returns ``self``."""

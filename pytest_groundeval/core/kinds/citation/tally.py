@@ -354,8 +354,9 @@ def tally_outcome(tally: CitationTally, outcome: ItemOutcome) -> None:
             tally.scorer_outcomes += 1
             tally.scorer_errors += scorer_errors
     scores = _extra_scores(outcome)
-    tally.coverage_scores += len(scores)
-    tally.coverage_score_sum += sum(map(Fraction, scores), Fraction(0))
+    if scores:  # most outcomes carry none: no Fraction arithmetic for them
+        tally.coverage_scores += len(scores)
+        tally.coverage_score_sum += sum(map(Fraction, scores), Fraction(0))
     for label, expected, record in _asked_records(outcome):
         tally.verdicts[label] += 1
         if expected is not None:
