@@ -63,6 +63,7 @@ __all__ = [
     "IntervalAccumulator",
     "check_level",
     "compute_confidence",
+    "first_difference",
     "rate_specs",
 ]
 
@@ -295,3 +296,28 @@ def compute_confidence(
     for outcome in outcomes:
         accumulator.add(outcome if isinstance(outcome, ItemOutcome) else ItemOutcome.model_validate(outcome))
     return accumulator.intervals(metrics, level)
+
+
+def first_difference(
+    stored: Mapping[str, ConfidenceInterval | None], expected: Mapping[str, ConfidenceInterval | None]
+) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None] | None:
+    """The first metric whose interval differs between ``stored`` and ``expected``, as
+    ``(name, stored wire, expected wire)``; None when they agree.
+
+    Ends are compared to 1e-9 (relative; both come from the same seeded computation, the
+    tolerance only absorbs JSON's last digit), methods exactly; a metric in one and not the
+    other differs. Metrics in ``expected`` order, then those only ``stored`` has.
+    """
+    for name in [*expected, *(name for name in stored if name not in expected)]:
+        got, want = stored.get(name), expected.get(name)
+        if got is None or want is None:
+            same = got is None and want is None and name in stored and name in expected
+        else:
+            same = (
+                got.method == want.method
+                and math.isclose(got.low, want.low, rel_tol=1e-9, abs_tol=1e-12)
+                and math.isclose(got.high, want.high, rel_tol=1e-9, abs_tol=1e-12)
+            )
+        if not same:
+            return name, None if got is None else got.to_wire(), None if want is None else want.to_wire()
+    return None

@@ -26,7 +26,7 @@ from typing import IO, Any
 
 from pydantic import ConfigDict, Field, ValidationError, model_serializer
 
-from .confidence import DEFAULT_CONFIDENCE, ConfidenceInterval
+from .confidence import DEFAULT_CONFIDENCE, ConfidenceInterval, first_difference
 from .finalize import EXTRA_CHECKS, Finalized, RunFlags, RunOutcomes, finalize_run
 from .gate import RETRIEVAL_RECALL, FloorsError, GateResult, check_recorded_floors
 from .kinds import on_change
@@ -361,24 +361,14 @@ def check_confidence(report: Report, source: str, recomputed: dict[str, Confiden
     """
     if report.confidence is None:
         return
-    stored = {name: (None if i is None else i.to_wire()) for name, i in report.confidence.items()}
-    expected = {name: (None if i is None else i.to_wire()) for name, i in recomputed.items()}
-    for name in [*expected, *(name for name in stored if name not in expected)]:
-        got, want = stored.get(name), expected.get(name)
-        if got is None or want is None:
-            same = got is want
-        else:
-            same = (
-                got["method"] == want["method"]
-                and _same_figure(got["low"], want["low"])
-                and _same_figure(got["high"], want["high"])
-            )
-        if name not in stored or not same:
-            raise ReportError(
-                f"{source}: confidence.{name} is {json.dumps(got)} but the report's {len(report.items)} item(s) "
-                f"give {json.dumps(want)} at confidenceLevel {report.confidence_level}: the intervals are not this "
-                "report's (edited by hand?); docs/statistics.md"
-            )
+    found = first_difference(report.confidence, recomputed)
+    if found is not None:
+        name, got, want = found
+        raise ReportError(
+            f"{source}: confidence.{name} is {json.dumps(got)} but the report's {len(report.items)} item(s) "
+            f"give {json.dumps(want)} at confidenceLevel {report.confidence_level}: the intervals are not this "
+            "report's (edited by hand?); docs/statistics.md"
+        )
 
 
 def check_gate(report: Report, source: str, refinalized: Finalized | None = None) -> None:

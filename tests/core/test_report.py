@@ -341,8 +341,9 @@ def test_a_report_keeps_its_confidence_and_reads_it_back(tmp_path):
         (lambda c: c["retrievalRecall"].update(method="wilson"), r"confidence\.retrievalRecall is"),
         (lambda c: c.update(temporalAccuracy={"low": 0.1, "high": 0.2, "method": "wilson"}), "temporalAccuracy"),
         (lambda c: c.pop("retrievalRecall"), r"confidence\.retrievalRecall is null"),
+        (lambda c: c.update(latencyMsP50=None), r"confidence\.latencyMsP50 is null but .* give null"),
     ],
-    ids=["moved-end", "method", "made-up", "dropped"],
+    ids=["moved-end", "method", "made-up", "dropped", "not-a-rate"],
 )
 def test_a_report_whose_confidence_is_not_its_items_is_refused(tmp_path, edit, message):
     path, _ = _with_confidence(tmp_path)
