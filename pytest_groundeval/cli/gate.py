@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from argparse import Namespace
 
+from ..core.confidence import GATE_ON, check_level
 from ..core.finalize import RunFlags, RunOutcomes, finalize_run
 from ..core.floors import FloorsError
 from ..core.gate import baseline_version_problem, check_recorded_floors, load_floors
@@ -40,11 +41,24 @@ def _gate_parser() -> Parser:
     parser.add_argument(
         "--floors", help="Floors JSON (metric name -> bound) instead of the floors the run recorded (or the defaults)"
     )
+    parser.add_argument(
+        "--gate-on",
+        choices=GATE_ON,
+        help="Compare the bounds with each metric's value (point) or its interval's end on the failing side "
+        "(lower-bound), instead of what the run recorded",
+    )
+    parser.add_argument(
+        "--confidence",
+        type=float,
+        metavar="LEVEL",
+        help="Confidence level of the intervals, in (0, 1), instead of the run's (docs/statistics.md)",
+    )
     return parser
 
 
 def gate_main(argv: list[str]) -> int:
-    """``groundeval gate --report R | --run RUN [--history URL] [--baseline B | --no-baseline] [--floors F]``.
+    """``groundeval gate --report R | --run RUN [--history URL] [--baseline B | --no-baseline] [--floors F]
+    [--gate-on point|lower-bound] [--confidence LEVEL]``.
 
     ``--run RUN`` gates a run stored in the history database ``--history URL``
     (docs/history.md) exactly as ``--report`` gates its report: the floors, baseline and
@@ -65,6 +79,11 @@ def gate_main(argv: list[str]) -> int:
     as in the plugin; a report of an ``--eval-no-gate`` run is gated here with the
     floors it recorded.
 
+    The confidence intervals are recomputed from the items at the run's level (or
+    ``--confidence``) and printed beside each rate; with ``--gate-on lower-bound`` (or a run
+    that recorded it) each floor is compared with its metric's interval's low end and each
+    ceiling with its high end (docs/statistics.md).
+
     Returns:
         0 when the gate passes, 1 when it fails, 2 when an argument is missing,
         the report, baseline or floors file cannot be read or is invalid (a count
@@ -77,7 +96,9 @@ def gate_main(argv: list[str]) -> int:
         return args
     try:
         _resolve_spellings(args)
-    except UsageError as exc:
+        if args.confidence is not None:
+            check_level(args.confidence)
+    except (UsageError, ValueError) as exc:
         print(f"groundeval gate: {report_error_text(exc)}", file=sys.stderr)
         return 2
     if args.run is not None:
@@ -200,7 +221,10 @@ def _gate_one(report: Report, args: Namespace, explicit_baseline: Report | None,
         )
         print("gate: FAIL")
         return False
-    print(f"applied: {floors_text}; {baseline_text}")
+    gate_on = args.gate_on or report.gate.gate_on
+    level = args.confidence if args.confidence is not None else report.confidence_level
+    on = f"; bounds on the {level * 100:g}% intervals' ends" if gate_on == "lower-bound" else ""
+    print(f"applied: {floors_text}; {baseline_text}{on}")
     outcomes = RunOutcomes.counted(report.items)
     # Items that never ran fail the gate whatever the interrupted flag says (docs/gate.md); a merged
     # run with shards or items missing is not a whole run (docs/ci.md): finalize_run adds both checks.
@@ -216,8 +240,10 @@ def _gate_one(report: Report, args: Namespace, explicit_baseline: Report | None,
         flags=RunFlags(merge=report.merge),
         # A baseline report given here is paired at the level the run recorded (docs/statistics.md).
         alpha=report.baseline.alpha if report.baseline is not None and report.baseline.alpha else DEFAULT_ALPHA,
-    ).gate
-    for check in result.checks:
-        print(format_check(check))
-    print(f"gate: {'PASS' if result.passed else 'FAIL'}")
-    return result.passed
+        confidence_level=level,
+        gate_on=gate_on,
+    )
+    for check in result.gate.checks:
+        print(format_check(check, result.confidence))
+    print(f"gate: {'PASS' if result.gate.passed else 'FAIL'}")
+    return result.gate.passed

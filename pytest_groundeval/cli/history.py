@@ -16,6 +16,7 @@ from typing import Any
 from ..core.compare import Verdict
 from ..core.floors import FloorsError
 from ..core.gate import load_floors
+from ..core.render import format_interval
 from ..history.engine import HistoryError, url_from_sources
 from ..history.queries import GROUPS, Comparison, RunDetail, RunRow, compare_runs, group_items, list_runs, show_run
 from ..history.store import HistoryStore
@@ -127,7 +128,12 @@ def format_detail(detail: RunDetail) -> list[str]:
                 value = ", ".join(f"{k} {v}" for k, v in value.items())
                 lines.append(f"  {name:<26} {value}")
             else:
-                lines.append(f"  {name:<26} {metric_cell(name, value)}")
+                interval = (detail.confidence or {}).get(name)
+                shown = f"{metric_cell(name, value)} {format_interval(name, interval)}".rstrip()
+                lines.append(f"  {name:<26} {shown}")
+        level = c.get("confidenceLevel")
+        if detail.confidence is not None and isinstance(level, (int, float)):
+            lines.append(f"intervals: {level * 100:g}% confidence (docs/statistics.md)")
     if detail.gate is not None:
         lines.append("gate:")
         for check in detail.gate.get("checks", []):

@@ -108,9 +108,10 @@ def merge_main(argv: list[str]) -> int:
     except (ReportError, FloorsError, MergeError, OutputError) as exc:
         print(f"{prog}: {report_error_text(exc)}", file=sys.stderr)
         return 2
-    gate = read_report(args.output).gate
+    written = read_report(args.output)
+    gate = written.gate
     for check in gate.checks:
-        print(format_check(check))
+        print(format_check(check, written.confidence))
     print(f"merged {len(args.reports)} report(s) into {args.output}")
     status = outputs_from_args(merged, args, prog, trends=trends)
     if status:

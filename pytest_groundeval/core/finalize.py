@@ -11,7 +11,12 @@ saved gate. What they differ in is their inputs, given here explicitly:
   the kinds whose recall a baseline is taken over (``Kind.uses_baseline``);
 - the complete floors, the baseline (a report, or what a run recorded of one),
   the dataset version and the model lineage, and whether the run is gated;
-- the flags of the run (``RunFlags``): interrupted, and what a merge found missing.
+- the flags of the run (``RunFlags``): interrupted, and what a merge found missing;
+- the confidence level of the intervals and what the bounds compare with (``--eval-gate-on``).
+
+The outcomes also give every rate metric's confidence interval (``core.confidence``),
+computed here from the same outcomes (docs/statistics.md), so every path reports the
+same ``confidence`` for the same items.
 
 The gate is ``core.gate.evaluate_gate`` of the metrics, then the checks a run adds
 after it, always FAIL, in this order: ``notRun`` (items that never ran), ``run``
@@ -24,6 +29,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .confidence import DEFAULT_CONFIDENCE, ConfidenceInterval, GateOn, IntervalAccumulator
 from .gate import (
     GateCheck,
     GateResult,
@@ -68,6 +74,8 @@ class RunOutcomes:
     baseline_figures: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Their ``core.gate.recall_figures`` (expected, found), by id: what the baseline's items are paired
     with for the recall check's paired test (docs/statistics.md). Two integers per such item."""
+    intervals: IntervalAccumulator = field(default_factory=IntervalAccumulator)
+    """Each item's figures for the confidence intervals (kept even when the metrics are ``counted``)."""
 
     def add(self, outcome: ItemOutcome) -> None:
         """Fold one outcome in.
@@ -77,6 +85,7 @@ class RunOutcomes:
         """
         if self.accumulator is not None:
             self.accumulator.add(outcome)
+        self.intervals.add(outcome)
         self.items += 1
         self.not_run += outcome.not_run
         if get(outcome.kind).uses_baseline:
@@ -135,6 +144,8 @@ class Finalized:
     """``evaluate_gate``'s checks, then the FAIL checks of the run's flags; ``passed`` False when any FAILs."""
     baseline: BaselineInfo | None
     """The baseline as the recall check used it, recorded in the report (``Report.baseline``); None without one."""
+    confidence: dict[str, ConfidenceInterval | None] = field(default_factory=dict)
+    """Every rate metric's interval at the run's confidence level (``Report.confidence``)."""
 
     @property
     def evaluated(self) -> list[GateCheck]:
@@ -155,6 +166,8 @@ def finalize_run(
     flags: RunFlags = RunFlags(),
     metrics: Metrics | None = None,
     alpha: float = DEFAULT_ALPHA,
+    confidence_level: float = DEFAULT_CONFIDENCE,
+    gate_on: GateOn = "point",
 ) -> Finalized:
     """Metrics, baseline record and gate of a finished run (docs/gate.md).
 
@@ -181,22 +194,35 @@ def finalize_run(
             a baseline report that lists items is paired with ``outcomes``' figures over
             ``baseline_ids`` and a recall drop beyond the margin FAILs only when significant
             (docs/statistics.md); a recorded baseline keeps its own.
+        confidence_level: The level of the intervals, in (0, 1) (``--eval-confidence``).
+        gate_on: ``"point"`` compares each bound with the metric's value; ``"lower-bound"``
+            with its interval's end on the failing side (``--eval-gate-on``, docs/gate.md).
 
     Returns:
-        ``Finalized(metrics, gate, baseline)``.
+        ``Finalized(metrics, gate, baseline, confidence)``.
 
     Raises:
-        ValueError: ``outcomes`` were only counted and no ``metrics`` were given.
+        ValueError: ``outcomes`` were only counted and no ``metrics`` were given, or
+            ``confidence_level`` is not in (0, 1).
     """
     if metrics is None:
         metrics = outcomes.metrics()
+    confidence = outcomes.intervals.intervals(metrics, confidence_level)
     if baseline is None or isinstance(baseline, BaselineInfo):
         record = baseline
     else:
         figures = outcomes.baseline_figures if baseline_ids is not None else None
         record = summarize_baseline(baseline, baseline_ids, baseline_path, figures, alpha)
     gate = evaluate_gate(
-        metrics, floors=floors, baseline=record, dataset_version=dataset_version, models=models, gated=gated
+        metrics,
+        floors=floors,
+        baseline=record,
+        dataset_version=dataset_version,
+        models=models,
+        gated=gated,
+        confidence=confidence,
+        gate_on=gate_on,
+        confidence_level=confidence_level,
     )
     not_run = outcomes.not_run if flags.not_run_check else 0
     extra: list[GateCheck] = []
@@ -208,4 +234,4 @@ def finalize_run(
         extra.append(missing_items_check(flags.merge))
     if extra:
         gate = gate.model_copy(update={"passed": False, "checks": [*gate.checks, *extra]})
-    return Finalized(metrics=metrics, gate=gate, baseline=record)
+    return Finalized(metrics=metrics, gate=gate, baseline=record, confidence=confidence)

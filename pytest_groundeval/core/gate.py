@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ConfigDict, model_serializer
 
 from ..targets.protocol import UNKNOWN_MODEL
+from .confidence import DEFAULT_CONFIDENCE, ConfidenceInterval, GateOn
 from .floors import RECALL_MARGIN_KEY, _check_bound, _describe, _valid_names, check_floors
 from .floors import FloorsError as FloorsError  # re-exported: the gate's error for bad floors
 from .kinds import all_kinds, get, on_change
@@ -123,6 +124,17 @@ class GateCheck(WireModel):
     """PASS, FAIL, or SKIP (not measured, or no comparable baseline)."""
     reason: str
     """Why, in plain language: the comparison made, or why it was skipped."""
+    gated_on: Literal["low", "high"] | None = None
+    """Which end of the metric's confidence interval was compared with the bound, under
+    ``--eval-gate-on=lower-bound`` (``low`` for a floor, ``high`` for a ceiling); None: the
+    value itself. Written only when set (docs/gate.md)."""
+
+    @model_serializer(mode="wrap")
+    def _omit_gated_on_when_none(self, handler: Any) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.gated_on is None:
+            data.pop("gatedOn", None)
+        return data
 
 
 class GateResult(WireModel):
@@ -136,12 +148,18 @@ class GateResult(WireModel):
     """False for a run measured with ``--eval-no-gate``: only the error counts were checked,
     and the verdict reads ``NOT GATED`` (``verdict``). Written only when false, so the
     report of a gated run keeps the shape it always had."""
+    gate_on: GateOn = "point"
+    """What the bounds were compared with (``--eval-gate-on``): ``point``, each metric's value;
+    ``lower-bound``, its confidence interval's end on the failing side. Written only when
+    ``lower-bound``."""
 
     @model_serializer(mode="wrap")
     def _omit_gated_when_true(self, handler: Any) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
         if self.gated:
             data.pop("gated", None)
+        if self.gate_on == "point":
+            data.pop("gateOn", None)
         return data
 
 
@@ -376,13 +394,35 @@ def same_lineage(
     return all(a[role] == b[role] for role in ("generate", "embed"))
 
 
-def _compare(metric: str, value: float | None, bound: float, op: Op, note: str = "") -> GateCheck:
+def _compare(
+    metric: str,
+    value: float | None,
+    bound: float,
+    op: Op,
+    note: str = "",
+    interval: ConfidenceInterval | None = None,
+    level: float = DEFAULT_CONFIDENCE,
+) -> GateCheck:
+    """``value`` against ``bound``; with an ``interval`` (``--eval-gate-on=lower-bound``), its end
+    on the failing side against the bound instead: the low end of a floor, the high end of a ceiling."""
     if value is None:
         return GateCheck(metric=metric, value=None, bound=bound, op=op, outcome="SKIP", reason=_NOT_MEASURED)
-    ok = value >= bound if op == ">=" else value <= bound
+    end: Literal["low", "high"] | None = None
+    figure = value
+    if interval is not None:
+        end = "low" if op == ">=" else "high"
+        figure = interval.low if end == "low" else interval.high
+    ok = figure >= bound if op == ">=" else figure <= bound
     shown_op = op if ok else ("<" if op == ">=" else ">")
-    reason = f"{format_value(metric, value)} {shown_op} {format_value(metric, bound)}{note}"
-    return GateCheck(metric=metric, value=value, bound=bound, op=op, outcome="PASS" if ok else "FAIL", reason=reason)
+    reason = f"{format_value(metric, figure)} {shown_op} {format_value(metric, bound)}{note}"
+    if interval is not None:
+        reason = (
+            f"{end} end {reason} (value {format_value(metric, value)}, {level * 100:g}% interval "
+            f"[{format_value(metric, interval.low)}, {format_value(metric, interval.high)}], {interval.method})"
+        )
+    return GateCheck(
+        metric=metric, value=value, bound=bound, op=op, outcome="PASS" if ok else "FAIL", reason=reason, gated_on=end
+    )
 
 
 def _skip(metric: str, value: float | None, reason: str) -> GateCheck:
@@ -635,6 +675,9 @@ def evaluate_gate(
     gated: bool = True,
     run_figures: Mapping[str, tuple[int, int]] | None = None,
     alpha: float = DEFAULT_ALPHA,
+    confidence: Mapping[str, ConfidenceInterval | None] | None = None,
+    gate_on: GateOn = "point",
+    confidence_level: float = DEFAULT_CONFIDENCE,
 ) -> GateResult:
     """Apply floors, ceilings and the baseline recall check to a run's metrics (docs/gate.md).
 
@@ -663,6 +706,12 @@ def evaluate_gate(
             significant at ``alpha`` (docs/statistics.md). Ignored when ``baseline`` is a record
             (which carries its own p-value).
         alpha: The significance level of that test (``--eval-alpha``).
+        confidence: Each rate metric's interval (``core.confidence``), used under ``lower-bound``.
+        gate_on: ``"point"`` compares each bound with the metric's value; ``"lower-bound"``
+            compares a floor with its interval's low end and a ceiling with its high end, for
+            the metrics that have an interval (the others, and the baseline recall check, keep
+            the value; docs/gate.md).
+        confidence_level: The intervals' level, for the checks' reasons.
 
     Returns:
         The checks and the verdict: passed iff no check FAILed. A metric that is
@@ -704,11 +753,14 @@ def evaluate_gate(
             if silent is not None:
                 checks.append(_silent_check(metric, float(bound), direction.op, silent))
             else:
-                checks.append(_compare(metric, values[metric], float(bound), direction.op, note))
+                interval = (confidence or {}).get(metric) if gate_on == "lower-bound" else None
+                checks.append(
+                    _compare(metric, values[metric], float(bound), direction.op, note, interval, confidence_level)
+                )
         if metric == RETRIEVAL_RECALL:
             checks.append(
                 _baseline_recall_check(values[metric], margin, baseline, dataset_version, lineage, bounds.get(metric))
             )
     if gated and not any(c.metric not in NOT_QUALITY and c.outcome != "SKIP" for c in checks):
         checks.append(nothing_gated_check(metrics))
-    return GateResult(passed=all(c.outcome != "FAIL" for c in checks), checks=checks, gated=gated)
+    return GateResult(passed=all(c.outcome != "FAIL" for c in checks), checks=checks, gated=gated, gate_on=gate_on)

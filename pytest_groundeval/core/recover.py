@@ -2,8 +2,8 @@
 
 A run streams its items into a spool beside the report path (``core.report.ReportWriter``),
 with a context line (``CONTEXT_KEY``) saying what a recovery needs: the dataset, its
-version and lineage, the start, the floors and the baseline the gate applies, and every
-collected item. ``recover_report`` rebuilds the report from the spools of the latest
+version and lineage, the start, the floors and the baseline the gate applies, the
+confidence level and ``gateOn``, and every collected item. ``recover_report`` rebuilds the report from the spools of the latest
 session: the items that never ran count as ``notRun`` errors, and the gate is the run's
 (``core.finalize.finalize_run``), marked interrupted, so it fails.
 """
@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
+from .confidence import DEFAULT_CONFIDENCE, GATE_ON, GateOn, check_level
 from .dataset import load_dataset
 from .finalize import RunFlags, RunOutcomes, finalize_run
 from .floors import FloorsError
@@ -84,6 +85,7 @@ def recover_report(path: str | Path) -> Recovered:
     for spool, context, items in latest:
         floors, baseline = _recorded_gate(spool, context)
         repeat = _recorded_repeat(spool, context)
+        level, gate_on = _recorded_confidence(spool, context)
         counts = RunOutcomes()
         writer = ReportWriter(target)
         never_ran = _never_ran(spool, context, {outcome.id for outcome in items})
@@ -101,6 +103,8 @@ def recover_report(path: str | Path) -> Recovered:
             dataset_version=version,
             models=models,
             flags=RunFlags(interrupted=True),
+            confidence_level=level,
+            gate_on=gate_on,
         )
         parts.append(
             (
@@ -111,6 +115,8 @@ def recover_report(path: str | Path) -> Recovered:
                     started_at_ms=int(context.get("startedAtMs") or 0),
                     duration_ms=0,
                     metrics=end.metrics,
+                    confidence=end.confidence,
+                    confidence_level=level,
                     gate=end.gate,
                     environment=environment,
                     interrupted=True,
@@ -147,6 +153,24 @@ def _recorded_repeat(spool: Path, context: dict[str, Any]) -> int:
     if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
         raise ReportError(f"{spool}: the run's repeat must be a whole number >= 1, got {repeat!r}")
     return repeat
+
+
+def _recorded_confidence(spool: Path, context: dict[str, Any]) -> tuple[float, GateOn]:
+    """The confidence level and ``gateOn`` a spool's context records; the defaults for a spool
+    written before they were recorded.
+
+    Raises:
+        ReportError: a recorded value is not a level in (0, 1) or not one of ``GATE_ON``.
+    """
+    level = context.get("confidenceLevel", DEFAULT_CONFIDENCE)
+    gate_on = context.get("gateOn", "point")
+    try:
+        level = check_level(level)
+    except ValueError as exc:
+        raise ReportError(f"{spool}: the run's confidenceLevel is invalid: {exc}") from exc
+    if gate_on not in GATE_ON:
+        raise ReportError(f"{spool}: the run's gateOn {gate_on!r} is not one of {', '.join(GATE_ON)}")
+    return level, gate_on
 
 
 def _never_ran(spool: Path, context: dict[str, Any], ran: set[str]) -> list[ItemOutcome]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from .confidence import ConfidenceInterval
 from .gate import GateCheck, GateResult, verdict
 from .metrics import METRIC_DIRECTIONS, format_table, format_value
 from .report import Report
@@ -13,6 +15,7 @@ __all__ = [
     "DETAIL_CHARS",
     "citation_lines",
     "format_check",
+    "format_interval",
     "format_report",
     "format_value",
     "judge_problem_lines",
@@ -23,22 +26,52 @@ DETAIL_CHARS = 200
 """Characters of an item's detail or error shown on its one line of ``format_report``."""
 
 
-def format_check(check: GateCheck) -> str:
+VALUE_WIDTH = 12
+"""Characters of the value column of ``format_check``, right-aligned."""
+
+INTERVAL_WIDTH = 17
+"""Characters ``format_interval`` adds to a value: `` [0.9812, 0.9961]``; the value column of a summary
+with intervals is ``VALUE_WIDTH + INTERVAL_WIDTH`` wide, so every line's operator stays aligned."""
+
+
+def format_interval(metric: str, interval: ConfidenceInterval | Mapping[str, Any] | None) -> str:
+    """A confidence interval as printed after its metric's value: ``[0.9812, 0.9961]``; empty for none."""
+    if interval is None:
+        return ""
+    if isinstance(interval, Mapping):
+        interval = ConfidenceInterval.model_validate(interval)
+    return f"[{format_value(metric, interval.low)}, {format_value(metric, interval.high)}]"
+
+
+def _value(metric: str, value: Any, confidence: Mapping[str, Any] | None) -> str:
+    """The value column: the value, right-aligned; given ``confidence``, with the metric's interval after it
+    (``0.9906 [0.9812, 0.9961]``) in a column wide enough for one."""
+    shown = format_value(metric, value)
+    if confidence is None:
+        return f"{shown:>{VALUE_WIDTH}}"
+    interval = format_interval(metric, confidence.get(metric)) if value is not None else ""
+    return f"{shown + (' ' + interval if interval else ''):>{VALUE_WIDTH + INTERVAL_WIDTH}}"
+
+
+def format_check(check: GateCheck, confidence: Mapping[str, Any] | None = None) -> str:
     """One line for the terminal summary and the CLI: metric, value, op bound, outcome, reason.
 
-    Example: ``claimSupportPrecision      0.9412 >= 0.9000     PASS  0.9412 >= 0.9000``.
+    Example: ``claimSupportPrecision      0.9412 >= 0.9000     PASS  0.9412 >= 0.9000``. Given the
+    run's ``confidence`` (``Report.confidence``), a rate's value is followed by its interval and the
+    value column is wider: ``retrievalRecall   0.9906 [0.9812, 0.9961] >= 0.9000 ...`` (docs/statistics.md).
     """
-    value = format_value(check.metric, check.value)
     bound = format_value(check.metric, check.bound)
-    return f"{check.metric:<26} {value:>12} {check.op} {bound:<12} {check.outcome:<4}  {check.reason}"
+    value = _value(check.metric, check.value, confidence)
+    return f"{check.metric:<26} {value} {check.op} {bound:<12} {check.outcome:<4}  {check.reason}"
 
 
-def unbounded_lines(metrics: Any, result: GateResult) -> list[str]:
-    """Lines for measured metrics that no check covers (reported, not gated), aligned with ``format_check``."""
+def unbounded_lines(metrics: Any, result: GateResult, confidence: Mapping[str, Any] | None = None) -> list[str]:
+    """Lines for measured metrics that no check covers (reported, not gated), aligned with ``format_check``
+    (given the same ``confidence``)."""
     checked = {c.metric for c in result.checks}
     values = metrics.to_wire()
     return [
-        f"{metric:<26} {format_value(metric, values[metric]):>12}    {'':<12} INFO  reported; no bound set"
+        f"{metric:<26} {_value(metric, values[metric], confidence)}    {'':<12} INFO  reported; no bound set"
         for metric in METRIC_DIRECTIONS
         if metric not in checked and values.get(metric) is not None
     ]
@@ -111,14 +144,18 @@ def format_report(report: Report) -> list[str]:
         f"  (plugin {report.environment.plugin_version}, git {report.environment.git_commit or 'n/a'})",
         "metrics:",
     ]
+    confidence = report.confidence or {}
     for name, value in report.metrics.to_wire().items():
         if name == "itemsByKind":
             counts = ", ".join(f"{kind} {n}" for kind, n in value.items())
             lines.append(f"  {name:<26} {counts}")
         else:
-            lines.append(f"  {name:<26} {format_value(name, value)}")
-    lines.append("gate:")
-    lines.extend(f"  {format_check(check)}" for check in report.gate.checks)
+            shown = f"{format_value(name, value)} {format_interval(name, confidence.get(name))}".rstrip()
+            lines.append(f"  {name:<26} {shown}")
+    if report.confidence is not None:
+        lines.append(f"intervals: {report.confidence_level * 100:g}% confidence (docs/statistics.md)")
+    lines.append("gate:" if report.gate.gate_on == "point" else "gate (on the intervals' ends, --eval-gate-on):")
+    lines.extend(f"  {format_check(check, report.confidence)}" for check in report.gate.checks)
     lines.append(f"gate: {verdict(report.gate)}")
     for item in report.items:
         if item.errored:

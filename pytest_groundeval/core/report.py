@@ -26,7 +26,8 @@ from typing import IO, Any
 
 from pydantic import ConfigDict, Field, ValidationError, model_serializer
 
-from .finalize import EXTRA_CHECKS, RunFlags, RunOutcomes, finalize_run
+from .confidence import DEFAULT_CONFIDENCE, ConfidenceInterval, first_difference
+from .finalize import EXTRA_CHECKS, Finalized, RunFlags, RunOutcomes, finalize_run
 from .gate import RETRIEVAL_RECALL, FloorsError, GateResult, check_recorded_floors
 from .kinds import on_change
 from .lineage import BaselineInfo, MergeInfo, ModelLineage
@@ -107,6 +108,12 @@ class Report(WireModel):
     """Session wall time in milliseconds."""
     metrics: Metrics
     """The run's metrics."""
+    confidence: dict[str, ConfidenceInterval | None] | None = None
+    """Every rate metric's confidence interval at ``confidence_level`` (docs/statistics.md): wire name
+    -> ``{low, high, method}``, null for a metric that is null. Computed from ``items`` wherever the
+    metrics are (``core.confidence``); None in reports written before it was recorded."""
+    confidence_level: float = Field(DEFAULT_CONFIDENCE, gt=0.0, lt=1.0)
+    """The intervals' confidence level (``--eval-confidence``), in (0, 1)."""
     gate: GateResult
     """Every gate check and the verdict."""
     environment: Environment
@@ -296,7 +303,9 @@ def parse_report(obj: Any, source: str) -> Report:
         first[item.id] = i
     check_attempts(report, source)
     check_metrics(report, source)
-    check_gate(report, source)
+    refinalized = refinalize(report, source)
+    check_confidence(report, source, refinalized.confidence)
+    check_gate(report, source, refinalized)
     return report
 
 
@@ -318,11 +327,21 @@ def expected_gate(report: Report, source: str) -> tuple[bool, list[tuple[str, st
     Raises:
         ReportError: the recorded floors are invalid (naming ``floors``).
     """
+    return _expected_gate(report, refinalize(report, source))
+
+
+def refinalize(report: Report, source: str) -> Finalized:
+    """``core.finalize.finalize_run`` of a report's own items, metrics, recorded floors, baseline,
+    confidence level and ``gateOn``: the gate and the confidence intervals the report should hold.
+
+    Raises:
+        ReportError: the recorded floors are invalid (naming ``floors``).
+    """
     try:
         floors = check_recorded_floors(report.floors, f"{source}: floors") if report.floors is not None else None
     except FloorsError as exc:
         raise ReportError(f"{source}: floors: {exc}") from exc
-    result = finalize_run(
+    return finalize_run(
         RunOutcomes.counted(report.items),
         metrics=report.metrics,
         floors=floors,
@@ -331,7 +350,12 @@ def expected_gate(report: Report, source: str) -> tuple[bool, list[tuple[str, st
         models=report.models,
         gated=report.gate.gated,
         flags=RunFlags(interrupted=report.interrupted, merge=report.merge),
+        confidence_level=report.confidence_level,
+        gate_on=report.gate.gate_on,
     )
+
+
+def _expected_gate(report: Report, result: Finalized) -> tuple[bool, list[tuple[str, str, Any]], set[str]]:
     evaluated = result.evaluated
     required = {check.metric for check in result.gate.checks if check.metric in EXTRA_CHECKS}
     if report.interrupted:
@@ -349,7 +373,30 @@ def _without_last(keys: list[Any], metric: str, name: Any) -> tuple[list[Any], A
     return keys, None
 
 
-def check_gate(report: Report, source: str) -> None:
+def check_confidence(report: Report, source: str, recomputed: dict[str, ConfidenceInterval | None]) -> None:
+    """Refuse a report whose ``confidence`` is not what its items give (docs/statistics.md).
+
+    ``recomputed`` is ``refinalize(report).confidence``: the intervals of the report's items at
+    its ``confidenceLevel``, by the seeded computation the run used. A report without
+    ``confidence`` (written before it was recorded) is not checked.
+
+    Raises:
+        ReportError: the first metric whose stored interval differs (ends to 1e-9, method
+            exactly), naming ``confidence.<metric>``; the message starts with ``source``.
+    """
+    if report.confidence is None:
+        return
+    found = first_difference(report.confidence, recomputed)
+    if found is not None:
+        name, got, want = found
+        raise ReportError(
+            f"{source}: confidence.{name} is {json.dumps(got)} but the report's {len(report.items)} item(s) "
+            f"give {json.dumps(want)} at confidenceLevel {report.confidence_level}: the intervals are not this "
+            "report's (edited by hand?); docs/statistics.md"
+        )
+
+
+def check_gate(report: Report, source: str, refinalized: Finalized | None = None) -> None:
     """Refuse a report whose stored gate is not what its own metrics, floors and baseline give.
 
     The gate is re-evaluated (``expected_gate``) and compared with the stored one: each
@@ -358,6 +405,8 @@ def check_gate(report: Report, source: str) -> None:
     calls for must be there: ``run`` for an interrupted report, ``items`` for a merged one
     missing items, ``notRun`` for a report listing items that never ran (docs/gate.md).
     A recorded baseline figure must be the one its evidence counts give.
+
+    ``refinalized`` is ``refinalize(report, source)`` when the caller has it already.
 
     Raises:
         ReportError: naming ``gate.checks[i]``, ``gate.passed`` or ``baseline.retrievalRecall``
@@ -372,7 +421,9 @@ def check_gate(report: Report, source: str) -> None:
                 f"evidence counts give {figure!r} ({info.evidence_found}/{info.evidence_expected}): the baseline "
                 "record was edited by hand? (docs/gate.md)"
             )
-    passed, expected, required = expected_gate(report, source)
+    if refinalized is None:
+        refinalized = refinalize(report, source)
+    passed, expected, required = _expected_gate(report, refinalized)
     stored = [(i, c) for i, c in enumerate(report.gate.checks) if c.metric not in EXTRA_CHECKS]
     unrecorded = None
     if report.baseline is None and sum(k[0] == RETRIEVAL_RECALL for k in expected):
@@ -559,6 +610,8 @@ class ReportWriter:
         baseline: BaselineInfo | dict[str, Any] | None = None,
         extensions: dict[str, Any] | None = None,
         repeat: int = 1,
+        confidence: dict[str, Any] | None = None,
+        confidence_level: float = DEFAULT_CONFIDENCE,
     ) -> Path:
         """Write the report (header, every added item, trailer) and move it into place atomically.
 
@@ -576,6 +629,8 @@ class ReportWriter:
             baseline: The baseline recall check's input (``core.gate.summarize_baseline``).
             extensions: What extensions added (``Report.extensions``, docs/extending.md), or None.
             repeat: Attempts per item (``Report.repeat``).
+            confidence: Every rate metric's interval (``Report.confidence``), or None.
+            confidence_level: The intervals' level (``Report.confidenceLevel``).
 
         Returns:
             The report path.
@@ -602,6 +657,8 @@ class ReportWriter:
                 "baseline": baseline,
                 "extensions": extensions,
                 "repeat": repeat,
+                "confidence": confidence,
+                "confidence_level": confidence_level,
             }
         ).to_wire()
         del header["items"]

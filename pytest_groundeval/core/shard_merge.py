@@ -2,7 +2,7 @@
 
 ``merge_reports`` combines the saved reports of shards ``1..N`` of one run. It
 refuses what cannot be one run — different dataset versions, model lineages,
-floors, plugin versions or git commits, shard counts or datasets, a shard given
+floors, confidence levels or gate-on, plugin versions or git commits, shard counts or datasets, a shard given
 twice, an item in two reports, an item in the wrong shard — and accounts for
 every dataset item exactly once: what no report covers is recorded in the
 merged report's ``merge`` block and fails the gate with a check naming it. The
@@ -93,6 +93,8 @@ def _check_compatible(reports: list[tuple[str, Report]], floors_given: bool) -> 
     _same(reports, "git commit", lambda r: r.environment.git_commit)
     _same(reports, "floors", lambda r: r.floors)
     _same(reports, "repeat (attempts per item, --eval-repeat)", lambda r: r.repeat)
+    _same(reports, "confidence level", lambda r: r.confidence_level)
+    _same(reports, "gate-on (what the bounds compare with)", lambda r: r.gate.gate_on)
     if reports[0][1].floors is None and not floors_given:
         raise MergeError(
             f"cannot merge: {reports[0][0]} records no floors, so the gate cannot be re-applied as the shards "
@@ -278,6 +280,8 @@ def merge_reports(
         models=first.models,
         # A shard whose items never ran was interrupted: the merged run's interrupted check covers them.
         flags=RunFlags(interrupted=interrupted, not_run_check=False, merge=info),
+        confidence_level=first.confidence_level,
+        gate_on=first.gate.gate_on,
     )
     started = min(report.started_at_ms for _, report in validated)
     ended = max(report.started_at_ms + report.duration_ms for _, report in validated)
@@ -287,6 +291,8 @@ def merge_reports(
         started_at_ms=started,
         duration_ms=ended - started,
         metrics=end.metrics,
+        confidence=end.confidence,
+        confidence_level=first.confidence_level,
         gate=end.gate,
         environment=first.environment,
         interrupted=interrupted,

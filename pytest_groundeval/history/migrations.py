@@ -15,13 +15,15 @@ Versions:
 * **2**: items gain ``tool_trace`` and ``iterations``; a ``tool_calls``
   table holds one row per tool-trace entry; judgments gain ``coverage_score``,
   ``judge_model`` and ``judged_ms``.
-* **3** (current): a ``judgment_sets`` table (one set per run as recorded, one per
+* **3**: a ``judgment_sets`` table (one set per run as recorded, one per
   rejudge, each with its judge model, prompt version, time, status and whether it
   is current); judgments gain ``set_id`` and are unique per (set, item,
   paragraph). Migrating makes each run's existing judgments its first, current
   set, with the judge model the run recorded.
+* **4** (current): ``runs`` and ``judgment_sets`` gain ``confidence``, the report's
+  confidence intervals (docs/statistics.md); NULL for runs recorded before.
 
-``V1_METADATA`` and ``V2_METADATA`` are versions 1 and 2 frozen as they shipped;
+``V1_METADATA``, ``V2_METADATA`` and ``V3_METADATA`` are versions 1 to 3 frozen as they shipped;
 tests build databases from them and migrate them. Never edit a frozen version:
 add a new one.
 """
@@ -342,6 +344,18 @@ def _v3_tables(metadata: MetaData, judgments_name: str) -> tuple[Table, Table]:
     return sets, judgments
 
 
+V3_METADATA = MetaData()
+"""The third schema (version 3), frozen: version 2's tables but ``judgments``, and version 3's
+``judgment_sets`` and ``judgments`` (``_v3_tables``) with their indexes."""
+
+for _name in ("schema_info", "runs", "items", "item_tags", "tool_calls"):
+    V2_METADATA.tables[_name].to_metadata(V3_METADATA)
+for _table in _v3_tables(MetaData(), "judgments"):
+    _table.to_metadata(V3_METADATA)
+Index("ix_judgments_run", V3_METADATA.tables["judgments"].c.run_id)
+Index("ix_judgments_set", V3_METADATA.tables["judgments"].c.set_id)
+
+
 def _migrate_2_to_3(conn: Connection) -> None:
     """v2 → v3: ``judgment_sets``; each run's judgments become its first, current set; judgments gain ``set_id``."""
     v2 = V2_METADATA.tables
@@ -415,7 +429,13 @@ def _migrate_2_to_3(conn: Connection) -> None:
         raise HistoryError(f"migrating judgments to version 3 kept {after} of {before} rows (a judgment of no run?)")
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3}
+def _migrate_3_to_4(conn: Connection) -> None:
+    """v3 → v4: ``confidence`` on runs and judgment sets (NULL for the runs recorded before)."""
+    _add_column(conn, "runs", "confidence", _JSON)
+    _add_column(conn, "judgment_sets", "confidence", _JSON)
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4}
 """``MIGRATIONS[v]`` takes a database from version ``v`` to ``v + 1``."""
 
 assert set(MIGRATIONS) == set(range(1, schema.SCHEMA_VERSION)), "every old version needs a migration"

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from sqlalchemy import func, select
 
 from ..core.compare import Candidate, fixed_regressions, judge
+from ..core.confidence import DEFAULT_CONFIDENCE, GATE_ON, GateOn, check_level
 from ..core.floors import FloorsError
 from ..core.gate import DEFAULT_FLOORS, parse_floors, same_lineage
 from ..core.judging import RECORDED_VERDICTS, UNJUDGED, JudgeVerdict
@@ -130,6 +131,8 @@ class RunDetail:
     latency_ms_p95: float | None
     judgment_sets: list[JudgmentSetRow] = field(default_factory=list)
     """Every judgment set of the run, oldest first; verdicts and figures are the current one's."""
+    confidence: dict[str, Any] | None = None
+    """The run's confidence intervals (``Report.confidence`` wire JSON); None for a run recorded before them."""
 
     @property
     def current_set(self) -> JudgmentSetRow | None:
@@ -317,8 +320,8 @@ def show_run(store: HistoryStore, ref: str) -> RunDetail:
     run_id = store.resolve_run(ref)
     runs, items, j = schema.runs, schema.items, schema.judgments
     with store.engine.connect() as conn:
-        config, metrics, gate = conn.execute(
-            select(runs.c.config, runs.c.metrics, runs.c.gate).where(runs.c.id == run_id)
+        config, metrics, gate, confidence = conn.execute(
+            select(runs.c.config, runs.c.metrics, runs.c.gate, runs.c.confidence).where(runs.c.id == run_id)
         ).one()
         rows = conn.execute(
             select(items.c.item_id, items.c.kind, items.c.passed, items.c.error, items.c.latency_ms)
@@ -342,6 +345,7 @@ def show_run(store: HistoryStore, ref: str) -> RunDetail:
         latency_ms_p50=percentile(latencies, 50),
         latency_ms_p95=percentile(latencies, 95),
         judgment_sets=judgment_sets(store, run_id),
+        confidence=confidence,
     )
 
 
@@ -524,6 +528,25 @@ def _outcomes(store: HistoryStore, run_id: str) -> list[ItemOutcome]:
         return [ItemOutcome.model_validate(o) for o in stored_outcomes(store, run_id)]
     except ValueError as exc:
         raise HistoryError(f"run {run_id[:12]} holds an item that is not a valid outcome: {exc}") from None
+
+
+def recorded_confidence(config: Mapping[str, Any] | None, run_id: str) -> tuple[float, GateOn]:
+    """The confidence level and ``gateOn`` a run recorded (``config.confidenceLevel``, ``config.gateOn``);
+    the defaults (0.95, ``point``) for a run recorded before they were (docs/statistics.md).
+
+    Raises:
+        HistoryError: A recorded value is not a level in (0, 1) or not one of ``GATE_ON``.
+    """
+    recorded = config or {}
+    level = recorded.get("confidenceLevel", DEFAULT_CONFIDENCE)
+    gate_on = recorded.get("gateOn", "point")
+    try:
+        level = check_level(level)
+    except ValueError as exc:
+        raise HistoryError(f"run {run_id[:12]} recorded confidenceLevel {level!r}: {exc}") from exc
+    if gate_on not in GATE_ON:
+        raise HistoryError(f"run {run_id[:12]} recorded gateOn {gate_on!r}, not one of {', '.join(GATE_ON)}")
+    return level, gate_on
 
 
 def compare_runs(

@@ -28,12 +28,14 @@ from typing import Any
 
 from sqlalchemy import case, func, insert, literal, select, update
 
+from ..core.confidence import compute_confidence
 from ..core.finalize import RunFlags, RunOutcomes, finalize_run
 from ..core.gate import GateResult
 from ..core.judging import RECORDED_VERDICTS
+from ..core.metrics import Metrics
 from . import schema
 from .engine import HistoryError
-from .queries import recorded_floors
+from .queries import recorded_confidence, recorded_floors
 from .records import PARAGRAPHS_KEY, outcome_from_rows
 from .store import HistoryStore, now_ms
 
@@ -124,6 +126,8 @@ class RejudgeResult:
     """The run's metrics: recomputed from the new set when it became current, else as stored."""
     gate: dict[str, Any] | None = None
     """The run's gate: recomputed when the new set became current, else as stored."""
+    confidence: dict[str, Any] | None = None
+    """The run's confidence intervals, recomputed when the new set became current (docs/statistics.md)."""
 
     @property
     def complete(self) -> bool:
@@ -319,9 +323,9 @@ def rejudge_run(
         ).one()
     result.paragraphs, result.failed = int(total), int(bad)
     if result.complete:
-        metrics, gate = _make_current(store, run_id, new_set, result, run.config or {}, run.gate,
-                                      recompute or default_recompute)  # fmt: skip
-        result.metrics, result.gate = metrics, gate
+        metrics, gate, confidence = _make_current(store, run_id, new_set, result, run.config or {}, run.gate,
+                                                  recompute or default_recompute)  # fmt: skip
+        result.metrics, result.gate, result.confidence = metrics, gate, confidence
     else:
         with store.write() as conn:
             conn.execute(update(sets).where(sets.c.id == new_set).values(
@@ -390,7 +394,8 @@ def judge_figures(paragraphs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def default_recompute(
     outcomes: list[dict[str, Any]], config: Mapping[str, Any], stored_gate: Mapping[str, Any] | None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Metrics and gate (``core.finalize.finalize_run`` with the run's recorded floors).
+    """Metrics and gate (``core.finalize.finalize_run`` with the run's recorded floors, confidence
+    level and ``gateOn``).
 
     Rejudging cannot change retrieval recall, and the baseline the run was gated
     against is not in the history, so the stored ``retrievalRecall`` checks (floor and
@@ -398,9 +403,12 @@ def default_recompute(
     """
     recorded = config.get("dataset")
     dataset: Mapping[str, Any] = recorded if isinstance(recorded, Mapping) else {}
+    level, gate_on = recorded_confidence(config, "being rejudged")
     end = finalize_run(
         RunOutcomes.of(outcomes),
         floors=recorded_floors(config, "being rejudged"),
+        confidence_level=level,
+        gate_on=gate_on,
         dataset_version=str(dataset.get("version", "unknown")),
         models=config.get("models") or {},
         # The flags add no check: the stored run's interrupted (``run``) check is kept below, as stored.
@@ -420,7 +428,9 @@ def default_recompute(
             checks.append(check)
         at = len([c for c in checks if c["metric"] == "run"]) if recall_at is None else recall_at
         checks[at:at] = kept_recall
-    gate = GateResult.model_validate({"passed": all(c["outcome"] != "FAIL" for c in checks), "checks": checks})
+    gate = GateResult.model_validate(
+        {"passed": all(c["outcome"] != "FAIL" for c in checks), "checks": checks, "gateOn": gate_on}
+    )
     return metrics.to_wire(), gate.to_wire()
 
 
@@ -432,8 +442,9 @@ def _make_current(
     config: Mapping[str, Any],
     stored_gate: Any,
     recompute: Recompute,
-) -> tuple[dict, dict]:
-    """Recompute the run's figures from the complete set ``new_set`` and make it current, in one transaction."""
+) -> tuple[dict, dict, dict]:
+    """Recompute the run's figures from the complete set ``new_set`` and make it current, in one transaction:
+    metrics, gate and confidence intervals (at the level the run recorded)."""
     items, j, runs, sets = schema.items, schema.judgments, schema.runs, schema.judgment_sets
     with store.engine.connect() as conn:
         rows = conn.execute(select(items.c.id, items.c.kind, items.c.outcome).where(items.c.run_id == run_id)).all()
@@ -454,11 +465,16 @@ def _make_current(
         else:
             outcomes.append(outcome)
     metrics, gate = recompute(outcomes, config, stored_gate)
+    level, _ = recorded_confidence(config, run_id)
+    intervals = compute_confidence(outcomes, Metrics.model_validate(metrics), level)
+    confidence = {name: None if i is None else i.to_wire() for name, i in intervals.items()}
     with store.write() as conn:
         for entry in updates:
             conn.execute(update(items).where(items.c.id == entry["key"]).values(outcome=entry["outcome"]))
         conn.execute(
-            update(runs).where(runs.c.id == run_id).values(metrics=metrics, gate=gate, gate_passed=bool(gate["passed"]))
+            update(runs)
+            .where(runs.c.id == run_id)
+            .values(metrics=metrics, gate=gate, gate_passed=bool(gate["passed"]), confidence=confidence)
         )
         # Every current set of the run first (the one this rejudge copied, or one a concurrent rejudge made
         # current since):
@@ -466,8 +482,8 @@ def _make_current(
         conn.execute(update(sets).where(sets.c.run_id == run_id, sets.c.is_current.is_(True)).values(is_current=False))
         conn.execute(update(sets).where(sets.c.id == new_set).values(
             is_current=True, status=schema.SET_COMPLETE, paragraphs=result.paragraphs, failed=0, reason=None,
-            judge_model=result.judge_model, metrics=metrics, gate=gate))  # fmt: skip
-    return metrics, gate
+            judge_model=result.judge_model, metrics=metrics, gate=gate, confidence=confidence))  # fmt: skip
+    return metrics, gate, confidence
 
 
 def tty_progress(stream: Any) -> Progress:

@@ -3,7 +3,7 @@
 Seven tables and one version row:
 
 * ``runs``: one row per run (per dataset of a session), its configuration,
-  start and finish times, gate outcome and metrics.
+  start and finish times, gate outcome, metrics and their confidence intervals.
 * ``items``: one row per item outcome of a run.
 * ``item_tags``: one row per (item, tag), so tag analysis is plain SQL.
 * ``tool_calls``: one row per entry of an item's ``toolTrace``.
@@ -40,7 +40,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The schema this package reads and writes. 1 was the first released schema (see ``migrations.py``)."""
 
 SET_COMPLETE = "complete"
@@ -82,6 +82,7 @@ runs = Table(
     Column("gate_passed", Boolean, nullable=True),
     Column("gate", JSONType, nullable=True),
     Column("metrics", JSONType, nullable=True),
+    Column("confidence", JSONType, nullable=True),  # v4: the report's confidence intervals
     Index("ix_runs_started", "started_ms"),
     Index("ix_runs_label", "label"),
 )
@@ -151,6 +152,7 @@ judgment_sets = Table(  # v3
     Column("reason", Text, nullable=True),  # why the set is incomplete
     Column("metrics", JSONType, nullable=True),  # the run's metrics and gate computed from this set
     Column("gate", JSONType, nullable=True),
+    Column("confidence", JSONType, nullable=True),  # v4: and its confidence intervals
     Index("ix_judgment_sets_run", "run_id"),
 )
 Index(

@@ -16,12 +16,13 @@ from ..core.report import Report
 from ..outputs.write import OutputError, write_outputs
 from . import schema
 from .errors import HistoryError
-from .queries import list_runs, stored_outcomes
+from .queries import list_runs, recorded_confidence, stored_outcomes
 from .store import HistoryStore
 
 
 def report_from_history(store: HistoryStore, ref: str) -> Report:
-    """The ``core.report.Report`` of a stored run: its metrics, gate, lineage, floors, baseline and items.
+    """The ``core.report.Report`` of a stored run: its metrics, confidence intervals, gate, lineage, floors,
+    baseline and items.
 
     A run with no finish time (killed, or still running) is ``interrupted``, and its
     metrics are computed from the items it recorded, so the gate fails it as it fails
@@ -52,6 +53,8 @@ def report_from_history(store: HistoryStore, ref: str) -> Report:
         "startedAtMs": run["started_ms"],
         "durationMs": max(0, end - run["started_ms"]),
         "metrics": metrics,
+        "confidence": run["confidence"],
+        "confidenceLevel": recorded_confidence(config, run_id)[0],
         "gate": gate,
         "environment": environment,
         "interrupted": interrupted,

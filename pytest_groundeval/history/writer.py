@@ -48,7 +48,7 @@ from .urls import (
     sqlite_path,
 )
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The schema version this writer writes (``schema.SCHEMA_VERSION``; a test keeps the two equal)."""
 
 SCHEMA_TABLES = ("schema_info", "runs", "items", "item_tags", "tool_calls", "judgment_sets", "judgments")
@@ -472,10 +472,12 @@ class HistoryWriter:
         interrupted: bool = False,
         finished_ms: int | None = None,
         config_update: Mapping[str, Any] | None = None,
+        confidence: Mapping[str, Any] | None = None,
     ) -> None:
         """Record a run's end: metrics (``Metrics.to_wire()``), gate (``GateResult.to_wire()``), finish time.
 
         Args:
+            confidence: The run's confidence intervals (``Report.confidence`` as wire JSON), or None.
             config_update: Keys to set in the stored config, for what was learnt during
                 the run (e.g. ``models`` once the target reported its lineage); a shallow
                 merge over the config given to ``open_run``.
@@ -493,12 +495,13 @@ class HistoryWriter:
             _dumps(dict(metrics), "metrics") if metrics is not None else None,
             _dumps(dict(gate), "gate") if gate is not None else None,
             None if gate is None else bool(gate.get("passed")),
+            _dumps(dict(confidence), "confidence") if confidence is not None else None,
             run_id,
         )
         with self._transaction() as cursor:
             cursor.execute(
                 f"UPDATE runs SET finished_ms = {m}, interrupted = {m}, metrics = {m}{cast}, gate = {m}{cast}, "
-                f"gate_passed = {m} WHERE id = {m}",
+                f"gate_passed = {m}, confidence = {m}{cast} WHERE id = {m}",
                 params,
             )
             if cursor.rowcount != 1:
@@ -520,8 +523,8 @@ class HistoryWriter:
                 status, reason = "complete", None
             cursor.execute(
                 f"UPDATE judgment_sets SET status = {m}, paragraphs = {m}, failed = {m}, reason = {m}, "
-                f"metrics = {m}{cast}, gate = {m}{cast} WHERE run_id = {m} AND origin = 'run'",
-                (status, total, failed, reason, params[2], params[3], run_id),
+                f"metrics = {m}{cast}, gate = {m}{cast}, confidence = {m}{cast} WHERE run_id = {m} AND origin = 'run'",
+                (status, total, failed, reason, params[2], params[3], params[5], run_id),
             )
 
     def _update_config(self, run_id: str, update: Mapping[str, Any]) -> None:
@@ -697,6 +700,7 @@ class RunRecorder:
         gate: Mapping[str, Any] | None,
         interrupted: bool = False,
         config_update: Mapping[str, Any] | None = None,
+        confidence: Mapping[str, Any] | None = None,
     ) -> None:
         """Commit what was added, then record the end of the run (see ``HistoryWriter.finish_run``).
 
@@ -709,5 +713,10 @@ class RunRecorder:
         finally:
             self.close()
         self.store.finish_run(
-            self.run_id, metrics=metrics, gate=gate, interrupted=interrupted, config_update=config_update
+            self.run_id,
+            metrics=metrics,
+            gate=gate,
+            interrupted=interrupted,
+            config_update=config_update,
+            confidence=confidence,
         )

@@ -14,6 +14,16 @@ def metric_value(metric: str, value: float | None) -> str:
     return format_value(metric, value)
 
 
+def value_with_interval(metric: str, value: float | None, confidence: Mapping[str, Any] | None) -> str:
+    """A metric's value and, when the report has one for it, its confidence interval:
+    ``0.9906 [0.9812, 0.9961]`` (docs/statistics.md)."""
+    interval = (confidence or {}).get(metric) if value is not None else None
+    shown = format_value(metric, value)
+    if not isinstance(interval, Mapping):
+        return shown
+    return f"{shown} [{format_value(metric, interval.get('low'))}, {format_value(metric, interval.get('high'))}]"
+
+
 def models_label(models: Mapping[str, Any] | None) -> str:
     """``generate=<model>/embed=<model>``, ``unknown`` for a missing name."""
     return describe_lineage(models)

@@ -60,14 +60,45 @@ class MetricBar:
     """True when the scale is [0, 1]."""
     label: str
     """The value as printed (``core.metrics.format_value``)."""
+    interval: tuple[float | None, float | None] = (None, None)
+    """``(low, high)`` of the value's confidence interval (docs/statistics.md), drawn as a whisker
+    across the bar; ``(None, None)`` for none."""
+    level: float | None = None
+    """The interval's confidence level, for its tooltip."""
+
+
+def _interval_text(row: MetricBar) -> str:
+    """``[0.9812, 0.9961]``, the row's interval as its label shows it (four places, as a rate)."""
+    low, high = row.interval
+    return "" if low is None or high is None else f" [{low:.4f}, {high:.4f}]"
+
+
+def _whisker(row: MetricBar, left: float, plot: float, top: float, y: float) -> str:
+    """The row's confidence interval as a line from its low to its high end with end caps, at mid-bar."""
+    low, high = row.interval
+    assert low is not None and high is not None
+    x1 = left + plot * min(max(low / top, 0.0), 1.0)
+    x2 = left + plot * min(max(high / top, 0.0), 1.0)
+    mid = y + 11
+    level = f"{row.level * 100:g}% " if row.level is not None else ""
+    tip = escape(f"{row.name}: {level}confidence interval{_interval_text(row)}")
+    return (
+        f'<g class="ci"><title>{tip}</title>'
+        f'<line x1="{_num(x1)}" y1="{mid}" x2="{_num(x2)}" y2="{mid}" class="ci"/>'
+        f'<line x1="{_num(x1)}" y1="{mid - 5}" x2="{_num(x1)}" y2="{mid + 5}" class="ci"/>'
+        f'<line x1="{_num(x2)}" y1="{mid - 5}" x2="{_num(x2)}" y2="{mid + 5}" class="ci"/></g>'
+    )
 
 
 def metric_bars(rows: Sequence[MetricBar], width: int = 900) -> str:
-    """Horizontal bars, one per metric, with the floor or ceiling drawn as a tick.
+    """Horizontal bars, one per metric, with the floor or ceiling drawn as a tick and a value's
+    confidence interval, when it has one, as a whisker across its bar (docs/statistics.md).
 
-    Rates are drawn on [0, 1]; other metrics on [0, 1.15 × max(value, bound)].
+    Rates are drawn on [0, 1]; other metrics on [0, 1.15 × max(value, bound)]. A chart with
+    intervals has a wider right margin, for the labels ``0.9906 [0.9812, 0.9961]  PASS``.
     """
-    row_h, left, right = 26, 190, 170
+    with_intervals = any(row.interval[0] is not None for row in rows)
+    row_h, left, right = 26, 190, 270 if with_intervals else 170
     plot = width - left - right
     body: list[str] = []
     for i, row in enumerate(rows):
@@ -79,13 +110,16 @@ def metric_bars(rows: Sequence[MetricBar], width: int = 900) -> str:
             w = plot * min(max(row.value / top, 0.0), 1.0)
             tip = f"{row.name}: {row.label}" + (f" (bound {row.op} {row.bound:g})" if row.bound is not None else "")
             body.append(_rect(left, y + 3, w, 16, f"bar-{row.outcome.lower()}", tip))
+        if row.value is not None and row.interval[0] is not None and row.interval[1] is not None:
+            body.append(_whisker(row, left, plot, top, y))
         if row.bound is not None:
             x = left + plot * min(max(row.bound / top, 0.0), 1.0)
             body.append(
                 f'<line x1="{_num(x)}" y1="{y}" x2="{_num(x)}" y2="{y + 22}" class="bound">'
                 f"<title>{escape(f'{row.name} bound {row.op} {row.bound:g}')}</title></line>"
             )
-        body.append(_text(left + plot + 8, y + 15, f"{row.label}  {row.outcome}", cls=f"lbl o-{row.outcome.lower()}"))
+        label = f"{row.label}{_interval_text(row)}  {row.outcome}"
+        body.append(_text(left + plot + 8, y + 15, label, cls=f"lbl o-{row.outcome.lower()}"))
     height = 16 + len(rows) * row_h
     return _svg(width, height, body, "Each metric against its floor or ceiling")
 

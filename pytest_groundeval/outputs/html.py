@@ -45,7 +45,7 @@ from ..core.gate import verdict as gate_verdict
 from ..core.kinds import KIND_NAMES, all_kinds, get
 from ..core.metrics import METRIC_DIRECTIONS
 from . import charts
-from ._format import metric_value, models_label
+from ._format import metric_value, models_label, value_with_interval
 
 TEXT_CHARS = 8_000
 """Characters kept of an answer, detail or error text in the page (the rest is cut with "…")."""
@@ -323,6 +323,7 @@ def _when(ms: Any) -> str:
 
 
 def _gate_section(report: Mapping[str, Any]) -> str:
+    confidence = report.get("confidence")
     rows = []
     for check in report["gate"]["checks"]:
         metric = check["metric"]
@@ -330,7 +331,7 @@ def _gate_section(report: Mapping[str, Any]) -> str:
         outcome = str(check["outcome"])
         rows.append(
             f'<tr class="o-{escape(outcome.lower())}"><td>{escape(metric)}</td>'
-            f'<td class="num">{escape(metric_value(metric, check.get("value")))}</td>'
+            f'<td class="num">{escape(value_with_interval(metric, check.get("value"), confidence))}</td>'
             f'<td class="num">{escape(bound)}</td><td><span class="badge b-{escape(outcome.lower())}">'
             f"{escape(outcome)}</span></td><td>{escape(str(check.get('reason', '')))}</td></tr>"
         )
@@ -342,8 +343,22 @@ def _gate_section(report: Mapping[str, Any]) -> str:
     )
 
 
+def _interval(report: Mapping[str, Any], metric: str) -> tuple[float | None, float | None]:
+    """``(low, high)`` of ``metric``'s confidence interval in the report, or ``(None, None)``."""
+    interval = (report.get("confidence") or {}).get(metric)
+    if not isinstance(interval, Mapping):
+        return None, None
+    low, high = interval.get("low"), interval.get("high")
+    if isinstance(low, bool) or isinstance(high, bool):
+        return None, None
+    if not isinstance(low, (int, float)) or not isinstance(high, (int, float)):
+        return None, None
+    return float(low), float(high)
+
+
 def _metric_rows(report: Mapping[str, Any]) -> list[charts.MetricBar]:
     metrics = report["metrics"]
+    level = report.get("confidenceLevel")
     rows: list[charts.MetricBar] = []
     seen = set()
     for check in report["gate"]["checks"]:
@@ -361,13 +376,25 @@ def _metric_rows(report: Mapping[str, Any]) -> list[charts.MetricBar]:
                 outcome=str(check["outcome"]),
                 rate=direction.rate,
                 label=metric_value(metric, check.get("value")),
+                interval=_interval(report, metric) if check.get("value") is not None else (None, None),
+                level=level if isinstance(level, float) else None,
             )
         )
     for metric, direction in METRIC_DIRECTIONS.items():
         value = metrics.get(metric)
         if metric not in seen and value is not None:
             rows.append(
-                charts.MetricBar(metric, value, None, direction.op, "INFO", direction.rate, metric_value(metric, value))
+                charts.MetricBar(
+                    metric,
+                    value,
+                    None,
+                    direction.op,
+                    "INFO",
+                    direction.rate,
+                    metric_value(metric, value),
+                    interval=_interval(report, metric),
+                    level=level if isinstance(level, float) else None,
+                )
             )
     return rows
 
@@ -518,7 +545,7 @@ td.detail{max-width:520px;overflow:hidden;text-overflow:ellipsis;white-space:now
 .note{color:var(--muted)}.warn{color:var(--fail);font-weight:600}
 svg.chart{display:block;max-width:100%;height:auto}.lbl{font-size:12px;fill:var(--fg)}.tick{font-size:11px;fill:var(--muted)}
 .track{fill:var(--track)}.bar-pass{fill:var(--pass)}.bar-fail{fill:var(--fail)}.bar-error{fill:var(--error)}.bar-skip{fill:var(--skip)}.bar-info{fill:var(--info)}.bar-hist{fill:var(--info)}
-.bound{stroke:var(--fg);stroke-width:2}.axis{stroke:var(--muted)}.mark{stroke-width:1.5;stroke-dasharray:4 3}.p50{stroke:var(--pass);fill:var(--pass)}.p95{stroke:var(--error);fill:var(--error)}
+.bound{stroke:var(--fg);stroke-width:2}.ci{stroke:var(--fg);stroke-width:1.5}.axis{stroke:var(--muted)}.mark{stroke-width:1.5;stroke-dasharray:4 3}.p50{stroke:var(--pass);fill:var(--pass)}.p95{stroke:var(--error);fill:var(--error)}
 .o-pass{fill:var(--pass)}.o-fail{fill:var(--fail)}.o-skip{fill:var(--skip)}.o-info{fill:var(--info)}
 .line{fill:none;stroke:var(--info);stroke-width:2}.pt{fill:var(--info)}.trends{display:flex;flex-wrap:wrap;gap:12px}figure.trend{margin:0;border:1px solid var(--line);border-radius:6px;padding:4px}
 .panel{padding:8px 12px 14px;border-left:3px solid var(--info)}.panel h3{font-size:13px;margin:10px 0 4px;color:var(--muted);text-transform:uppercase;letter-spacing:.04em}

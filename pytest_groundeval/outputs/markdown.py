@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.gate import verdict as gate_verdict
-from ._format import metric_value, models_label, one_line
+from ._format import metric_value, models_label, one_line, value_with_interval
 
 MAX_ITEMS_LISTED = 10
 """Failed or errored items listed under the table; the rest are counted."""
@@ -42,8 +42,8 @@ def render_markdown(report: Mapping[str, Any], *, title: str = "groundeval") -> 
 
     Returns:
         Markdown ending in a newline: ``### <title> gate: PASS|FAIL — dataset …``, a
-        table ``| check | value | bound | outcome | reason |``, the measured
-        metrics no check covers, and up to ``MAX_ITEMS_LISTED`` failed or errored
+        table ``| check | value | bound | outcome | reason |`` (a value with its confidence
+        interval when the report has one), the measured metrics no check covers, and up to ``MAX_ITEMS_LISTED`` failed or errored
         items with their one-line detail.
 
     Raises:
@@ -80,8 +80,9 @@ def render_markdown(report: Mapping[str, Any], *, title: str = "groundeval") -> 
         op = check.get("op", "")
         shown_op = {">=": "≥", "<=": "≤"}.get(op, op)
         bound = "" if check.get("bound") is None else f"{shown_op} {metric_value(check['metric'], check['bound'])}"
+        value = value_with_interval(check["metric"], check.get("value"), report.get("confidence"))
         lines.append(
-            f"| {cell(check['metric'])} | {cell(metric_value(check['metric'], check.get('value')))} | {cell(bound)} "
+            f"| {cell(check['metric'])} | {cell(value)} | {cell(bound)} "
             f"| {_OUTCOME_MARK.get(check['outcome'], cell(check['outcome']))} | {cell(check.get('reason', ''))} |"
         )
     info = [

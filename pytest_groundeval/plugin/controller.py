@@ -122,7 +122,13 @@ class Controller:
         if settings.history is not None:
             # Opened before any item runs: a database that cannot be opened is a usage error now.
             self.history = SessionHistory(
-                settings.history, settings.label, session.session_id, session.started_at_ms, self._options()
+                settings.history,
+                settings.label,
+                session.session_id,
+                session.started_at_ms,
+                self._options(),
+                confidence_level=settings.confidence,
+                gate_on=settings.gate_on,
             )
 
     def _options(self) -> dict[str, Any]:
@@ -266,7 +272,8 @@ class Controller:
 
         The lineage and start, the bounds the gate applies, the baseline as the report
         records it, the manifest, and every collected item (id -> kind), so that a killed
-        run's items that never ran are recovered as ``notRun`` errors.
+        run's items that never ran are recovered as ``notRun`` errors; the confidence level
+        and what the bounds compare with (``--eval-gate-on``).
         """
         return {
             "session": f"{self.session.started_at_ms}",
@@ -279,6 +286,8 @@ class Controller:
             "baseline": self._spooled_baseline(run),
             "items": dict(run.expected),
             "repeat": self.settings.repeat,
+            "confidenceLevel": self.settings.confidence,
+            "gateOn": self.settings.gate_on,
         }
 
     def _spooled_baseline(self, run: DatasetRun) -> dict[str, Any] | None:
@@ -488,8 +497,11 @@ class Controller:
                 gated=not self.settings.no_gate,
                 flags=RunFlags(interrupted=interrupted),
                 alpha=self.settings.alpha,
+                confidence_level=self.settings.confidence,
+                gate_on=self.settings.gate_on,
             )
             run.metrics, run.gate, run.baseline_record = end.metrics, end.gate, end.baseline
+            run.confidence = end.confidence
             run.shard = self._shard_block(run)
         parts = self._parts(interrupted)
         self._call_report_hooks(parts)
@@ -578,6 +590,8 @@ class Controller:
                         started_at_ms=self.session.started_at_ms,
                         duration_ms=duration_ms,
                         metrics=run.metrics,
+                        confidence=run.confidence,
+                        confidence_level=self.settings.confidence,
                         gate=run.gate,
                         environment=environment,
                         interrupted=interrupted,

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from ..core.confidence import DEFAULT_CONFIDENCE
 from ..core.contract import dataset_run_id
 from ..core.kinds.base import ItemBase
 from ..core.report import environment_info
@@ -64,6 +65,8 @@ class SessionHistory:
         session_id: The session id; each dataset's run id is ``dataset_run_id(session_id, key)``.
         started_ms: When the session started (epoch ms), the start of every run.
         options: The run's options as recorded in ``config.options``.
+        confidence_level: The intervals' level, recorded as ``config.confidenceLevel``.
+        gate_on: What the bounds compare with, recorded as ``config.gateOn``.
 
     Raises:
         pytest.UsageError: the database cannot be opened (unreachable, psycopg missing,
@@ -71,7 +74,14 @@ class SessionHistory:
     """
 
     def __init__(
-        self, url: str, label: str | None, session_id: str, started_ms: int, options: Mapping[str, Any]
+        self,
+        url: str,
+        label: str | None,
+        session_id: str,
+        started_ms: int,
+        options: Mapping[str, Any],
+        confidence_level: float = DEFAULT_CONFIDENCE,
+        gate_on: str = "point",
     ) -> None:
         try:
             self.writer = HistoryWriter.open(url)
@@ -81,6 +91,8 @@ class SessionHistory:
         self.session_id = session_id
         self.started_ms = started_ms
         self.options = dict(options)
+        self.confidence_level = confidence_level
+        self.gate_on = gate_on
         self.recorders: dict[str, RunRecorder] = {}
         """Dataset key -> its ``RunRecorder``."""
         self.contexts: dict[str, dict[str, dict[str, Any]]] = {}
@@ -121,6 +133,8 @@ class SessionHistory:
             "environment": env,
             "floors": None if floors is None else dict(floors),
             "options": self.options,
+            "confidenceLevel": self.confidence_level,
+            "gateOn": self.gate_on,
         }
 
     def _recorder(self, run: DatasetRun, floors: Mapping[str, Any] | None) -> RunRecorder:
@@ -179,6 +193,11 @@ class SessionHistory:
                     metrics=run.metrics.to_wire() if run.metrics is not None else None,
                     gate=run.gate.to_wire() if run.gate is not None else None,
                     interrupted=interrupted,
+                    confidence=(
+                        {name: None if i is None else i.to_wire() for name, i in run.confidence.items()}
+                        if run.confidence is not None
+                        else None
+                    ),
                     config_update={
                         "models": dict(run.models or {"generate": "unknown", "embed": "unknown"}),
                         "dataset": {"path": str(run.manifest), "key": run.key, "version": run.manifest_version()},

@@ -47,7 +47,7 @@ def log_gates_to_junit(
         if run.gate is None:
             continue
         nodeid = f"{run.key}::gate"
-        lines = [format_check(check) for check in run.gate.checks]
+        lines = [format_check(check, run.confidence) for check in run.gate.checks]
         models = run.models or {}
         props: list[tuple[str, object]] = [
             ("datasetVersion", run.manifest_version()),
@@ -60,6 +60,12 @@ def log_gates_to_junit(
         if run.shard is not None:
             props.append(("shard", f"{run.shard['index']}/{run.shard['count']}"))
         props += [(f"check.{c.metric}", f"{c.outcome} {c.reason}") for c in run.gate.checks]
+        # Each rate's confidence interval (docs/statistics.md), e.g. "0.8812 0.9502 wilson".
+        props += [
+            (f"confidence.{metric}", f"{interval.low:.4f} {interval.high:.4f} {interval.method}")
+            for metric, interval in (run.confidence or {}).items()
+            if interval is not None
+        ]
         longrepr: Any = None  # a failure's text, or a skip's (path, line, reason) as pytest takes it
         if fails_session(run):
             outcome = "failed"

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from ..core.intervals import DEFAULT_CONFIDENCE, GATE_ON, GateOn
 from ..core.sharding import parse_shard
 from ..core.significance import DEFAULT_ALPHA
 from ..history.urls import HistoryError, describe_url, resolve_url
@@ -62,6 +63,13 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
         "no-gate",
         "Measure and report without gating: the verdict reads NOT GATED and only errored items fail the run",
         "bool",
+    ),
+    ("confidence", "Confidence level of the intervals on every rate metric, in (0, 1) (default 0.95)", "float"),
+    (
+        "gate-on",
+        "What floors and ceilings compare with: point (the metric's value, default) or lower-bound "
+        "(the interval's end on the failing side)",
+        "str",
     ),
     ("timeout", "Seconds one target call may take, from sending to the last byte of the answer (default 60)", "float"),
     (
@@ -213,6 +221,10 @@ class Settings:
     no_gate: bool = False
     """Measure without gating (``--eval-no-gate``): no quality bound is applied, the verdict
     reads ``NOT GATED``, and only errored items fail the session (docs/gate.md)."""
+    confidence: float = DEFAULT_CONFIDENCE
+    """The level of every rate metric's confidence interval, in (0, 1) (docs/statistics.md)."""
+    gate_on: GateOn = "point"
+    """What the bounds compare with: each metric's value, or its interval's end on the failing side."""
     timeout_s: float = DEFAULT_TIMEOUT_S
     """Deadline of one target call, in seconds."""
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
@@ -336,16 +348,33 @@ def _positive(value, source: str) -> float:
     return number
 
 
-def _alpha(value, source: str) -> float:
+def _level(value, source: str, expected: str) -> float:
+    """``value`` as a number strictly between 0 and 1, else a usage error naming ``source`` and ``expected``."""
     try:
         number = float(value)
     except (TypeError, ValueError):
         number = math.nan
-    if not 0.0 < number < 1.0:
-        raise pytest.UsageError(
-            f"{value!r} is not a valid value for {source}: expected a significance level, a number in (0, 1)"
-        )
+    if not 0.0 < number < 1.0:  # NaN fails too
+        raise pytest.UsageError(f"{value!r} is not a valid value for {source}: expected {expected}")
     return number
+
+
+def _alpha(value, source: str) -> float:
+    return _level(value, source, "a significance level, a number in (0, 1)")
+
+
+def _confidence(value, source: str) -> float:
+    return _level(value, source, "a confidence level strictly between 0 and 1, e.g. 0.95")
+
+
+def _gate_on(value, source: str) -> GateOn:
+    text = str(value).strip().lower()
+    for choice in GATE_ON:
+        if text == choice:
+            return choice
+    raise pytest.UsageError(
+        f"{value!r} is not a valid value for {source}: expected {' or '.join(GATE_ON)} (docs/gate.md)"
+    )
 
 
 def _count(value, source: str) -> int:
@@ -490,6 +519,10 @@ def resolve_settings(config: pytest.Config) -> Settings:
         alpha=_alpha(values["alpha"], sources["alpha"]) if values["alpha"] else DEFAULT_ALPHA,
         strict=_bool(values["strict"], sources["strict"]) if values["strict"] is not None else False,
         no_gate=_bool(values["no-gate"], sources["no-gate"]) if values["no-gate"] is not None else False,
+        confidence=(
+            _confidence(values["confidence"], sources["confidence"]) if values["confidence"] else DEFAULT_CONFIDENCE
+        ),
+        gate_on=_gate_on(values["gate-on"], sources["gate-on"]) if values["gate-on"] else "point",
         timeout_s=_positive(values["timeout"], sources["timeout"]) if values["timeout"] else DEFAULT_TIMEOUT_S,
         max_response_bytes=(
             _size(values["max-response-bytes"], sources["max-response-bytes"])

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from ..core.confidence import ConfidenceInterval
 from ..core.dataset import Dataset, load_dataset
 from ..core.finalize import RunOutcomes
 from ..core.floors import FloorsError, check_floors
@@ -74,6 +75,8 @@ class DatasetRun:
     """The run's metrics, once the session finished."""
     gate: GateResult | None = None
     """The run's gate, once the session finished."""
+    confidence: dict[str, ConfidenceInterval | None] | None = None
+    """Every rate metric's confidence interval, once the session finished (docs/statistics.md)."""
     kept: list[dict[str, Any]] = field(default_factory=list)
     """Item outcomes (wire dicts) kept for the HTML page or the Markdown table, when they are written."""
     shard: dict[str, Any] | None = None

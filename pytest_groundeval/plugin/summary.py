@@ -2,7 +2,8 @@
 
 Printed with ``write_sep`` / ``write_line`` from ``pytest_terminal_summary``
 (``plugin.controller``): per dataset its lineage and counts, every check
-(``core.render.format_check``), the metrics no check covers, the judge's lines,
+(``core.render.format_check``, each rate with its confidence interval), the metrics no
+check covers, the intervals' level, the judge's lines,
 notes on items that never ran or could not be run, and its baseline; then the
 report, history and output files written, and ``gate: PASS|FAIL|NOT GATED``.
 """
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from ..core.confidence import DEFAULT_CONFIDENCE
 from ..core.gate import NOT_GATED, verdict
 from ..core.render import citation_lines, format_check, judge_problem_lines, unbounded_lines
 from ..history.urls import describe_url
@@ -39,7 +41,7 @@ def write_summary(tr: pytest.TerminalReporter, controller: Controller) -> None:
         return
     settings = controller.settings
     for run in runs:
-        _summarise(tr, run, settings.judge_model, titled=len(runs) > 1)
+        _summarise(tr, run, settings.judge_model, titled=len(runs) > 1, confidence_level=settings.confidence)
     for notice in controller.notices:  # a judge's fallback, once per judge and fallback (docs/judges.md)
         tr.write_line(f"warning: {notice}", yellow=True)
     if settings.report is not None:
@@ -90,7 +92,14 @@ def _summarise_history(tr: pytest.TerminalReporter, controller: Controller, runs
         tr.write_line(f"history: run {history.run_id(run.key)} ({run.manifest_version()}) in {where}")
 
 
-def _summarise(tr: pytest.TerminalReporter, run: DatasetRun, judge_model: str | None, *, titled: bool) -> None:
+def _summarise(
+    tr: pytest.TerminalReporter,
+    run: DatasetRun,
+    judge_model: str | None,
+    *,
+    titled: bool,
+    confidence_level: float = DEFAULT_CONFIDENCE,
+) -> None:
     assert run.gate is not None and run.metrics is not None
     m = run.models or {}
     title = f"groundeval gate: {run.manifest_version()}" if titled else "groundeval gate"
@@ -106,9 +115,16 @@ def _summarise(tr: pytest.TerminalReporter, run: DatasetRun, judge_model: str | 
     if run.lineage_conflict:
         tr.write_line(f"warning: {run.lineage_conflict}", yellow=True)
     for check in run.gate.checks:
-        tr.write_line(format_check(check), red=check.outcome == "FAIL", green=check.outcome == "PASS")
-    for line in unbounded_lines(run.metrics, run.gate):
+        tr.write_line(format_check(check, run.confidence), red=check.outcome == "FAIL", green=check.outcome == "PASS")
+    for line in unbounded_lines(run.metrics, run.gate, run.confidence):
         tr.write_line(line)
+    if run.confidence is not None and any(interval is not None for interval in run.confidence.values()):
+        tr.write_line(f"intervals: {confidence_level * 100:g}% confidence (docs/statistics.md)")
+    if run.gate.gate_on == "lower-bound":
+        tr.write_line(
+            "note: --eval-gate-on=lower-bound: each floor is compared with its metric's interval's low end, "
+            "each ceiling with its high end (docs/gate.md)"
+        )
     for line in citation_lines(run.metrics, judge_model):
         tr.write_line(line)
     for line in judge_problem_lines(run.metrics):

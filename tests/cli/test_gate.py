@@ -28,6 +28,11 @@ def check_line(lines: list[str], metric: str, containing: str = "") -> str:
     return found[0]
 
 
+def outcome_of(line: str) -> str:
+    """The outcome column of a ``groundeval gate`` check line (after the value, its interval and the bound)."""
+    return next(word for word in line.split() if word in ("PASS", "FAIL", "SKIP"))
+
+
 @pytest.fixture
 def saved(tmp_path):
     def save(name: str, rep: Report) -> str:
@@ -81,7 +86,7 @@ def test_cli_gate_applies_the_floors_and_baseline_a_report_records(saved, tmp_pa
     assert cli.main(["gate", "--report", path]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "applied: floors recorded in the report; baseline b.json as recorded in the report"
-    assert check_line(out, "falsehoodRejection").split()[4] == "PASS"  # 0.6 >= the run's 0.5, not the default 0.95
+    assert outcome_of(check_line(out, "falsehoodRejection")) == "PASS"  # 0.6 >= the run's 0.5, not the default 0.95
     assert "FAIL  0.8000 < 0.8500 (baseline 0.9500 - margin 0.1000)" in check_line(out, "retrievalRecall", "baseline")
     # --no-baseline and --baseline cannot both be given.
     assert cli.main(["gate", "--report", path, "--no-baseline", "--baseline", path]) == 2
@@ -93,7 +98,7 @@ def test_cli_gate_reads_a_report_written_before_floors_and_baseline_were_recorde
     assert cli.main(["gate", "--report", path]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "applied: default floors (the report records none); no baseline (the report records none)"
-    assert check_line(out, "falsehoodRejection").split()[4] == "FAIL"  # the default 0.95
+    assert outcome_of(check_line(out, "falsehoodRejection")) == "FAIL"  # the default 0.95
     assert "no baseline given" in check_line(out, "retrievalRecall", "baseline")
 
 

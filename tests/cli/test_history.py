@@ -152,3 +152,19 @@ def test_compare_calls_a_planted_regression_significant_and_alpha_decides(
     assert out[-1] == "compare: OK" and sum(line.startswith("not a regression:") for line in out) == 2
     assert history_main(["compare", a, b, "--alpha", "0", "--history", history_url]) == 2
     assert "--alpha must be a number in (0, 1), got 0" in capsys.readouterr().err
+
+
+def test_show_prints_each_rate_with_its_confidence_interval(store: HistoryStore, history_url: str, capsys) -> None:
+    run_id = store.open_run({**_data.config(), "confidenceLevel": 0.9}, label="ci", started_ms=1_700_000_000_000)
+    store.add_items(run_id, [_data.qa("q1")])
+    store.finish_run(
+        run_id,
+        metrics={"errors": 0, "retrievalRecall": 0.75, "temporalAccuracy": None},
+        gate={"passed": True, "checks": []},
+        confidence={"retrievalRecall": {"low": 0.5, "high": 0.875, "method": "bootstrap"}, "temporalAccuracy": None},
+    )
+    assert history_main(["show", run_id, "--history", history_url]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "  retrievalRecall            0.7500 [0.5000, 0.8750]" in lines
+    assert "  temporalAccuracy           n/a" in lines
+    assert "intervals: 90% confidence (docs/statistics.md)" in lines

@@ -178,3 +178,68 @@ def test_gate_and_report_do_not_import_each_other_and_lineage_is_a_leaf():
 
 def test_the_report_module_stays_under_800_lines():
     assert len((CORE / "report.py").read_text(encoding="utf-8").splitlines()) < 800
+
+
+# --- confidence intervals and --eval-gate-on (docs/statistics.md) -------------------------------------
+
+
+def _recall_run(items: int = 12, short: int = 2) -> list[ItemOutcome]:
+    """``items`` qa items of two expected strings, ``short`` of them finding one: recall (2n - short) / 2n."""
+    return [
+        ItemOutcome(id=f"qa-{i}", kind="qa", passed=i >= short, evidence_expected=2, evidence_found=1 if i < short else 2,
+                    claims_supported=1, claims_supported_true=1, claims_true_cited=1, claims_true_cited_supported=1)
+        for i in range(items)
+    ]  # fmt: skip
+
+
+def test_finalize_gives_every_rates_interval_the_same_whether_metrics_are_counted_or_given():
+    items = _recall_run() + [o for o in _outcomes() if o.kind == "adversarial"]
+    end = _finalize(RunOutcomes.of(items))
+    recall = end.confidence["retrievalRecall"]
+    assert recall is not None and recall.method == "bootstrap" and recall.low < 22 / 24 < recall.high
+    assert end.confidence["falsehoodRejection"].method == "wilson"
+    assert end.confidence["temporalAccuracy"] is None  # no temporal item: n/a, no interval
+    counted = _finalize(RunOutcomes.counted(items), metrics=end.metrics)
+    assert counted.confidence == end.confidence
+    assert _finalize(RunOutcomes.of(items), confidence_level=0.8).confidence["retrievalRecall"].low > recall.low
+    with pytest.raises(ValueError, match="confidence level"):
+        _finalize(RunOutcomes.of(items), confidence_level=1.0)
+
+
+def test_gate_on_lower_bound_fails_a_floor_that_the_value_passes():
+    # Recall 22/24 = 0.9167 passes a 0.90 floor; its 95% interval over 12 items reaches well below it.
+    items = _recall_run()
+    floors = {"retrievalRecall": 0.90, "errors": 0}
+    point = _finalize(RunOutcomes.of(items), floors=floors)
+    lower = _finalize(RunOutcomes.of(items), floors=floors, gate_on="lower-bound")
+    (by_point,) = [c for c in point.gate.checks if c.metric == "retrievalRecall" and c.bound == 0.9]
+    (by_low,) = [c for c in lower.gate.checks if c.metric == "retrievalRecall" and c.bound == 0.9]
+    interval = lower.confidence["retrievalRecall"]
+    assert interval is not None and interval.low < 0.9 < 22 / 24
+    assert (by_point.outcome, by_point.gated_on, point.gate.passed) == ("PASS", None, True)
+    assert (by_low.outcome, by_low.gated_on, lower.gate.passed) == ("FAIL", "low", False)
+    assert by_low.value == pytest.approx(22 / 24)  # the value stays the point estimate
+    assert by_low.reason.startswith(f"low end {interval.low:.4f} < 0.9000 (value 0.9167, 95% interval [")
+    assert lower.gate.gate_on == "lower-bound" and lower.gate.to_wire()["gateOn"] == "lower-bound"
+    assert "gateOn" not in point.gate.to_wire() and "gatedOn" not in by_point.to_wire()
+    # With a hundred times the items at the same recall the interval clears the floor: the same gate passes.
+    assert _finalize(RunOutcomes.of(_recall_run(1200, 200)), floors=floors, gate_on="lower-bound").gate.passed
+
+
+def test_gate_on_lower_bound_compares_a_ceiling_with_the_high_end_and_leaves_other_figures_on_the_value():
+    items = [
+        ItemOutcome(id=f"cit-{i}", kind="citation", passed=True, latency_ms=10.0,
+                    extra={"citationParagraphsJudged": 2, "citationParagraphsWrongSpeaker": int(i == 0),
+                           "citationParagraphsSupported": 2 - int(i == 0), "citationJudgeErrors": 0})
+        for i in range(10)
+    ]  # fmt: skip
+    floors = {"wrongSpeakerRate": 0.10, "latencyMsP95": 50.0, "errors": 0}
+    end = _finalize(RunOutcomes.of(items), floors=floors, gate_on="lower-bound")
+    checks = {c.metric: c for c in end.gate.checks}
+    high = end.confidence["wrongSpeakerRate"].high
+    assert end.metrics.wrong_speaker_rate == 0.05 < 0.10 < high
+    assert (checks["wrongSpeakerRate"].outcome, checks["wrongSpeakerRate"].gated_on) == ("FAIL", "high")
+    assert checks["wrongSpeakerRate"].reason.startswith(f"high end {high:.4f} > 0.1000")
+    # Latency has no interval: compared by its value, as under point.
+    assert (checks["latencyMsP95"].outcome, checks["latencyMsP95"].gated_on) == ("PASS", None)
+    assert _finalize(RunOutcomes.of(items), floors=floors).gate.passed

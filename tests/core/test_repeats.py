@@ -316,3 +316,48 @@ def test_a_judge_that_gave_up_on_any_attempt_stops_the_session():
     assert runner.stop_reason is None
     runner.note_judging(outcome_of_attempts([cite(0), cite(2)]))
     assert runner.stop_reason == "the judge at http://j/v1 gave up: 3 paragraphs in a row unanswered"
+
+
+def test_an_item_with_attempts_is_one_cluster_of_its_confidence_intervals():
+    # docs/statistics.md: attempts of one item hang together, so a rate over attempts is bootstrapped
+    # over items (each its attempts' summed figures), never Wilson over attempts as if independent.
+    from pytest_groundeval.core.finalize import RunOutcomes, finalize_run
+
+    def run(items: list[ItemOutcome]):
+        outcomes = RunOutcomes()
+        for item in items:
+            outcomes.add(item)
+        return finalize_run(outcomes, dataset_version="v", models={"generate": "g", "embed": "e"})
+
+    def named(outcome: ItemOutcome, name: str) -> ItemOutcome:
+        return outcome.model_copy(update={"id": name})
+
+    flaky = [outcome_of_attempts([named(qa(True), f"q{i}"), named(qa(False, found=1), f"q{i}")]) for i in range(6)]
+    steady = [outcome_of_attempts([named(qa(True), f"s{i}"), named(qa(True), f"s{i}")]) for i in range(6)]
+    repeated_run = run(flaky + steady)
+    recall = repeated_run.confidence["retrievalRecall"]
+    assert recall is not None and recall.method == "bootstrap"
+    assert recall.low <= repeated_run.metrics.retrieval_recall <= recall.high
+    # The same attempts laid flat as independent items: a different unit, so a different interval.
+    flat = run([attempt.model_copy(update={"id": f"{attempt.id}-{k}"}) for item in flaky + steady
+                for k, attempt in enumerate(item.attempts or [])])  # fmt: skip
+    assert flat.metrics.retrieval_recall == repeated_run.metrics.retrieval_recall
+    assert (flat.confidence["retrievalRecall"].low, flat.confidence["retrievalRecall"].high) != (recall.low, recall.high)
+
+
+def test_a_falsehood_rejected_in_some_attempts_has_an_interval_around_its_rate_over_attempts():
+    # The item says the falsehood was supported when any attempt supported it; the metric counts
+    # attempts, so the interval must come from the attempts (one cluster per item), not the item.
+    from pytest_groundeval.core.finalize import RunOutcomes, finalize_run
+
+    def adversarial(i: int, supported: bool) -> ItemOutcome:
+        return ItemOutcome(id=f"adv-{i}", kind="adversarial", passed=not supported, falsehood_supported=supported)
+
+    outcomes = RunOutcomes()
+    for i in range(8):
+        outcomes.add(outcome_of_attempts([adversarial(i, False), adversarial(i, True)]))
+    done = finalize_run(outcomes, dataset_version="v", models=MODELS)
+    rejection = done.confidence["falsehoodRejection"]
+    assert done.metrics.falsehood_rejection == 0.5
+    assert rejection is not None and rejection.method == "bootstrap"
+    assert rejection.low <= 0.5 <= rejection.high

@@ -44,8 +44,8 @@ PYPROJECT_VERSION = tomllib.loads(PYPROJECT.read_text("utf-8"))["project"]["vers
 def test_report_wire_keys_are_camel_case():
     wire = whole_report(sample_outcomes()).to_wire()
     assert list(wire) == [
-        "schemaVersion", "datasetVersion", "models", "startedAtMs", "durationMs", "metrics", "gate",
-        "environment", "interrupted", "floors", "shard", "merge", "baseline", "items",
+        "schemaVersion", "datasetVersion", "models", "startedAtMs", "durationMs", "metrics", "confidence",
+        "confidenceLevel", "gate", "environment", "interrupted", "floors", "shard", "merge", "baseline", "items",
     ]  # fmt: skip
     assert wire["schemaVersion"] == SCHEMA_VERSION == 1
     assert wire["items"][0]["traceId"] == "t-1"
@@ -298,3 +298,117 @@ def test_read_refuses_an_item_that_breaks_the_rules(tmp_path, edit, field, messa
         read_report(path)
     text = str(info.value)
     assert field in text and message in text and "\n" not in text
+
+
+# --- confidence intervals (docs/statistics.md) --------------------------------------------------------
+
+
+def _with_confidence(tmp_path, *, gate_on: str = "point", level: float = 0.95):
+    """A report of twelve qa items (recall 22/24) finalised as a run would, with its intervals."""
+    from pytest_groundeval.core.finalize import RunOutcomes, finalize_run
+
+    items = [
+        ItemOutcome(id=f"qa-{i}", kind="qa", passed=i > 1, evidence_expected=2, evidence_found=1 if i < 2 else 2,
+                    claims_supported=1, claims_supported_true=1, claims_true_cited=1, claims_true_cited_supported=1)
+        for i in range(12)
+    ]  # fmt: skip
+    floors = {"retrievalRecall": 0.9, "errors": 0.0}
+    end = finalize_run(RunOutcomes.of(items), dataset_version="v1", models=MODELS, floors=floors,
+                       confidence_level=level, gate_on=gate_on)  # fmt: skip
+    kwargs = {**finish_kwargs(items), "metrics": end.metrics, "gate": end.gate}
+    with ReportWriter(tmp_path / "r.json") as writer:
+        for item in items:
+            writer.add_item(item)
+        path = writer.finish(**kwargs, floors=floors, confidence=end.confidence, confidence_level=level)
+    return path, end
+
+
+def test_a_report_keeps_its_confidence_and_reads_it_back(tmp_path):
+    path, end = _with_confidence(tmp_path, level=0.9)
+    wire = json.loads(path.read_text())
+    assert wire["confidenceLevel"] == 0.9
+    assert wire["confidence"]["retrievalRecall"] == end.confidence["retrievalRecall"].to_wire()
+    assert set(wire["confidence"]["retrievalRecall"]) == {"low", "high", "method"}
+    assert wire["confidence"]["temporalAccuracy"] is None
+    report = read_report(path)
+    assert report.confidence == end.confidence and report.confidence_level == 0.9
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda c: c["retrievalRecall"].update(low=0.91), r"confidence\.retrievalRecall is \{"),
+        (lambda c: c["retrievalRecall"].update(method="wilson"), r"confidence\.retrievalRecall is"),
+        (lambda c: c.update(temporalAccuracy={"low": 0.1, "high": 0.2, "method": "wilson"}), "temporalAccuracy"),
+        (lambda c: c.pop("retrievalRecall"), r"confidence\.retrievalRecall is null"),
+        (lambda c: c.update(latencyMsP50=None), r"confidence\.latencyMsP50 is null but .* give null"),
+    ],
+    ids=["moved-end", "method", "made-up", "dropped", "not-a-rate"],
+)
+def test_a_report_whose_confidence_is_not_its_items_is_refused(tmp_path, edit, message):
+    path, _ = _with_confidence(tmp_path)
+    wire = json.loads(path.read_text())
+    edit(wire["confidence"])
+    with pytest.raises(ReportError, match=message) as caught:
+        read_report(write_wire(tmp_path, wire, "edited.json"))
+    assert "edited by hand?" in str(caught.value) and "docs/statistics.md" in str(caught.value)
+
+
+def test_a_report_whose_level_was_changed_is_refused(tmp_path):
+    path, _ = _with_confidence(tmp_path)
+    wire = json.loads(path.read_text())
+    wire["confidenceLevel"] = 0.99
+    with pytest.raises(ReportError, match="at confidenceLevel 0.99"):
+        read_report(write_wire(tmp_path, wire, "edited.json"))
+    for bad in (0, 1, 1.5):
+        wire["confidenceLevel"] = bad
+        with pytest.raises(ReportError, match="confidenceLevel"):
+            read_report(write_wire(tmp_path, wire, "edited.json"))
+
+
+def test_a_report_written_before_intervals_reads_without_them(tmp_path):
+    wire = whole_report(sample_outcomes()).to_wire()
+    del wire["confidence"], wire["confidenceLevel"]
+    report = read_report(write_wire(tmp_path, wire))
+    assert report.confidence is None and report.confidence_level == 0.95
+
+
+def test_a_lower_bound_gate_is_recorded_and_checked_on_read(tmp_path):
+    path, end = _with_confidence(tmp_path, gate_on="lower-bound")
+    wire = json.loads(path.read_text())
+    assert wire["gate"]["gateOn"] == "lower-bound" and wire["gate"]["passed"] is False
+    (check,) = [c for c in wire["gate"]["checks"] if c["metric"] == "retrievalRecall" and c["bound"] == 0.9]
+    assert check["gatedOn"] == "low" and check["outcome"] == "FAIL"
+    assert read_report(path).gate == end.gate
+    # Said to have gated on the values, the same report's gate is not the one its figures give.
+    wire["gate"].pop("gateOn")
+    with pytest.raises(ReportError, match="edited by hand"):
+        read_report(write_wire(tmp_path, wire, "edited.json"))
+
+
+def test_a_recovered_report_keeps_the_runs_confidence_level_and_gate_on(tmp_path):
+    from pytest_groundeval.core.recover import recover_report
+
+    items = [ItemOutcome(id=f"adv-{i}", kind="adversarial", passed=True, falsehood_supported=False) for i in range(4)]
+    target = tmp_path / "killed.json"
+    writer = ReportWriter(target)  # never finished: the run was killed
+    writer.set_context({"session": "s1", "dataset": "d", "manifest": str(tmp_path / "gone.json"),
+                        "datasetVersion": "v1", "models": MODELS, "startedAtMs": 1,
+                        "floors": {"falsehoodRejection": 0.95, "errors": 0.0},
+                        "items": {item.id: "adversarial" for item in items},
+                        "confidenceLevel": 0.9, "gateOn": "lower-bound"})  # fmt: skip
+    for item in items:
+        writer.add_item(item)
+    recover_report(target)
+    report = read_report(target)
+    assert report.confidence_level == 0.9 and report.gate.gate_on == "lower-bound"
+    interval = report.confidence["falsehoodRejection"]
+    assert interval is not None and interval.method == "wilson"
+    assert interval.low == pytest.approx(4 / (4 + 1.644854**2))  # Wilson's low end of 4 of 4 at 90%
+    check = next(c for c in report.gate.checks if c.metric == "falsehoodRejection")
+    assert (check.outcome, check.gated_on) == ("FAIL", "low")
+    # A spool that records a level outside (0, 1) is refused, naming the spool.
+    bad = ReportWriter(tmp_path / "bad.json")
+    bad.set_context({"session": "s2", "datasetVersion": "v1", "items": {}, "confidenceLevel": 2})
+    with pytest.raises(ReportError, match="confidenceLevel is invalid"):
+        recover_report(tmp_path / "bad.json")

@@ -5,11 +5,14 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
 
+from pytest_groundeval.core.confidence import compute_confidence
 from pytest_groundeval.core.gate import summarize_baseline
+from pytest_groundeval.core.metrics import Metrics
 from pytest_groundeval.core.report import parse_report
 from pytest_groundeval.core.shard_merge import MergeError, merge_reports
 from pytest_groundeval.core.sharding import shard_of
@@ -29,6 +32,10 @@ def test_three_shards_merge_to_the_unsharded_metrics_and_gate(v1_report, make_sh
     merged = merge_reports(shards, baseline=v1_baseline)
     assert merged["metrics"] == v1_report["metrics"]
     assert merged["gate"] == v1_report["gate"]
+    # The intervals too, byte for byte: the unsharded run's, from all 621 items (docs/statistics.md).
+    whole = compute_confidence(v1_report["items"], Metrics.model_validate(v1_report["metrics"]))
+    assert json.dumps(merged["confidence"]) == json.dumps({k: i and i.to_wire() for k, i in whole.items()})
+    assert merged["confidence"]["claimSupportRecall"]["method"] == "bootstrap"
     assert sorted(i["id"] for i in merged["items"]) == sorted(i["id"] for i in v1_report["items"])
     assert merged["merge"] == {
         "shards": ["1/3", "2/3", "3/3"],
@@ -112,6 +119,7 @@ def test_missing_items_are_listed_by_id_with_the_dataset(v1_report, make_shards,
         ("datasetVersion", "v2", "dataset version"),
         ("models", {"generate": "other-model", "embed": "mock-embed"}, "model lineage"),
         ("floors", {"errors": 0.0, "claimSupportPrecision": 0.5, "retrievalRecallMargin": 0.02}, "floors"),
+        ("confidenceLevel", 0.9, "confidence level"),
     ],
 )
 def test_merge_refuses_shards_of_different_runs(v1_report, make_shards, field, value, message):

@@ -449,7 +449,7 @@ def test_migration_from_the_first_released_schema(history_url: str) -> None:
 
     with HistoryStore.open(history_url) as store:
         with store.engine.connect() as conn:
-            assert stored_version(conn) == schema.SCHEMA_VERSION == 3
+            assert stored_version(conn) == schema.SCHEMA_VERSION == 4
             old = conn.execute(select(schema.judgments)).mappings().one()
         assert old["verdict"] == "supported" and old["judge_model"] is None and old["coverage_score"] is None
         detail = show_run(store, "latest")
@@ -530,7 +530,7 @@ def test_migration_from_version_2_makes_the_judgments_each_runs_first_current_se
 
     with HistoryStore.open(history_url) as store:
         with store.engine.connect() as conn:
-            assert stored_version(conn) == 3
+            assert stored_version(conn) == schema.SCHEMA_VERSION == 4
         # One set per run, current, with the judge model the run recorded; complete only when finished and judged.
         sets = {run_id: _sets(store, run_id) for run_id in (judged, unjudged, killed)}
         assert [row[1:] for row in sets[judged]] == [("run", "judge-x", "complete", True, 2, 0)]
@@ -597,3 +597,64 @@ def test_finish_can_record_what_the_run_learnt(store: HistoryStore) -> None:
     detail = show_run(store, recorder.run_id)
     assert detail.config["models"] == {"generate": "gen-2", "embed": "emb-2"}
     assert detail.config["options"] == {"concurrency": 4} and detail.run.dataset_version == "2026.1"
+
+
+def test_migration_from_version_3_adds_the_confidence_columns(history_url: str) -> None:
+    from pytest_groundeval.history.engine import WRITE, create_history_engine, resolve_url
+    from pytest_groundeval.history.migrations import V3_METADATA
+
+    engine = create_history_engine(resolve_url(history_url))
+    v3 = V3_METADATA.tables
+    old = "d" * 32
+    with engine.connect().execution_options(**WRITE) as conn, conn.begin():
+        create_version(conn, V3_METADATA, 3)
+        conn.execute(v3["runs"].insert().values(id=old, label="v3", config={"models": {}}, started_ms=5,
+                                                finished_ms=9, metrics={"errors": 0}, gate={"passed": True}))  # fmt: skip
+        conn.execute(v3["judgment_sets"].insert().values(run_id=old, origin="run", created_ms=9, status="complete",
+                                                         is_current=True, paragraphs=0, failed=0))  # fmt: skip
+    engine.dispose()
+
+    with HistoryStore.open(history_url) as store:
+        with store.engine.connect() as conn:
+            assert stored_version(conn) == schema.SCHEMA_VERSION == 4
+            assert conn.execute(select(schema.runs.c.confidence).where(schema.runs.c.id == old)).scalar() is None
+        assert show_run(store, old).confidence is None  # recorded before intervals: none, not made up
+        # The new columns take data: a run recorded on the migrated database keeps its intervals.
+        interval = {"low": 0.5, "high": 0.9, "method": "wilson"}
+        run_id = store.open_run(_data.config(), label="v4", started_ms=20)
+        store.finish_run(run_id, metrics={"errors": 0}, gate={"passed": True, "checks": []},
+                         confidence={"retrievalRecall": interval, "temporalAccuracy": None})  # fmt: skip
+        assert show_run(store, run_id).confidence == {"retrievalRecall": interval, "temporalAccuracy": None}
+        with store.engine.connect() as conn:
+            stored = conn.execute(
+                select(schema.judgment_sets.c.confidence).where(schema.judgment_sets.c.run_id == run_id)
+            )
+            assert stored.scalar() == {"retrievalRecall": interval, "temporalAccuracy": None}
+        from sqlalchemy import inspect
+
+        with store.engine.connect() as conn:
+            migrated = inspect(conn)
+            for table in schema.metadata.sorted_tables:
+                assert {c["name"] for c in migrated.get_columns(table.name)} == set(table.c.keys()), table.name
+
+
+def test_rejudge_recomputes_the_confidence_intervals(store: HistoryStore) -> None:
+    records = [_data.citation(f"c{i}", [_data.paragraph(0), _data.paragraph(1)]) for i in range(6)]
+    run_id = store.open_run({**_data.config(floors={"citationSupportedRate": 0.5}), "confidenceLevel": 0.9,
+                             "gateOn": "lower-bound"})  # fmt: skip
+    store.add_items(run_id, records)
+    store.finish_run(
+        run_id, metrics=compute_metrics(_outcomes(records)).to_wire(), gate={"passed": False, "checks": []}
+    )
+    verdicts = {f"c{i}": "supported" if i < 4 else "unsupported" for i in range(6)}
+    result = rejudge_run(store, run_id, _judge("judge-b", verdicts))
+    assert result.complete and result.confidence is not None
+    supported = result.confidence["citationSupportedRate"]
+    # 8 of 12 paragraphs, 4 of 6 items all supported: a cluster bootstrap over the items, at the run's 0.9.
+    assert supported["method"] == "bootstrap" and supported["low"] < 8 / 12 < supported["high"]
+    detail = show_run(store, run_id)
+    assert detail.confidence == result.confidence
+    # The run gated on the intervals' ends, as it recorded: the floor 0.5 compared with the low end.
+    check = next(c for c in detail.gate["checks"] if c["metric"] == "citationSupportedRate")
+    assert detail.gate["gateOn"] == "lower-bound" and check["gatedOn"] == "low"
+    assert (check["outcome"] == "PASS") == (supported["low"] >= 0.5)

@@ -147,18 +147,18 @@ def test_a_judge_answering_prose_is_unparseable_everywhere_and_cannot_pass_a_flo
     assert (metrics["unparseableRate"], metrics["citationSupportedRate"], metrics["judgeErrors"]) == (1.0, 0.0, 0)
     assert metrics["verdictDistribution"]["unparseable"] == 5 and metrics["judgeAgreement"] == 0.0
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["citationSupportedRate*0.0000 >= 0.1000*FAIL*", "gate: FAIL"])
+    result.stdout.fnmatch_lines(["citationSupportedRate*0.0000 [[]*] >= 0.1000*FAIL*", "gate: FAIL"])
 
 
 @pytest.mark.parametrize(
     ("judge", "floors", "line"),
     [
-        ("prose", {"wrongSpeakerRate": 0.5}, "unparseableRate*1.0000 <= 0.0500*FAIL*1.0000 > 0.0500 (armed by the "
+        ("prose", {"wrongSpeakerRate": 0.5}, "unparseableRate*1.0000 [[]*] <= 0.0500*FAIL*1.0000 > 0.0500 (armed by the "
                                              "wrongSpeakerRate bound)"),
-        ("prose", {"judgeErrors": 0}, "unparseableRate*1.0000 <= n/a*FAIL*1.0000: every paragraph sent to the judge "
+        ("prose", {"judgeErrors": 0}, "unparseableRate*1.0000 [[]*] <= n/a*FAIL*1.0000: every paragraph sent to the judge "
                                       "came back unparseable*"),
-        ("html", {"wrongSpeakerRate": 0.5}, "unparseableRate*1.0000 <= 0.0500*FAIL*"),
-        ("plain", {"judgeErrors": 0}, "unparseableRate*1.0000 <= n/a*FAIL*every paragraph*unparseable*"),
+        ("html", {"wrongSpeakerRate": 0.5}, "unparseableRate*1.0000 [[]*] <= 0.0500*FAIL*"),
+        ("plain", {"judgeErrors": 0}, "unparseableRate*1.0000 [[]*] <= n/a*FAIL*every paragraph*unparseable*"),
     ],
     ids=["prose-wrongSpeakerRate", "prose-judgeErrors", "html-wrongSpeakerRate", "plain-text-judgeErrors"],
 )  # fmt: skip
@@ -226,7 +226,7 @@ def test_judge_down_and_scorer_down_are_counted_and_fail_the_floors(run, pyteste
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     # A wrongSpeakerRate of 0 would pass its ceiling: the armed judgeErrors ceiling fails the run instead.
     result.stdout.fnmatch_lines([
-        "wrongSpeakerRate*0.0000 <= 0.5000*PASS*",
+        "wrongSpeakerRate*0.0000 [[]*] <= 0.5000*PASS*",
         "judgeErrors*5 <= 0*FAIL*5 > 0 (armed by the wrongSpeakerRate bound)",
         "coverageScoreMean*n/a >= 0.1000*FAIL*the coverage scorer gave no score: 5 scorer error(s)*",
         "scorerErrors*5 <= 0*FAIL*5 > 0 (armed by the coverageScoreMean bound)",

@@ -223,6 +223,7 @@ def test_three_shards_merged_equal_the_unsharded_run_and_a_missing_shard_fails(r
     merged = pytester.path / "merged.json"
     assert groundeval(["merge", *shards, "-o", str(merged)]) == 0
     assert _comparable(read_report(merged)) == _comparable(read_report(whole))
+    assert read_report(merged).confidence == read_report(whole).confidence  # docs/statistics.md
     assert read_report(merged).gate.passed is True
     capsys.readouterr()
     partial = pytester.path / "partial.json"

@@ -146,5 +146,8 @@ class AdversarialKind(Kind):
     def results(self, tally: AdversarialTally) -> dict[str, Any]:
         return {"falsehood_rejection": ratio(tally.falsehoods_rejected, tally.items)}
 
+    def rate_parts(self, tally: AdversarialTally) -> dict[str, tuple[int, int]]:
+        return {"falsehood_rejection": (tally.falsehoods_rejected, tally.items)}
+
 
 KIND = AdversarialKind()

@@ -271,6 +271,24 @@ class Tally:
         return self
 
 
+@dataclass(frozen=True)
+class UnitTable:
+    """A metric figured from a table of independent units rather than from items, for its interval.
+
+    Citation paragraphs a judge labelled, counted by ``(expectedVerdict, label)``: judge
+    agreement and Cohen's kappa are figures of that table, and their intervals resample
+    paragraphs (docs/statistics.md, "Confidence intervals").
+    """
+
+    counts: Mapping[Any, int]
+    """Cell -> units in it."""
+    statistic: Callable[[Mapping[Any, int]], float | None]
+    """The metric's value for a table of counts (the run's, or a bootstrap replicate's)."""
+    success: Callable[[Any], bool] | None = None
+    """For a metric that is the share of units whose cell is a success (agreement): which cells
+    are; the interval is then Wilson's over the units. None: a bootstrap of ``statistic``."""
+
+
 @dataclass
 class ManifestIndex:
     """What a kind's manifest check can look up: corpus labels and document names."""
@@ -420,4 +438,21 @@ class Kind:
 
     def results(self, tally: Any) -> Mapping[str, Any]:
         """The values of ``metrics`` (by field name) from ``tally``; a rate with no denominator is None."""
+        return {}
+
+    # -- confidence intervals (docs/statistics.md)
+
+    def rate_parts(self, tally: Any) -> Mapping[str, tuple[int | Fraction, int]]:
+        """``(numerator, denominator)`` of each ratio metric of ``tally``, by field name.
+
+        The metric's value is ``numerator / denominator`` of the run's tally (``results``); the
+        confidence interval calls this on a tally holding one item's outcome, so each item is
+        one cluster of the metric (``core.confidence``). A metric left out gets no interval
+        unless ``unit_tables`` gives one. Default: none.
+        """
+        return {}
+
+    def unit_tables(self, tally: Any) -> Mapping[str, UnitTable]:
+        """The metrics of the run's ``tally`` that are figures of a table of independent units
+        (``UnitTable``), by field name; their intervals resample those units. Default: none."""
         return {}

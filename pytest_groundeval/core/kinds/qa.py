@@ -316,5 +316,12 @@ class QaKind(Kind):
             "qa_claims": tally.claims_returned,
         }
 
+    def rate_parts(self, tally: QaTally) -> dict[str, tuple[int, int]]:
+        return {
+            "retrieval_recall": (tally.evidence_found, tally.evidence_expected),
+            "claim_support_precision": (tally.claims_supported_true, tally.claims_supported),
+            "claim_support_recall": (tally.claims_true_cited_supported, tally.claims_true_cited),
+        }
+
 
 KIND = QaKind()

@@ -495,5 +495,8 @@ class TemporalKind(Kind):
     def results(self, tally: TemporalTally) -> dict[str, Any]:
         return {"temporal_accuracy": ratio(tally.passed, tally.items)}
 
+    def rate_parts(self, tally: TemporalTally) -> dict[str, tuple[int, int]]:
+        return {"temporal_accuracy": (tally.passed, tally.items)}
+
 
 KIND = TemporalKind()

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from ...drilldown import ANSWER_CHARS, answer_extra
 from ...outcome import ItemOutcome
-from ..base import Kind, ManifestIndex, RuleError
+from ..base import Kind, ManifestIndex, RuleError, UnitTable
 from .assess import assess_citation
 from .checks import judge_citation, source_map
 from .model import CitationItem
-from .tally import METRICS, CitationTally, tally_outcome, tally_results
+from .tally import METRICS, CitationTally, tally_outcome, tally_rate_parts, tally_results, tally_unit_tables
 
 if TYPE_CHECKING:
     from ...dataset import Dataset
@@ -98,6 +98,14 @@ class CitationKind(Kind):
     def results(self, tally: CitationTally) -> dict[str, Any]:
         """The citation metrics of ``tally`` (``tally.tally_results``)."""
         return tally_results(tally)
+
+    def rate_parts(self, tally: CitationTally) -> dict[str, tuple[Any, int]]:
+        """The citation ratios' parts (``tally.tally_rate_parts``)."""
+        return tally_rate_parts(tally)
+
+    def unit_tables(self, tally: CitationTally) -> dict[str, UnitTable]:
+        """Judge agreement and kappa over paragraphs (``tally.tally_unit_tables``)."""
+        return tally_unit_tables(tally)
 
 
 KIND = CitationKind()

@@ -21,7 +21,7 @@ from typing import Any
 
 from ...judging import JUDGE_LABELS, JUDGE_VERDICTS, RECORDED_VERDICTS, paragraph_label
 from ...outcome import ItemOutcome
-from ..base import CEILING_RATE, MetricDirection, MetricSpec, Tally, ratio
+from ..base import CEILING_RATE, MetricDirection, MetricSpec, Tally, UnitTable, ratio
 from .assess import with_assessment
 
 __all__ = [
@@ -34,7 +34,9 @@ __all__ = [
     "paragraph_catches",
     "paragraph_metrics",
     "tally_outcome",
+    "tally_rate_parts",
     "tally_results",
+    "tally_unit_tables",
 ]
 
 CATCHES: tuple[str, ...] = (
@@ -150,20 +152,24 @@ def cohen_kappa(confusion: Mapping[tuple[str, str], int]) -> float | None:
     ``κ = (p_o − p_e) / (1 − p_e)``: ``p_o`` the share of pairs that agree, ``p_e`` the
     agreement expected from the two sides' label distributions. None for an empty table;
     when ``p_e`` is 1 (both sides use one and the same label) 1.0 if every pair agrees, else 0.0.
+    In whole numbers, ``κ = (agree·n − Σ row·column) / (n² − Σ row·column)``: one correctly
+    rounded division, cheap enough for the thousands of resampled tables of its interval.
     """
     n = sum(confusion.values())
     if not n:
         return None
-    observed = Fraction(sum(count for (expected, got), count in confusion.items() if expected == got), n)
+    agree = 0
     rows: dict[str, int] = {}
     columns: dict[str, int] = {}
     for (expected, got), count in confusion.items():
+        if expected == got:
+            agree += count
         rows[expected] = rows.get(expected, 0) + count
         columns[got] = columns.get(got, 0) + count
-    chance = Fraction(sum(count * columns.get(label, 0) for label, count in rows.items()), n * n)
-    if chance == 1:
-        return 1.0 if observed == 1 else 0.0
-    return float((observed - chance) / (1 - chance))
+    chance = sum(count * columns.get(label, 0) for label, count in rows.items())
+    if chance == n * n:
+        return 1.0 if agree == n else 0.0
+    return (agree * n - chance) / (n * n - chance)
 
 
 def _judge_asked(metrics: Any) -> str | None:
@@ -348,8 +354,9 @@ def tally_outcome(tally: CitationTally, outcome: ItemOutcome) -> None:
             tally.scorer_outcomes += 1
             tally.scorer_errors += scorer_errors
     scores = _extra_scores(outcome)
-    tally.coverage_scores += len(scores)
-    tally.coverage_score_sum += sum(map(Fraction, scores), Fraction(0))
+    if scores:  # most outcomes carry none: no Fraction arithmetic for them
+        tally.coverage_scores += len(scores)
+        tally.coverage_score_sum += sum(map(Fraction, scores), Fraction(0))
     for label, expected, record in _asked_records(outcome):
         tally.verdicts[label] += 1
         if expected is not None:
@@ -380,6 +387,37 @@ def tally_results(tally: CitationTally) -> dict[str, Any]:
         "verdict_distribution": {label: tally.verdicts[label] for label in JUDGE_LABELS} if asked else None,
         "judge_confusion": confusion if labelled else None,
         "citation_catches": {key: tally.catches[key] for key in CATCHES} if asked else None,
+    }
+
+
+def tally_rate_parts(tally: CitationTally) -> dict[str, tuple[Any, int]]:
+    """``(numerator, denominator)`` of each citation metric that is a ratio of sums over items
+    (``Kind.rate_parts``): ``tally_results`` divides the same pairs."""
+    return {
+        "citation_metadata_accuracy": (tally.judged - tally.mismatched, tally.judged),
+        "citation_supported_rate": (tally.judge_supported, tally.judge_judged),
+        "wrong_speaker_rate": (tally.speaker_wrong, tally.speaker_judged),
+        "unparseable_rate": (tally.unparseable, tally.unparseable_judged),
+        "coverage_score_mean": (tally.coverage_score_sum, tally.coverage_scores),
+    }
+
+
+def _agreement(confusion: Mapping[tuple[str, str], int]) -> float | None:
+    """The share of labelled paragraphs whose judge label is their ``expectedVerdict`` (``judgeAgreement``)."""
+    return ratio(sum(count for (expected, got), count in confusion.items() if expected == got), sum(confusion.values()))
+
+
+def _agrees(cell: tuple[str, str]) -> bool:
+    return cell[0] == cell[1]
+
+
+def tally_unit_tables(tally: CitationTally) -> dict[str, UnitTable]:
+    """Judge agreement and Cohen's kappa as figures of the labelled paragraphs' confusion table
+    (``Kind.unit_tables``): their intervals resample paragraphs (docs/statistics.md)."""
+    confusion = dict(tally.confusion)
+    return {
+        "judge_agreement": UnitTable(confusion, _agreement, success=_agrees),
+        "judge_kappa": UnitTable(confusion, cohen_kappa),
     }
 
 
