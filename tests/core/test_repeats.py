@@ -339,10 +339,11 @@ def test_an_item_with_attempts_is_one_cluster_of_its_confidence_intervals():
     assert recall is not None and recall.method == "bootstrap"
     assert recall.low <= repeated_run.metrics.retrieval_recall <= recall.high
     # The same attempts laid flat as independent items: a different unit, so a different interval.
-    flat = run([attempt.model_copy(update={"id": f"{attempt.id}-{k}"}) for item in flaky + steady
-                for k, attempt in enumerate(item.attempts or [])])  # fmt: skip
-    assert flat.metrics.retrieval_recall == repeated_run.metrics.retrieval_recall
-    assert (flat.confidence["retrievalRecall"].low, flat.confidence["retrievalRecall"].high) != (recall.low, recall.high)
+    attempts = [(k, attempt) for item in flaky + steady for k, attempt in enumerate(item.attempts or [])]
+    flat = run([attempt.model_copy(update={"id": f"{attempt.id}-{k}"}) for k, attempt in attempts])
+    flat_recall = flat.confidence["retrievalRecall"]
+    assert flat.metrics.retrieval_recall == repeated_run.metrics.retrieval_recall and flat_recall is not None
+    assert (flat_recall.low, flat_recall.high) != (recall.low, recall.high)
 
 
 def test_a_falsehood_rejected_in_some_attempts_has_an_interval_around_its_rate_over_attempts():
