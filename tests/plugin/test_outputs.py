@@ -179,6 +179,9 @@ def test_junit_xml_has_each_items_figures_and_the_gate_as_a_case(run, pytester, 
     props = _props(gate)
     assert props["gate"] == "PASS" and props["items"] == "10" and props["shard"] == "1/1"
     assert props["check.errors"] == "PASS 0 <= 0"
+    # Each rate's interval (docs/statistics.md): three of three falsehoods rejected, Wilson's 95% interval.
+    assert props["confidence.falsehoodRejection"] == "0.4385 1.0000 wilson"
+    assert "confidence.errors" not in props and "confidence.latencyMsP95" not in props
     text = junit.read_text(encoding="utf-8")
     assert shared_target.api_key not in text and "groundeval_outcome" not in text
     assert shared_target.base_url not in text
