@@ -28,8 +28,8 @@ Two modes:
   key differs), and the variety of one item's outcomes beyond its K samples (a few candidates per
   answer in v1, so K = 20 covers most).
 
-The simulation itself (compare's false-alarm rate and power, the fixed-margin rule beside it) reads
-these directories; it is not here.
+The simulation itself (compare's false-alarm rate and power, the fixed-margin rule beside it) is
+``benchmarks/sim_compare.py``: it assembles its runs in memory with ``assembled`` and ``refinalized``.
 """
 
 from __future__ import annotations
