@@ -28,8 +28,9 @@ both at noise ``P``:
   evidence: real outcomes of the mock's drop, scored by the plugin. Among the qa items
   with a non-empty pool that do not already lose evidence in ``B``, the first 37 by
   ``SHA-256("planted\\0<2j + 1>\\0<id>")`` each take one outcome of their pool; metrics and
-  gate are recomputed. Items the mock's drop cannot make lose evidence (an answer
-  without a citation, one citing the only block given) are never planted.
+  gate are recomputed. Items with an empty pool are never planted: the mock's drop cannot
+  make them lose evidence (e.g. an answer without a citation), or none of the ``K``
+  calibration runs happened to draw a drop for them.
 
 **The rules**, each applied to every pair:
 
