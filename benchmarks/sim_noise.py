@@ -28,8 +28,8 @@ Two modes:
   key differs), and the variety of one item's outcomes beyond its K samples (a few candidates per
   answer in v1, so K = 20 covers most).
 
-The simulation itself (compare's false-alarm rate and power, the fixed-margin rule beside it) reads
-these directories; it is not here.
+The simulation itself (compare's false-alarm rate and power, the fixed-margin rule beside it) is
+``benchmarks/sim_compare.py``: it assembles its runs in memory with ``assembled`` and ``refinalized``.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ if str(REPO) not in sys.path:
 import pytest  # noqa: E402
 
 from pytest_groundeval.core.finalize import RunOutcomes, finalize_run  # noqa: E402
+from pytest_groundeval.core.outcome import ItemOutcome  # noqa: E402
 from pytest_groundeval.core.report import Report, read_report, write_report  # noqa: E402
 from pytest_groundeval.mock import NoiseSettings, ThreadedMockProvider, noise_for  # noqa: E402
 from pytest_groundeval.mock.noise import NO_NOISE  # noqa: E402
@@ -76,11 +77,18 @@ def real_run(
     Raises:
         SystemExit: pytest wrote no report (a usage error, the target down).
     """
+    ini = report.parent / "pytest.ini"
+    if not ini.is_file():
+        # An ini of its own: the repository's (filterwarnings = error, addopts) must not apply to
+        # these runs, or a run started from the repository fails on a warning about anyio.
+        ini.write_text("[pytest]\n", encoding="utf-8")
     mock.noise = noise
     try:
         pytest.main(
             [
                 *PYTEST_ARGS,
+                "-c",
+                str(ini),
                 "--rootdir",
                 str(report.parent),
                 f"--eval-dataset={dataset}",
@@ -119,6 +127,11 @@ def assembled(base: Report, calibration: list[Report], probability: float, seed:
     for item in base.items:
         draw = noise_for(probability, seed, "item:" + item.id)
         items.append(item if draw is None else noisy[draw.pick % len(noisy)][item.id])
+    return refinalized(base, items)
+
+
+def refinalized(base: Report, items: list[ItemOutcome]) -> Report:
+    """``base`` with ``items`` instead of its own, its metrics and gate recomputed with the floors and baseline it recorded."""
     outcomes = RunOutcomes.of(items)
     finalized = finalize_run(
         outcomes,
