@@ -106,7 +106,7 @@ class ServerState:
     ready: bool = False
     session: aiohttp.ClientSession | None = field(default=None, repr=False)
     verifier: concurrent.futures.Executor | None = field(default=None, repr=False)
-    """The verification pool (None: verify inline on the loop); its workers start when first needed."""
+    """The verification pool, made when first needed (``_start_pool``); None before that and for ``inline``."""
     warming: asyncio.Future[None] | None = field(default=None, repr=False)
     """The pool's start (``_warm`` on a thread), once ``verify_answer`` has asked for it."""
     inline_verify_s: float = 0.0
@@ -487,7 +487,13 @@ def _is_small(claims: list[tuple[str, list[str]]], evidence: dict[str, str]) -> 
 
 
 def _start_pool(state: ServerState) -> None:
-    """Start the pool's workers on a thread (``_warm``), once; ``_resources`` waits for it at cleanup."""
+    """Make the pool (``new_verifier``) and start its workers on a thread (``_warm``), once.
+
+    ``_resources`` waits for the start at cleanup. Even an idle process pool is not free: it
+    starts multiprocessing's resource tracker (a Python process) when it is made.
+    """
+    if state.verifier is None:
+        state.verifier = new_verifier(state.config)
     if state.warming is None and state.verifier is not None:
         loop = asyncio.get_running_loop()
         state.warming = loop.run_in_executor(None, _warm, state.verifier, verify_workers(state.config))
@@ -510,7 +516,7 @@ async def verify_answer(
     loop too). From then on every answer goes to the pool, as before. The
     verdicts are the same wherever an answer is verified.
     """
-    if state.verifier is None or not claims:
+    if not claims or (state.verifier is None and state.config.verify_executor == "inline"):
         return verify_claims(claims, evidence)
     loop = asyncio.get_running_loop()
     warm = state.warming is not None and state.warming.done()
@@ -524,13 +530,15 @@ async def verify_answer(
     try:
         if not warm:
             _start_pool(state)
+            assert state.verifier is not None  # made by _start_pool: not inline
             submitted = await loop.run_in_executor(None, state.verifier.submit, verify_claims, claims, evidence)
             return await asyncio.wrap_future(submitted)
         return await loop.run_in_executor(state.verifier, verify_claims, claims, evidence)
     except BrokenProcessPool:
         log.warning("the verification pool lost a worker; starting a new pool")
         broken, state.verifier = state.verifier, new_verifier(state.config)
-        broken.shutdown(wait=False, cancel_futures=True)
+        if broken is not None:
+            broken.shutdown(wait=False, cancel_futures=True)
         return await loop.run_in_executor(state.verifier, verify_claims, claims, evidence)
 
 
@@ -593,8 +601,11 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
             max_attempts=config.provider_attempts,
         ),
     )
-    # Its workers start when verify_answer first needs them (a short session never starts them).
-    state.verifier = new_verifier(config)
+    # The pool is made when verify_answer first needs it (a short session never makes it).
+    if config.verify_executor not in VERIFY_EXECUTORS:
+        raise ValueError(
+            f"verify_executor must be one of {', '.join(VERIFY_EXECUTORS)}, got {config.verify_executor!r}"
+        )
     loop = asyncio.get_running_loop()
     state.ready = True
     try:

@@ -322,6 +322,14 @@ def test_small_answers_are_verified_on_the_loop_until_that_has_cost_what_startin
         pool.shutdown(wait=True)
 
 
+def test_a_server_that_verified_only_small_answers_never_made_its_pool() -> None:
+    config = ReferenceConfig(data_dir=Path("."), llm_url="u", embed_url="u")
+    assert config.verify_executor == "process"
+    state = ServerState(config)
+    assert asyncio.run(verify_answer(state, SMALL_CLAIMS, {"S1": FERRY})) == verify_claims(SMALL_CLAIMS, {"S1": FERRY})
+    assert (state.verifier, state.warming) == (None, None)
+
+
 def test_a_large_answer_goes_to_the_pool_at_once() -> None:
     large_claims, large_evidence = _large_answer()
     state, pool = _pool_state()
