@@ -1,4 +1,4 @@
-"""Benchmark 2 (issue 8): collecting a 100,000-item manifest.
+"""Benchmark 2 (issues 8 and 24): collecting a 100,000-item manifest.
 
 Run: ``python benchmarks/bench_collect.py [--items 100000] [--rounds 3]`` (about 1–2 minutes).
 
@@ -12,7 +12,8 @@ Two fresh subprocesses per round, interleaved:
   trivial ``pytest.Item`` per entry: the least any manifest collector can do.
 
 Reported: wall time and peak RSS (``ru_maxrss`` of the child, from ``os.wait4``)
-of each; goals: plugin / minimal ≤ 1.1× in time and ≤ 1.2× in peak memory.
+of each; goals: plugin / minimal ≤ 1.2× in time and in peak memory (issue 24; issue 8 asked
+≤ 1.1× in time).
 Both get ``-p no:cacheprovider -p no:hypothesispytest``; ``-q`` prints one node
 id per item on both sides (sent to a temp file).
 """
@@ -29,7 +30,7 @@ from pathlib import Path
 import _harness as h
 from synthetic import write_dataset
 
-TIME_GOAL = 1.1
+TIME_GOAL = 1.2
 MEMORY_GOAL = 1.2
 
 MINIMAL_CONFTEST = '''\
