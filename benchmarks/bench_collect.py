@@ -1,4 +1,4 @@
-"""Benchmark 2 (issue 8): collecting a 100,000-item manifest.
+"""Benchmark 2 (issues 8 and 24): collecting a 100,000-item manifest.
 
 Run: ``python benchmarks/bench_collect.py [--items 100000] [--rounds 3]`` (about 1–2 minutes).
 
@@ -12,7 +12,8 @@ Two fresh subprocesses per round, interleaved:
   trivial ``pytest.Item`` per entry: the least any manifest collector can do.
 
 Reported: wall time and peak RSS (``ru_maxrss`` of the child, from ``os.wait4``)
-of each; goals: plugin / minimal ≤ 1.1× in time and ≤ 1.2× in peak memory.
+of each; goals: plugin / minimal ≤ 1.2× in time and in peak memory (issue 24; issue 8 asked
+≤ 1.1× in time).
 Both get ``-p no:cacheprovider -p no:hypothesispytest``; ``-q`` prints one node
 id per item on both sides (sent to a temp file).
 """
@@ -29,7 +30,7 @@ from pathlib import Path
 import _harness as h
 from synthetic import write_dataset
 
-TIME_GOAL = 1.1
+TIME_GOAL = 1.2
 MEMORY_GOAL = 1.2
 
 MINIMAL_CONFTEST = '''\
@@ -100,25 +101,39 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  manifest: {size / 2**20:.1f} MiB, written in {time.perf_counter() - started:.1f} s")
         commands = sides(work, dataset)
         wall: dict[str, list[float]] = {name: [] for name in commands}
+        cpu: dict[str, list[float]] = {name: [] for name in commands}
         rss: dict[str, list[float]] = {name: [] for name in commands}
         for round_ in range(args.rounds):
             for name, (cmd, cwd) in commands.items():
                 measured = h.check(h.run_measured(cmd, cwd=cwd, env=h.pytest_env()), name)
                 expect_collected(name, measured.output, args.items)
                 wall[name].append(measured.wall_s)
+                cpu[name].append(measured.cpu_s)
                 rss[name].append(measured.max_rss_mib)
             print(
                 f"  round {round_ + 1}: "
-                + ", ".join(f"{name} {wall[name][-1]:.2f} s, {rss[name][-1]:.0f} MiB" for name in commands)
+                + ", ".join(
+                    f"{name} {wall[name][-1]:.2f} s ({cpu[name][-1]:.2f} s CPU), {rss[name][-1]:.0f} MiB"
+                    for name in commands
+                )
             )
     rows = [
-        [name, h.spread(wall[name]), h.spread(rss[name], "{:.0f}"), f"{h.median(wall[name]) / args.items * 1e6:.1f}"]
+        [
+            name,
+            h.spread(wall[name]),
+            h.spread(cpu[name]),
+            h.spread(rss[name], "{:.0f}"),
+            f"{h.median(wall[name]) / args.items * 1e6:.1f}",
+        ]
         for name in commands
     ]
-    print(h.table(["side", "wall s, median (min–max)", "peak RSS MiB, median (min–max)", "µs/item"], rows))
+    headers = ["side", "wall s, median (min–max)", "CPU s", "peak RSS MiB, median (min–max)", "µs/item"]
+    print(h.table(headers, rows))
     time_ratio = h.median(wall["plugin"]) / h.median(wall["minimal"])
     memory_ratio = h.median(rss["plugin"]) / h.median(rss["minimal"])
     print(f"plugin / minimal time: {time_ratio:.2f}x (goal <= {TIME_GOAL}x: {h.verdict(time_ratio, TIME_GOAL, True)})")
+    cpu_ratio = h.median(cpu["plugin"]) / h.median(cpu["minimal"])
+    print(f"plugin / minimal CPU time: {cpu_ratio:.2f}x (the steadier figure on a loaded machine)")
     print(
         f"plugin / minimal peak memory: {memory_ratio:.2f}x "
         f"(goal <= {MEMORY_GOAL}x: {h.verdict(memory_ratio, MEMORY_GOAL, True)})"

@@ -24,6 +24,13 @@ Items/s are steady-state rates: (items − 1) / (time from the first finished it
 to the last), written by the ``_rate_probe`` plugin (or the raw loop itself), so
 interpreter start-up, collection, the mock and the server's spawn and the
 corpus ingest are left out and runs of different lengths compare.
+
+Against the reference server the synthetic dataset has one document per record
+(``synthetic.write_dataset(per_record=True)``), each item finding only its own
+record: in one shared document the mock's answer cites a second, true record the
+item's truths do not list, and every item failed. Each side's passed / failed /
+error counts are printed per round; a benchmark of failing items measures the
+failure path, so the script says so when any item did not pass.
 Goals: c16 / c1 ≥ 10×; raw / c16 ≤ 1.5×; (-n 2) / (-n 0) ≥ 1.7×. The raw loop
 also reports the reference server's CPU time per generate (its process group's
 user + system time from ``/proc``), which bounds what any client can get from
@@ -157,6 +164,13 @@ def summary_counts(output: str) -> dict[str, int]:
     return {word.rstrip("s") if word.startswith("error") else word: int(n) for n, word in found}
 
 
+def tally(counts: dict[str, int]) -> str:
+    """``"250 passed, 0 failed, 0 errors"`` (the raw loop judges nothing: only its error count)."""
+    if "passed" not in counts and "failed" not in counts:
+        return f"{counts.get('error', 0)} errors (nothing judged)"
+    return f"{counts.get('passed', 0)} passed, {counts.get('failed', 0)} failed, {counts.get('error', 0)} errors"
+
+
 def run_plugin(run_dir: Path, dataset: str, command: str, extra: list[str], rate_file: Path) -> tuple[float, dict]:
     cmd = [h.PYTHON, "-m", "pytest", *h.QUIET_PLUGINS, "-p", "_rate_probe", "-q"]
     cmd += [f"--eval-dataset={dataset}", f"--eval-spawn={command}", *extra]
@@ -204,8 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-concurrency-") as tmp:
         work = Path(tmp)
         run_dir = h.write_ini(work / "run")
-        write_dataset(run_dir / "dataset", args.items)
-        write_dataset(run_dir / "slow", args.slow_items)
+        per_record = args.target == "reference"
+        write_dataset(run_dir / "dataset", args.items, per_record=per_record)
+        write_dataset(run_dir / "slow", args.slow_items, per_record=per_record)
         concurrent = has_concurrency_option(run_dir)
         if not concurrent:
             print(
@@ -224,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         server_cpu_ms: list[float] = []
         problems: dict[str, dict] = {}
         for round_ in range(args.rounds):
+            tallies = []
             for key, (label, data, extra) in sides.items():
                 if data is None:
                     rate, counts = run_raw(work, run_dir / "dataset", command, n)
@@ -231,9 +247,11 @@ def main(argv: list[str] | None = None) -> int:
                 else:
                     rate, counts = run_plugin(run_dir, data, command, extra, work / "rate.json")
                 rates[key].append(rate)
+                tallies.append(f"{key} {tally(counts)}")
                 if counts.get("error") or counts.get("failed"):
                     problems[label] = counts
             print("  round " + str(round_ + 1) + ": " + ", ".join(f"{k} {v[-1]:.1f}/s" for k, v in rates.items()))
+            print("    items: " + "; ".join(tallies))
     rows = [[label, h.spread(rates[key], "{:.1f}")] for key, (label, _, _) in sides.items()]
     print(h.table(["side", "items/s, median (min–max)"], rows))
     capacity = 1000 / max(h.median(server_cpu_ms), 1e-3)

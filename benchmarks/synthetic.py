@@ -1,14 +1,25 @@
 """Synthetic datasets for the benchmarks: N qa items over a small corpus (docs/dataset.md).
 
-Run: ``python benchmarks/synthetic.py OUT_DIR --items 2000 [--records 500]``
-writes ``OUT_DIR/manifest.json`` and ``OUT_DIR/corpus/facts.txt`` and prints the
+Run: ``python benchmarks/synthetic.py OUT_DIR --items 2000 [--records 500] [--per-record]``
+writes ``OUT_DIR/manifest.json`` and the corpus under ``OUT_DIR/corpus/`` and prints the
 directory. The benchmarks call ``write_dataset`` directly, into a temp dir.
 
-The corpus is one text document of ``records`` paragraphs, each naming a key
-``K00042``; qa item ``i`` asks about key ``i % records``, expects that line as
-evidence and lists it as its truth. ``instant_target.py`` answers any question
-carrying a key with that line's exact byte span, so every item passes and the
-plugin does its full per-item work (slicing, evidence search, claim judging).
+The corpus holds ``records`` paragraphs, each naming a key ``K00042``; qa item
+``i`` asks about key ``i % records``, expects that line as evidence and lists it
+as its truth. ``instant_target.py`` answers any question carrying a key with
+that line's exact byte span, so every item passes and the plugin does its full
+per-item work (slicing, evidence search, claim judging).
+
+Two layouts:
+
+- one document (the default): ``corpus/facts.txt`` of ``records`` paragraphs under
+  one label, every item's ``find``;
+- one document per record (``per_record``): ``corpus/facts-00042.txt`` under label
+  ``FACT_00042``, the item's ``find``. For the reference server (docs/target-contract.md):
+  it retrieves several blocks for a question and the mock's answer cites the first two
+  (docs/mock.md), and every record is true, so in one document an item's answer
+  carries a second, true claim its truths do not list and the item fails. Restricted
+  to the record's own document, retrieval finds that one block and the item passes.
 """
 
 from __future__ import annotations
@@ -70,7 +81,7 @@ def qa_item(number: int, records: int) -> dict:
 
 
 def manifest(items: int, records: int, text: str) -> dict:
-    """The manifest of a dataset of ``items`` qa items over ``text``."""
+    """The manifest of a dataset of ``items`` qa items over ``text`` (the one-document layout)."""
     return {
         "version": "v1",
         "corpus": [{"name": DOCUMENT_NAME, "label": LABEL, "file": "facts.txt", "format": "text"}],
@@ -79,7 +90,28 @@ def manifest(items: int, records: int, text: str) -> dict:
     }
 
 
-def write_dataset(directory: str | Path, items: int, records: int = 500) -> Path:
+def record_file(index: int) -> str:
+    """The corpus file of record ``index`` in the one-document-per-record layout: ``facts-00042.txt``."""
+    return f"facts-{index:05d}.txt"
+
+
+def record_label(index: int) -> str:
+    """The corpus label of record ``index`` in the one-document-per-record layout: ``FACT_00042``."""
+    return f"{LABEL}_{index:05d}"
+
+
+def per_record_manifest(items: int, records: int) -> dict:
+    """The manifest of ``items`` qa items, each finding only its record's own document."""
+    entries = [
+        {"name": f"bench/{record_file(i)}", "label": record_label(i), "file": record_file(i), "format": "text"}
+        for i in range(records)
+    ]
+    hashes = {record_file(i): xxhash.xxh3_64_hexdigest(record_line(i).encode("utf-8")) for i in range(records)}
+    qa = [qa_item(n, records) | {"find": record_label(n % records)} for n in range(items)]
+    return {"version": "v1", "corpus": entries, "corpusHashes": hashes, "items": qa}
+
+
+def write_dataset(directory: str | Path, items: int, records: int = 500, *, per_record: bool = False) -> Path:
     """Write a dataset of ``items`` qa items over a ``records``-line corpus into ``directory``.
 
     The manifest is indented like a hand-edited one (one key per line), so its
@@ -88,17 +120,25 @@ def write_dataset(directory: str | Path, items: int, records: int = 500) -> Path
     Args:
         directory: Created if missing.
         items: Number of qa items (100,000 gives a manifest of about 40 MB).
-        records: Lines in the corpus document.
+        records: Paragraphs in the corpus.
+        per_record: One document (and label) per record instead of one document
+            (the module docstring says when that matters).
 
     Returns:
         The path of ``manifest.json``.
     """
     root = Path(directory)
     (root / "corpus").mkdir(parents=True, exist_ok=True)
-    text = corpus_text(records)
-    (root / "corpus" / "facts.txt").write_bytes(text.encode("utf-8"))
+    if per_record:
+        for i in range(records):
+            (root / "corpus" / record_file(i)).write_bytes(record_line(i).encode("utf-8"))
+        data = per_record_manifest(items, records)
+    else:
+        text = corpus_text(records)
+        (root / "corpus" / "facts.txt").write_bytes(text.encode("utf-8"))
+        data = manifest(items, records, text)
     path = root / "manifest.json"
-    path.write_text(json.dumps(manifest(items, records, text), indent=2), encoding="utf-8")
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
     return path
 
 
@@ -106,9 +146,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Write a synthetic qa dataset for the benchmarks")
     parser.add_argument("out", help="Directory to write manifest.json and corpus/ into")
     parser.add_argument("--items", type=int, default=2000, help="Number of qa items")
-    parser.add_argument("--records", type=int, default=500, help="Lines in the corpus document")
+    parser.add_argument("--records", type=int, default=500, help="Paragraphs in the corpus")
+    parser.add_argument("--per-record", action="store_true", help="One document and label per record")
     args = parser.parse_args(argv)
-    print(write_dataset(args.out, args.items, args.records).parent)
+    print(write_dataset(args.out, args.items, args.records, per_record=args.per_record).parent)
     return 0
 
 

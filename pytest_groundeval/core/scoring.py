@@ -153,8 +153,10 @@ def normalize_text(s: str) -> str:
     Returns:
         The normalised text; runs of whitespace become one ASCII space (docs/scoring.md).
     """
-    folded = unicodedata.normalize("NFC", unicodedata.normalize("NFC", s).casefold())
-    return _SPACE_RE.sub(" ", folded).strip()
+    # str.split() splits at exactly the characters `\s` matches (str.isspace) and drops the ends.
+    if s.isascii():  # NFC leaves ASCII as it is, and ASCII case-folds as it lowers
+        return " ".join(s.lower().split())
+    return " ".join(unicodedata.normalize("NFC", unicodedata.normalize("NFC", s).casefold()).split())
 
 
 def tokenize(text: str) -> list[str]:
@@ -351,9 +353,10 @@ class EvidenceSearch:
         Raises:
             KeyError: ``document`` is not a corpus entry name.
         """
-        names = list(self._texts) if document is None else [document]
+        names = self._texts if document is None else (document,)
         needle = normalize_text(expected)
-        if any(needle in self._normalised(name) for name in names):
-            return True
+        for name in names:
+            if needle in (self._normal.get(name) or self._normalised(name)):
+                return True
         decomposed = unicodedata.normalize("NFD", needle)
         return any(decomposed in self._nfd(name) for name in names)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from ..core.dataset import Dataset, DatasetError, load_dataset
+from ..core.dataset import Dataset, DatasetError, gc_paused, load_dataset
 from ..core.kinds import get
 from ..core.outcome import ItemOutcome, as_attempts
 from ..core.runner import ItemError, ItemRunner, errored_outcome
@@ -61,19 +61,25 @@ class KindGroup(pytest.Collector):
         self.add_marker(self.name)
         self.add_marker("groundeval")
 
-    def collect(self) -> Iterator[EvalItem]:
+    def collect(self) -> list[EvalItem]:
         # Items of one group with one test function share one fixture closure, as the
         # instances of a parametrised test do: resolving it per item was most of collection.
         infos: dict[Callable[..., None], FuncFixtureInfo] = {}
         kind = get(self.name)
-        for item in self.eval_items:
-            uses_target = kind.needs_target(item)
-            fn = _against_target if uses_target else _recorded
-            test = EvalItem.from_parent(
-                self, name=item.id, callobj=fn, eval_item=item, uses_target=uses_target, fixtureinfo=infos.get(fn)
-            )
-            infos.setdefault(fn, test._fixtureinfo)
-            yield test
+        tests: list[EvalItem] = []
+        # pytest keeps every item it collects (it makes a list of what collect returns), so the
+        # automatic collections that building them triggers walk a growing heap and free
+        # nothing: paused, as while the manifest is loaded (core.dataset.loader).
+        with gc_paused():
+            for item in self.eval_items:
+                uses_target = kind.needs_target(item)
+                fn = _against_target if uses_target else _recorded
+                test = EvalItem.from_parent(
+                    self, name=item.id, callobj=fn, eval_item=item, uses_target=uses_target, fixtureinfo=infos.get(fn)
+                )
+                infos.setdefault(fn, test._fixtureinfo)
+                tests.append(test)
+        return tests
 
 
 def _recorded(groundeval_offline_runner: ItemRunner) -> None:

@@ -56,7 +56,7 @@ from ..outputs.write import shown_path, write_session_outputs
 from .history import SessionHistory
 from .hookspecs import is_wrapper
 from .junit import log_gates_to_junit
-from .nodeids import dataset_key, eval_node_kind
+from .nodeids import dataset_key, eval_node, eval_node_kind
 from .options import STEP_SUMMARY_ENV, Settings, step_summary_path
 from .record import GATE_ATTR, NOTICES_ATTR, OUTCOME_ATTR, RUN_ATTR
 from .session import GateSession
@@ -194,10 +194,15 @@ class Controller:
         return run
 
     def _expect(self, nodeids: Iterable[str]) -> None:
+        expected: dict[str, dict[str, str]] = {}  # dataset key -> its run's expected items
         for nodeid in nodeids:
-            node = eval_node_kind(nodeid)
+            node = eval_node(nodeid)
             if node is not None:
-                self._run_for(dataset_key(nodeid)).expected.setdefault(node[1], node[0])
+                key, kind, item_id = node
+                of_run = expected.get(key)
+                if of_run is None:
+                    of_run = expected[key] = self._run_for(key).expected
+                of_run.setdefault(item_id, kind)
 
     # tryfirst: the items are recorded before the terminal prints "selected", so an interrupt sent
     # on seeing that line finds them expected (each then counted as an error, docs/guarantees.md).

@@ -17,6 +17,17 @@ def eval_node_kind(nodeid: str) -> tuple[str, str] | None:
     return None
 
 
+def eval_node(nodeid: str) -> tuple[str, str, str] | None:
+    """``(dataset key, kind, item_id)`` when ``nodeid`` names a dataset item, in one split (else None).
+
+    The same test as ``eval_node_kind`` and ``dataset_key`` together, for loops over every item.
+    """
+    parts = nodeid.split("::")
+    if len(parts) == 3 and parts[0].endswith("manifest.json") and parts[1] in KIND_NAMES:
+        return parts[0], parts[1], parts[2]
+    return None
+
+
 def dataset_key(nodeid: str) -> str:
     """The dataset part of a node id (the manifest's path as pytest names it), e.g. ``datasets/v1/manifest.json``."""
     return nodeid.split("::")[0]

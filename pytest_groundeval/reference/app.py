@@ -9,7 +9,9 @@ Claim verification (``verify.verify_claims``: tokenising and aligning every
 claim against its cited spans, pure-Python work that holds the GIL) runs in a
 process pool of ``os.cpu_count()`` workers, one task per answer, so a large
 answer being verified does not stall the event loop and every other request
-with it (``benchmarks/bench_verify_latency.py``).
+with it (``benchmarks/bench_verify_latency.py``). The pool starts when it is
+first worth its start-up (``verify_answer``): a short session of small answers
+verifies them on the loop and never starts it.
 
 Errors are JSON ``{"error": {"code", "message", "field"}}``: 400
 ``invalid_json``, 401 ``unauthorized``, 404 ``not_found``, 405
@@ -104,13 +106,25 @@ class ServerState:
     ready: bool = False
     session: aiohttp.ClientSession | None = field(default=None, repr=False)
     verifier: concurrent.futures.Executor | None = field(default=None, repr=False)
-    """The verification pool (None: verify inline on the loop)."""
+    """The verification pool, made when first needed (``_start_pool``); None before that and for ``inline``."""
+    warming: asyncio.Future[None] | None = field(default=None, repr=False)
+    """The pool's start (``_warm`` on a thread), once ``verify_answer`` has asked for it."""
+    inline_verify_s: float = 0.0
+    """CPU seconds the loop has spent verifying small answers itself while the pool was not started."""
 
 
 STATE = web.AppKey("state", ServerState)
 
 VERIFY_EXECUTORS = ("process", "thread", "inline")
 """Values of ``ReferenceConfig.verify_executor``."""
+
+SMALL_ANSWER_CHARS = 4_000
+"""An answer whose claims and cited spans hold at most this many characters in all is small:
+verifying it (about 1 ms per claim) costs the loop about what handing it to a pool worker does."""
+
+INLINE_VERIFY_BUDGET_S = 0.5
+"""CPU seconds of small answers the loop verifies itself before it starts the pool: about what
+starting the pool costs (a forkserver importing the verifier, a resource tracker, the workers)."""
 
 
 class ApiError(Exception):
@@ -468,6 +482,27 @@ def new_verifier(config: ReferenceConfig) -> concurrent.futures.Executor | None:
     )
 
 
+def _is_small(claims: list[tuple[str, list[str]]], evidence: dict[str, str]) -> bool:
+    """True when the answer's claims and cited spans hold at most :data:`SMALL_ANSWER_CHARS` characters."""
+    size = sum(len(text) for text, _ in claims)
+    cited = {marker for _, markers in claims for marker in markers}
+    size += sum(len(evidence[marker]) for marker in cited if marker in evidence)
+    return size <= SMALL_ANSWER_CHARS
+
+
+def _start_pool(state: ServerState) -> None:
+    """Make the pool (``new_verifier``) and start its workers on a thread (``_warm``), once.
+
+    ``_resources`` waits for the start at cleanup. Even an idle process pool is not free: it
+    starts multiprocessing's resource tracker (a Python process) when it is made.
+    """
+    if state.verifier is None:
+        state.verifier = new_verifier(state.config)
+    if state.warming is None and state.verifier is not None:
+        loop = asyncio.get_running_loop()
+        state.warming = loop.run_in_executor(None, _warm, state.verifier, verify_workers(state.config))
+
+
 async def verify_answer(
     state: ServerState, claims: list[tuple[str, list[str]]], evidence: dict[str, str]
 ) -> list[ClaimCheck]:
@@ -476,24 +511,46 @@ async def verify_answer(
     One task per answer: a large answer occupies one worker and leaves the
     others to small requests. A pool whose worker died (``BrokenProcessPool``)
     is replaced once and the task retried; a second failure propagates (500).
+
+    The pool starts when first worth it: until its workers are up, a small answer
+    (``_is_small``) is verified on the loop, which costs about what the hand-off
+    would; once the loop has spent :data:`INLINE_VERIFY_BUDGET_S` of CPU that way,
+    or a large answer arrives, the workers are started on a thread (submitting
+    to a pool still starting waits for its forkserver, so that is done off the
+    loop too). From then on every answer goes to the pool, as before. The
+    verdicts are the same wherever an answer is verified.
     """
-    if state.verifier is None or not claims:
+    if not claims or (state.verifier is None and state.config.verify_executor == "inline"):
         return verify_claims(claims, evidence)
     loop = asyncio.get_running_loop()
+    warm = state.warming is not None and state.warming.done()
+    if not warm and _is_small(claims, evidence):
+        started = time.thread_time()
+        checks = verify_claims(claims, evidence)
+        state.inline_verify_s += time.thread_time() - started
+        if state.inline_verify_s >= INLINE_VERIFY_BUDGET_S:
+            _start_pool(state)
+        return checks
     try:
+        if not warm:
+            _start_pool(state)
+            assert state.verifier is not None  # made by _start_pool: not inline
+            submitted = await loop.run_in_executor(None, state.verifier.submit, verify_claims, claims, evidence)
+            return await asyncio.wrap_future(submitted)
         return await loop.run_in_executor(state.verifier, verify_claims, claims, evidence)
     except BrokenProcessPool:
         log.warning("the verification pool lost a worker; starting a new pool")
         broken, state.verifier = state.verifier, new_verifier(state.config)
-        broken.shutdown(wait=False, cancel_futures=True)
+        if broken is not None:
+            broken.shutdown(wait=False, cancel_futures=True)
         return await loop.run_in_executor(state.verifier, verify_claims, claims, evidence)
 
 
 def _warm(verifier: concurrent.futures.Executor, workers: int) -> None:
-    """Start the pool's workers now, not on the first answer (fire and forget; failures are logged, never raised).
+    """Start the pool's workers, one warm-up task each (fire and forget; failures are logged, never raised).
 
     Starting the forkserver and its workers blocks the caller for a few
-    hundred milliseconds, so the server calls this on a thread, not the loop.
+    hundred milliseconds, so the server calls this on a thread, not the loop (``_start_pool``).
     """
 
     def logged(future: concurrent.futures.Future[Any]) -> None:
@@ -548,11 +605,12 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
             max_attempts=config.provider_attempts,
         ),
     )
-    state.verifier = new_verifier(config)
+    # The pool is made when verify_answer first needs it (a short session never makes it).
+    if config.verify_executor not in VERIFY_EXECUTORS:
+        raise ValueError(
+            f"verify_executor must be one of {', '.join(VERIFY_EXECUTORS)}, got {config.verify_executor!r}"
+        )
     loop = asyncio.get_running_loop()
-    warming = None
-    if state.verifier is not None:  # off the loop, so that the server is ready without waiting for its workers
-        warming = loop.run_in_executor(None, _warm, state.verifier, verify_workers(config))
     state.ready = True
     try:
         yield
@@ -560,8 +618,8 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         state.ready = False
         await state.session.close()
         await state.store.close()
-        if warming is not None:
-            await warming  # never raises (_warm logs); the pool is not shut down under it
+        if state.warming is not None:
+            await state.warming  # never raises (_warm logs); the pool is not shut down under it
         if state.verifier is not None:
             shutdown = functools.partial(state.verifier.shutdown, wait=True, cancel_futures=True)
             await loop.run_in_executor(None, shutdown)

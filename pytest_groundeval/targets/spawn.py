@@ -44,6 +44,10 @@ MOCK_LLM_API_KEY = "groundeval-mock"
 LOG_TAIL_LINES = 30
 """Lines of the child's log quoted in a ``SpawnError``."""
 
+READY_POLL_S = 0.02
+"""Pause between a spawned child's ``GET /readyz`` polls: a server starts in a fraction of a
+second, and each poll of a port nobody listens on yet is one refused connection."""
+
 DYING_GRACE_S = 2.0
 """How long a spawned target that refused a connection gets to finish exiting, so that its
 exit status and log tail can explain the failure."""
@@ -287,7 +291,7 @@ class SpawnedTarget:
                 self.base_url, self.api_key, timeout_s=config.timeout_s, max_response_bytes=config.max_response_bytes
             )
             try:
-                self._target.wait_ready(config.ready_timeout_s, process=self.process)
+                self._target.wait_ready(config.ready_timeout_s, READY_POLL_S, process=self.process)
             except TargetUnavailable as exc:
                 raise self._spawn_error(f"the target did not become ready: {exc}") from exc
         except BaseException:
@@ -452,6 +456,10 @@ def _terminate_group(process: subprocess.Popen[bytes], grace_s: float) -> None:
         return
     _kill_group(process, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
+    try:
+        process.wait(timeout=grace_s)  # the leader (the server itself, after exec) first: no fixed-step polling
+    except subprocess.TimeoutExpired:
+        pass
     while time.monotonic() < deadline:
         process.poll()
         if not _group_alive(process.pid):

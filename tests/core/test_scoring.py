@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 import pytest
@@ -35,6 +36,19 @@ def test_normalize_text_is_nfc_and_casefolded():
     nfd = unicodedata.normalize("NFD", "Straße Ångström")
     assert normalize_text(nfd) == "strasse ångström"
     assert normalize_text(nfd) == unicodedata.normalize("NFC", normalize_text(nfd))
+
+
+_spaced_texts = st.text(
+    alphabet=st.one_of(st.characters(), st.sampled_from(" \t\n\r\x0b\x0c\x1c\x85\xa0\u2003\u3000")), max_size=40
+)
+
+
+@given(_spaced_texts)
+@settings(max_examples=300)
+def test_normalize_text_is_the_documented_rule(text):
+    # NFC of the case-folded NFC text, every run of white space (what `\s` matches) one space, stripped.
+    folded = unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
+    assert normalize_text(text) == re.sub(r"\s+", " ", folded).strip()
 
 
 # --- tokenize: numbers -----------------------------------------------------------------

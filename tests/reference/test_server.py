@@ -669,9 +669,9 @@ def test_compare_reports_added_removed_and_changed_between_two_tx_times(ref: Ref
 # ------------------------------------------------------------ provider faults
 
 INLINE = ("--verify-executor", "inline")
-"""A fault server verifies on its event loop: what these tests check is the provider call, and a
-process pool (a forkserver and a worker per core, started at start-up) costs each server about
-0.7 s of CPU."""
+"""A fault server verifies on its event loop: what these tests check is the provider call, not where
+claims are verified (a process pool, a forkserver and a worker per core, costs about 0.7 s of CPU
+when a server starts it)."""
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ from pytest_groundeval.core.scoring import claim_is_true, tokenize
 from pytest_groundeval.reference.app import ReferenceConfig, ServerState, new_verifier, verify_answer, verify_workers
 from pytest_groundeval.reference.pool import pool_worker_init
 from pytest_groundeval.reference.verify import (
+    ClaimCheck,
     EvidenceIndex,
     align_claim,
     same_word,
@@ -240,8 +241,9 @@ async def _finish_order(kind: str) -> list[str]:
     )
     state = ServerState(config, verifier=new_verifier(config))
     try:
-        if state.verifier is not None:  # start both workers first, as the server does at start-up
-            await asyncio.gather(*(verify_answer(state, [("x [S1]", ["S1"])], {"S1": "x"}) for _ in range(2)))
+        if state.verifier is not None:  # start both workers first (a small answer alone would not start them)
+            loop = asyncio.get_running_loop()
+            await asyncio.gather(*(loop.run_in_executor(state.verifier, verify_claims, [], {}) for _ in range(2)))
         order: list[str] = []
         large_claims, large_evidence = _large_answer()
 
@@ -269,6 +271,74 @@ def test_a_small_answer_is_verified_while_a_large_one_is_still_running_in_the_po
 def test_without_the_pool_the_large_answer_blocks_the_small_one() -> None:
     # The same scenario verified on the event loop: this is what the pool is for.
     assert asyncio.run(_finish_order("inline")) == ["large", "small"]
+
+
+class CountingPool(concurrent.futures.ThreadPoolExecutor):
+    """A real (thread) pool that counts the tasks handed to it."""
+
+    def __init__(self) -> None:
+        super().__init__(2)
+        self.submitted = 0
+
+    def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def, override]
+        self.submitted += 1
+        return super().submit(fn, *args, **kwargs)
+
+
+def _pool_state() -> tuple[ServerState, CountingPool]:
+    pool = CountingPool()
+    config = ReferenceConfig(data_dir=Path("."), llm_url="u", embed_url="u", verify_workers=2)
+    return ServerState(config, verifier=pool), pool
+
+
+SMALL_CLAIMS = [("The harbour opened in 1998. [S1]", ["S1"])]
+
+
+def test_small_answers_are_verified_on_the_loop_until_that_has_cost_what_starting_the_pool_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A short session (a one-item run) never starts the pool's processes; a long one does, and then uses it.
+    expected = verify_claims(SMALL_CLAIMS, {"S1": FERRY})
+    state, pool = _pool_state()
+
+    async def session(answers: int) -> list[list[ClaimCheck]]:
+        return [await verify_answer(state, SMALL_CLAIMS, {"S1": FERRY}) for _ in range(answers)]
+
+    try:
+        assert asyncio.run(session(3)) == [expected] * 3
+        assert (pool.submitted, state.warming, state.inline_verify_s > 0) == (0, None, True)
+        monkeypatch.setattr("pytest_groundeval.reference.app.INLINE_VERIFY_BUDGET_S", state.inline_verify_s)
+
+        async def spend_the_budget_then_use_the_pool() -> list[list[ClaimCheck]]:
+            checks = await session(1)  # over budget: verified here, and the workers are started
+            assert state.warming is not None
+            await state.warming
+            assert pool.submitted == 2  # one warm-up task per worker
+            return checks + await session(1)
+
+        assert asyncio.run(spend_the_budget_then_use_the_pool()) == [expected] * 2
+        assert pool.submitted == 3
+    finally:
+        pool.shutdown(wait=True)
+
+
+def test_a_server_that_verified_only_small_answers_never_made_its_pool() -> None:
+    config = ReferenceConfig(data_dir=Path("."), llm_url="u", embed_url="u")
+    assert config.verify_executor == "process"
+    state = ServerState(config)
+    assert asyncio.run(verify_answer(state, SMALL_CLAIMS, {"S1": FERRY})) == verify_claims(SMALL_CLAIMS, {"S1": FERRY})
+    assert (state.verifier, state.warming) == (None, None)
+
+
+def test_a_large_answer_goes_to_the_pool_at_once() -> None:
+    large_claims, large_evidence = _large_answer()
+    state, pool = _pool_state()
+    try:
+        checks = asyncio.run(verify_answer(state, large_claims, large_evidence))
+        assert [c.verdict for c in checks] == ["supported"] * len(large_claims)
+        assert pool.submitted == 3  # two warm-up tasks and the answer
+    finally:
+        pool.shutdown(wait=True)
 
 
 def test_the_pool_is_sized_to_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from . import manifest as _manifest
 from .corpus import CHUNK_SIZE, HASH_BUFFER_SIZE, CorpusDocument, canonical_json, canonical_text, hash_file
 from .errors import DatasetError
-from .loader import Dataset, load_dataset
+from .loader import Dataset, gc_paused, load_dataset
 from .manifest import CorpusEntry, Manifest, item_adapter, version_problem
 
 if TYPE_CHECKING:
@@ -45,6 +45,7 @@ __all__ = [
     "Manifest",
     "canonical_json",
     "canonical_text",
+    "gc_paused",
     "hash_file",
     "item_adapter",
     "load_dataset",

@@ -23,7 +23,7 @@ from pydantic import Field, StringConstraints, TypeAdapter, ValidationInfo, fiel
 
 from ..floors import FloorsError, check_floors
 from ..kinds import all_kinds, kind_of, on_change
-from ..kinds.base import ItemBase, ManifestIndex, NonEmpty, RuleError
+from ..kinds.base import ItemBase, Kind, ManifestIndex, NonEmpty, RuleError
 from ..wire import WireModel
 from .errors import HASH_PATTERN
 
@@ -260,6 +260,7 @@ class Manifest(WireModel):
             labels={entry.label for entry in self.corpus}, documents={entry.name for entry in self.corpus}
         )
         seen: dict[str, int] = {}
+        kinds: dict[str, Kind] = {}  # looked up once per kind, not per item
         for i, item in enumerate(self.items):
             if item.id in seen:
                 raise RuleError(
@@ -272,7 +273,10 @@ class Manifest(WireModel):
                     f"find label {find!r} is not the label of any corpus entry; labels: {index.listing(index.labels)}",
                     f"items[{i}].find",
                 )
-            kind_of(item).check_manifest(item, f"items[{i}]", index)
+            kind = kinds.get(item.kind)
+            if kind is None:
+                kind = kinds[item.kind] = kind_of(item)
+            kind.check_manifest(item, f"items[{i}]", index)
 
 
 def _rebuild() -> None:
