@@ -27,10 +27,12 @@ from typing import Any, TypedDict
 from ..core.gate import verdict as gate_verdict
 from ..core.metrics import METRIC_DIRECTIONS
 from . import charts
-from ._format import metric_value, models_label, value_with_interval
+from ._format import metric_value, models_label, one_line, value_with_interval
 from .html_assets import ITEMS_SECTION, SCRIPT, STYLE
-from .item_view import as_list, item_outcome, item_view, paragraph_verdict
+from .item_view import OUTCOME_ORDER, as_list, item_outcome, item_view, paragraph_verdict
 
+FAILURES_SHOWN = 10
+"""Failed and errored items listed under the gate (all of them are first in the item table)."""
 HISTORY_RUNS = 30
 """Runs of history drawn in the trends (the most recent)."""
 
@@ -84,6 +86,33 @@ def _gate_section(report: Mapping[str, Any]) -> str:
         "<th>bound</th><th>outcome</th><th>reason</th></tr></thead><tbody>"
         + "".join(rows)
         + "</tbody></table></section>"
+    )
+
+
+def _failures_section(views: Sequence[Mapping[str, Any]]) -> str:
+    """The items that failed or errored, first ``FAILURES_SHOWN`` of them, each a link that opens it below."""
+    bad = [view for view in views if view["outcome"] != "pass"]
+    counts = Counter(view["outcome"] for view in bad)
+    if not bad:
+        return f'<section id="failures"><h2>Failures</h2><p class="note">All {len(views)} items passed.</p></section>'
+    rows = "".join(
+        f'<tr data-id="{escape(view["id"])}"><td><a href="#items" data-open="{escape(view["id"])}">'
+        f"{escape(view['id'])}</a></td><td>{escape(view['kind'])}</td>"
+        f'<td><span class="badge b-{view["outcome"]}">{view["outcome"]}</span></td>'
+        f'<td class="detail" title="{escape(view["error"] or view["detail"] or "")}">'
+        f"{escape(one_line(view['error'] or view['detail'] or '', 200))}</td></tr>"
+        for view in bad[:FAILURES_SHOWN]
+    )
+    more = (
+        f'<p class="note">and {len(bad) - FAILURES_SHOWN} more, listed first under <a href="#items">Items</a>.</p>'
+        if len(bad) > FAILURES_SHOWN
+        else ""
+    )
+    return (
+        f'<section id="failures"><h2>Failures: {counts["fail"]} failed, {counts["error"]} errored '
+        f"of {len(views)} items</h2>"
+        '<table class="grid"><thead><tr><th>id</th><th>kind</th><th>outcome</th><th>why</th></tr></thead><tbody>'
+        f"{rows}</tbody></table>{more}</section>"
     )
 
 
@@ -280,7 +309,8 @@ def render_html(
     items = list(report.get("items") or [])
     verdict = gate_verdict(report["gate"])
     page_title = title or f"groundeval {report.get('datasetVersion', '')} — gate {verdict}"
-    data: dict[str, Any] = {"items": [item_view(item) for item in items]}
+    views = sorted((item_view(item) for item in items), key=lambda view: OUTCOME_ORDER.index(view["outcome"]))
+    data: dict[str, Any] = {"items": views, "outcomeOrder": OUTCOME_ORDER}
     history_html = ""
     if history is not None:
         history_html, runs = _history_section(report, history)
@@ -300,6 +330,7 @@ def render_html(
         f'<link rel="icon" href="data:,"><title>{escape(page_title)}</title><style>{STYLE}</style></head><body>'
         + _header(report)
         + _gate_section(report)
+        + _failures_section(views)
         + _charts_section(report, items)
         + history_html
         + ITEMS_SECTION

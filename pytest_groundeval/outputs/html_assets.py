@@ -50,7 +50,8 @@ SCRIPT = r"""
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("ge-data").textContent);
-  var items = data.items, PAGE = 500;
+  var items = data.items, PAGE = 500, RANK = {};
+  data.outcomeOrder.forEach(function (o, i) { RANK[o] = i; });
   var state = {kind: "", tag: "", outcome: "", q: "", key: null, dir: 1, limit: PAGE};
   function $(id) { return document.getElementById(id); }
   function el(tag, cls, text) {
@@ -82,7 +83,7 @@ SCRIPT = r"""
     if (state.key) {
       var k = state.key, d = state.dir;
       rows.sort(function (a, b) {
-        var x = a[k], y = b[k];
+        var x = k === "outcome" ? RANK[a.outcome] : a[k], y = k === "outcome" ? RANK[b.outcome] : b[k];
         if (x === y) return 0;
         if (x === null || x === undefined) return 1;
         if (y === null || y === undefined) return -1;
@@ -190,6 +191,20 @@ SCRIPT = r"""
     });
   });
   render();
+  function openItem(id) {
+    state.kind = state.tag = state.outcome = state.q = ""; state.key = null;
+    ["f-kind", "f-tag", "f-outcome", "f-search"].forEach(function (f) { $(f).value = ""; });
+    Array.prototype.forEach.call(document.querySelectorAll("#items-table th[data-sort]"), function (h) { h.setAttribute("aria-sort", "none"); });
+    var rows = visible(), at = -1;
+    rows.forEach(function (it, i) { if (at < 0 && it.id === id) at = i; });
+    if (at < 0) return;
+    state.limit = Math.max(PAGE, at + 1); render();
+    var tr = document.querySelectorAll("#items-table tbody tr.row")[at];
+    toggle(tr, rows[at]); tr.scrollIntoView();
+  }
+  Array.prototype.forEach.call(document.querySelectorAll("a[data-open]"), function (a) {
+    a.addEventListener("click", function (e) { e.preventDefault(); openItem(a.dataset.open); });
+  });
 
   if (data.runs && $("cmp-a")) {
     var runs = data.runs, a = $("cmp-a"), b = $("cmp-b");

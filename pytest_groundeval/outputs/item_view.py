@@ -75,7 +75,13 @@ def _cut(value: Any, limit: int) -> str | None:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+OUTCOME_ORDER: tuple[str, ...] = ("fail", "error", "pass")
+"""The page lists items in this order of outcome (failures first, as pytest's summary lists them), each
+outcome's items in report order; sorting by the outcome column uses it too."""
+
+
 def item_outcome(item: Mapping[str, Any]) -> str:
+    """``"error"`` when the item errored, else ``"pass"`` or ``"fail"`` (one of ``OUTCOME_ORDER``)."""
     if item.get("error") is not None:
         return "error"
     return "pass" if item.get("pass") else "fail"

@@ -297,3 +297,29 @@ def test_citation_items_and_history(open_report, citation_report):
     assert delta.inner_text() == "+0.2143" and "delta-better" in delta.get_attribute("class")
     page.page.click("#items-table tbody tr.row[data-id=cit-smoke-wrong-speaker]")
     assert "metadataMismatch: speaker 'Anna Berg'" in page.page.inner_text(".panel")
+
+
+def test_failures_and_errors_come_first_and_sorting_still_works(open_report, v1_report):
+    items = v1_report["items"]
+    failed = [i["id"] for i in items if not i["pass"]]
+    items[-1]["error"] = "the target answered HTTP 500"  # the last item in the report errors
+    errored = items[-1]["id"]
+    page = open_report(v1_report)
+    rows = page.rows()
+    assert [r["id"] for r in rows[: len(failed) + 1]] == [*failed, errored]  # report order within each outcome
+    assert {r["outcome"] for r in rows[len(failed) + 1 :]} == {"pass"}
+    # The section under the gate lists the same items, and a click opens the item in the table.
+    listed = page.page.eval_on_selector_all("#failures tbody tr", "rows => rows.map(r => r.dataset.id)")
+    assert listed == [*failed, errored]
+    page.page.select_option("#f-kind", "adversarial")  # a filter that hides the item
+    page.page.click(f"#failures a[data-open='{failed[1]}']")
+    opened = page.page.locator("#items-table tbody tr.open")
+    assert opened.get_attribute("data-id") == failed[1] and page.page.is_visible(".panel")
+    assert page.page.input_value("#f-kind") == ""  # the filters were cleared to show it
+    # Sorting by a column still sorts every row; by outcome, failures first again.
+    page.page.click("th[data-sort=id]")
+    ids = [r["id"] for r in page.rows()]
+    assert ids == sorted(ids)
+    page.page.click("th[data-sort=outcome]")
+    outcomes = [r["outcome"] for r in page.rows()]
+    assert outcomes[: len(failed) + 1] == ["fail"] * len(failed) + ["error"] and page.console == []
