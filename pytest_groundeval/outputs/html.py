@@ -25,7 +25,7 @@ from html import escape
 from typing import Any, TypedDict
 
 from ..core.gate import verdict as gate_verdict
-from ..core.metrics import METRIC_DIRECTIONS
+from ..core.metrics import METRIC_DIRECTIONS, metric_specs
 from . import charts
 from ._format import metric_value, models_label, one_line, value_with_interval
 from .html_assets import ITEMS_SECTION, SCRIPT, STYLE
@@ -129,51 +129,79 @@ def _interval(report: Mapping[str, Any], metric: str) -> tuple[float | None, flo
     return float(low), float(high)
 
 
-def _metric_rows(report: Mapping[str, Any]) -> list[charts.MetricBar]:
+class _Figure(TypedDict):
+    """A metric with a unit or no upper limit (a count, milliseconds, tokens): listed, not drawn."""
+
+    name: str
+    value: str
+    bound: str
+    outcome: str
+
+
+def _metric_rows(report: Mapping[str, Any]) -> tuple[list[charts.MetricBar], list[_Figure]]:
+    """The gate's checks, then the metrics reported without a bound (INFO): the shares as bars,
+    the rest (``MetricSpec.value_range`` with no upper end) as figures."""
     metrics = report["metrics"]
     level = report.get("confidenceLevel")
-    rows: list[charts.MetricBar] = []
-    seen = set()
-    for check in report["gate"]["checks"]:
-        metric = check["metric"]
-        direction = METRIC_DIRECTIONS.get(metric)
-        if direction is None:
+    shares = {spec.wire: spec.value_range[0] for spec in metric_specs() if spec.value_range[1] == 1.0}
+    entries: list[tuple[str, Any, Any, str, str]] = [
+        (check["metric"], check.get("value"), check.get("bound"), check.get("op", ""), str(check["outcome"]))
+        for check in report["gate"]["checks"]
+        if check["metric"] in METRIC_DIRECTIONS
+    ]
+    seen = {metric for metric, *_ in entries}
+    entries += [
+        (metric, metrics.get(metric), None, direction.op, "INFO")
+        for metric, direction in METRIC_DIRECTIONS.items()
+        if metric not in seen and metrics.get(metric) is not None
+    ]
+    bars: list[charts.MetricBar] = []
+    figures: list[_Figure] = []
+    for metric, value, bound, op, outcome in entries:
+        op = op or METRIC_DIRECTIONS[metric].op
+        if metric not in shares:
+            shown_bound = "" if bound is None else f"{op} {metric_value(metric, bound)}"
+            shown = value_with_interval(metric, value, report.get("confidence"))
+            figures.append(_Figure(name=metric, value=shown, bound=shown_bound, outcome=outcome))
             continue
-        seen.add(metric)
-        rows.append(
+        bars.append(
             charts.MetricBar(
                 name=metric,
-                value=check.get("value"),
-                bound=check.get("bound"),
-                op=check.get("op", direction.op),
-                outcome=str(check["outcome"]),
-                rate=direction.rate,
-                label=metric_value(metric, check.get("value")),
-                interval=_interval(report, metric) if check.get("value") is not None else (None, None),
+                value=value,
+                bound=bound,
+                op=op,
+                outcome=outcome,
+                label=metric_value(metric, value),
+                interval=_interval(report, metric) if value is not None else (None, None),
                 level=level if isinstance(level, float) else None,
+                low=shares[metric],
             )
         )
-    for metric, direction in METRIC_DIRECTIONS.items():
-        value = metrics.get(metric)
-        if metric not in seen and value is not None:
-            rows.append(
-                charts.MetricBar(
-                    metric,
-                    value,
-                    None,
-                    direction.op,
-                    "INFO",
-                    direction.rate,
-                    metric_value(metric, value),
-                    interval=_interval(report, metric),
-                    level=level if isinstance(level, float) else None,
-                )
-            )
-    return rows
+    return bars, figures
+
+
+def _figures_table(figures: Sequence[_Figure]) -> str:
+    if not figures:
+        return ""
+    rows = "".join(
+        f'<tr class="o-{escape(f["outcome"].lower())}"><td>{escape(f["name"])}</td>'
+        f'<td class="num">{escape(f["value"])}</td><td class="num">{escape(f["bound"])}</td>'
+        f'<td><span class="badge b-{escape(f["outcome"].lower())}">{escape(f["outcome"])}</span></td></tr>'
+        for f in figures
+    )
+    return (
+        '<h2>Counts and timings</h2><table class="grid narrow" id="figures"><thead><tr><th>metric</th>'
+        f"<th>value</th><th>bound</th><th>outcome</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
 
 
 def _charts_section(report: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> str:
-    parts = ['<section id="charts"><h2>Metrics against their floors</h2>', charts.metric_bars(_metric_rows(report))]
+    shares, figures = _metric_rows(report)
+    parts = [
+        '<section id="charts"><h2>Rates against their floors</h2>',
+        charts.metric_bars(shares),
+        _figures_table(figures),
+    ]
     by_kind: dict[str, Counter[str]] = {}
     for item in items:
         by_kind.setdefault(str(item.get("kind")), Counter())[item_outcome(item)] += 1

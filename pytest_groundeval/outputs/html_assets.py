@@ -28,14 +28,14 @@ h1{font-size:22px;margin:8px 0}h2{font-size:16px;margin:22px 0 8px;border-bottom
 .b-pass{background:var(--pass)}.b-fail{background:var(--fail)}.b-error{background:var(--error)}.b-skip{background:var(--skip)}.b-info{background:var(--info)}
 table.grid{border-collapse:collapse;width:100%}.grid th,.grid td{border-bottom:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
 .grid th[data-sort]{cursor:pointer;user-select:none}.grid th[aria-sort=ascending]::after{content:" ▲"}.grid th[aria-sort=descending]::after{content:" ▼"}
-td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+table.narrow{width:auto;min-width:480px}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 #items-table tbody tr.row{cursor:pointer}#items-table tbody tr.row:hover{background:#f6f8fa}tr.open{background:#f6f8fa}
 td.detail{max-width:520px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;color:var(--muted)}
 .filters{display:flex;flex-wrap:wrap;gap:8px 16px;align-items:center;margin-bottom:8px}input[type=search]{width:260px}
 .note{color:var(--muted)}.warn{color:var(--fail);font-weight:600}
 svg.chart{display:block;max-width:100%;height:auto}.lbl{font-size:12px;fill:var(--fg)}.tick{font-size:11px;fill:var(--muted)}
 .track{fill:var(--track)}.bar-pass{fill:var(--pass)}.bar-fail{fill:var(--fail)}.bar-error{fill:var(--error)}.bar-skip{fill:var(--skip)}.bar-info{fill:var(--info)}.bar-hist{fill:var(--info)}
-.bound{stroke:var(--fg);stroke-width:2}.ci{stroke:var(--fg);stroke-width:1.5}.axis{stroke:var(--muted)}.mark{stroke-width:1.5;stroke-dasharray:4 3}.p50{stroke:var(--pass);fill:var(--pass)}.p95{stroke:var(--error);fill:var(--error)}
+.bound{stroke:var(--fg);stroke-width:2}.zero{stroke:var(--muted);stroke-width:1}.ci{stroke:var(--fg);stroke-width:1.5}.axis{stroke:var(--muted)}.mark{stroke-width:1.5;stroke-dasharray:4 3}.p50{stroke:var(--pass);fill:var(--pass)}.p95{stroke:var(--error);fill:var(--error)}
 .o-pass{fill:var(--pass)}.o-fail{fill:var(--fail)}.o-skip{fill:var(--skip)}.o-info{fill:var(--info)}
 .line{fill:none;stroke:var(--info);stroke-width:2}.pt{fill:var(--info)}.trends{display:flex;flex-wrap:wrap;gap:12px}figure.trend{margin:0;border:1px solid var(--line);border-radius:6px;padding:4px}
 .panel{padding:8px 12px 14px;border-left:3px solid var(--info)}.panel h3{font-size:13px;margin:10px 0 4px;color:var(--muted);text-transform:uppercase;letter-spacing:.04em}
