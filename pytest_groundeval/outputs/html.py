@@ -30,6 +30,7 @@ from . import charts
 from ._format import metric_value, models_label, one_line, value_with_interval
 from .html_assets import ITEMS_SECTION, SCRIPT, STYLE
 from .item_view import OUTCOME_ORDER, as_list, item_outcome, item_view, paragraph_verdict
+from .verdicts import VERDICT_MEANINGS, VERDICT_TONES, legend, tone
 
 FAILURES_SHOWN = 10
 """Failed and errored items listed under the gate (all of them are first in the item table)."""
@@ -221,8 +222,9 @@ def _charts_section(report: Mapping[str, Any], items: Sequence[Mapping[str, Any]
     parts.append("<h2>Citation verdicts</h2>")
     if paragraphs:
         counts = Counter(paragraph_verdict(p) for p in paragraphs)
-        bars = [(v, n, "bar-pass" if v in ("pass", "supported") else "bar-fail") for v, n in counts.most_common()]
+        bars = [(v, n, f"bar-{tone(v)}") for v, n in counts.most_common()]
         parts.append(charts.count_bars(bars, title=f"Verdicts of {len(paragraphs)} judged citation paragraphs"))
+        parts.append(legend(counts, element_id="citation-legend"))
     else:
         parts.append('<p class="note">No citation items in this run.</p>')
     claims = Counter(
@@ -232,8 +234,9 @@ def _charts_section(report: Mapping[str, Any], items: Sequence[Mapping[str, Any]
         if isinstance(c, Mapping)
     )
     if claims:
-        bars = [(v, n, "bar-pass" if v == "supported" else "bar-info") for v, n in claims.most_common()]
+        bars = [(v, n, f"bar-{tone(v)}") for v, n in claims.most_common()]
         parts += ["<h2>Claim verdicts</h2>", charts.count_bars(bars, title="Verdicts the target gave its claims")]
+        parts.append(legend(claims, element_id="claim-legend"))
     parts.append("</section>")
     return "".join(parts)
 
@@ -338,7 +341,12 @@ def render_html(
     verdict = gate_verdict(report["gate"])
     page_title = title or f"groundeval {report.get('datasetVersion', '')} — gate {verdict}"
     views = sorted((item_view(item) for item in items), key=lambda view: OUTCOME_ORDER.index(view["outcome"]))
-    data: dict[str, Any] = {"items": views, "outcomeOrder": OUTCOME_ORDER}
+    data: dict[str, Any] = {
+        "items": views,
+        "outcomeOrder": OUTCOME_ORDER,
+        "tones": dict(VERDICT_TONES),
+        "meanings": dict(VERDICT_MEANINGS),
+    }
     history_html = ""
     if history is not None:
         history_html, runs = _history_section(report, history)

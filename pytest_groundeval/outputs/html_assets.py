@@ -41,8 +41,11 @@ svg.chart{display:block;max-width:100%;height:auto}.lbl{font-size:12px;fill:var(
 .panel{padding:8px 12px 14px;border-left:3px solid var(--info)}.panel h3{font-size:13px;margin:10px 0 4px;color:var(--muted);text-transform:uppercase;letter-spacing:.04em}
 .panel pre,.answer{white-space:pre-wrap;word-break:break-word;font:13px/1.5 ui-monospace,monospace;background:#f6f8fa;padding:8px;border-radius:4px;margin:0}
 .answer{font-family:inherit;font-size:14px}.claim{border-bottom:2px solid;padding:0 1px}
-.v-supported{background:#dafbe1;border-color:var(--pass)}.v-unsupported,.v-partial{background:#fff8c5;border-color:var(--error)}
-.v-contradicted,.v-wrong_speaker,.v-wrong_attribution,.v-unparseable,.v-metadataMismatch,.v-missingSource{background:#ffebe9;border-color:var(--fail)}.v-unverifiable{background:#eef1f4;border-color:var(--skip)}.v-pass{background:#dafbe1;border-color:var(--pass)}
+.claim.t-good{background:#dafbe1;border-color:var(--pass)}.claim.t-warn{background:#fff8c5;border-color:var(--error)}.claim.t-bad{background:#ffebe9;border-color:var(--fail)}.claim.t-neutral{background:#eef1f4;border-color:var(--skip)}
+.chip{display:inline-block;padding:0 6px;border-radius:4px;color:#fff;font-size:12px;font-weight:600;line-height:18px;white-space:nowrap}
+.chip.t-good,.swatch.t-good{background:var(--pass)}.chip.t-warn,.swatch.t-warn{background:var(--error)}.chip.t-bad,.swatch.t-bad{background:var(--fail)}.chip.t-neutral,.swatch.t-neutral{background:var(--skip)}
+.bar-good{fill:var(--pass)}.bar-warn{fill:var(--error)}.bar-bad{fill:var(--fail)}.bar-neutral{fill:var(--skip)}
+ul.legend{list-style:none;display:flex;flex-wrap:wrap;gap:4px 18px;padding:0;margin:6px 0 0;font-size:13px}.legend li{display:flex;align-items:center;gap:6px}.swatch{display:inline-block;width:12px;height:12px;border-radius:2px}
 .panel ul{margin:0;padding-left:20px}.found{color:var(--pass);font-weight:600}.missing{color:var(--fail);font-weight:600}.delta-better{color:var(--pass)}.delta-worse{color:var(--fail)}
 """
 
@@ -59,6 +62,18 @@ SCRIPT = r"""
     if (cls) e.className = cls;
     if (text !== undefined && text !== null) e.textContent = String(text);
     return e;
+  }
+  function tone(v) { return Object.prototype.hasOwnProperty.call(data.tones, v) ? data.tones[v] : "neutral"; }
+  function vclass(v) { return "t-" + tone(v) + " v-" + v.replace(/[^A-Za-z_]/g, ""); }
+  function legend(verdicts) {
+    var ul = el("ul", "legend"), seen = {};
+    verdicts.forEach(function (v) {
+      if (seen[v]) return; seen[v] = 1;
+      var li = el("li"); li.appendChild(el("span", "swatch t-" + tone(v))); li.appendChild(el("b", null, v));
+      li.appendChild(document.createTextNode(Object.prototype.hasOwnProperty.call(data.meanings, v) ? data.meanings[v] : ""));
+      ul.appendChild(li);
+    });
+    return ul;
   }
   function fmt(v, digits) { return v === null || v === undefined ? "n/a" : Number(v).toFixed(digits); }
   function options(select, values) {
@@ -107,14 +122,15 @@ SCRIPT = r"""
       var a = el("div", "answer");
       it.segments.forEach(function (s) {
         if (s[1] < 0) { a.appendChild(document.createTextNode(s[0])); return; }
-        var c = it.claims[s[1]], span = el("span", "claim v-" + c.verdict.replace(/[^A-Za-z_]/g, ""), s[0]);
+        var c = it.claims[s[1]], span = el("span", "claim " + vclass(c.verdict), s[0]);
         span.title = c.verdict + (c.true === true ? " (true)" : c.true === false ? " (not true)" : "");
         a.appendChild(span);
       });
       section(p, "answer (claims marked by verdict)", a);
+      a.parentNode.insertBefore(legend(it.claims.map(function (c) { return c.verdict; })), a.nextSibling);
     }
     if (it.claims) section(p, "claims", list(it.claims, function (li, c) {
-      li.appendChild(el("span", "claim v-" + c.verdict.replace(/[^A-Za-z_]/g, ""), c.verdict));
+      li.appendChild(el("span", "chip " + vclass(c.verdict), c.verdict));
       li.appendChild(document.createTextNode(" " + c.text + (c.markers.length ? "  [" + c.markers.join(", ") + "]" : "") +
         (c.true === true ? "  — true" : c.true === false ? "  — not true" : "")));
     }));
@@ -130,8 +146,8 @@ SCRIPT = r"""
     }));
     if (it.truths) section(p, "truths", list(it.truths, function (li, t) { li.textContent = t; }));
     if (it.paragraphs) section(p, "citation paragraphs", list(it.paragraphs, function (li, g) {
-      li.appendChild(el("span", "claim v-" + g.verdict.replace(/[^A-Za-z_]/g, ""), g.verdict));
-      li.appendChild(document.createTextNode(" ¶" + g.index + " [" + g.markers.join(", ") + "] " + g.text));
+      li.appendChild(el("span", "chip " + vclass(g.verdict), g.verdict));
+      li.appendChild(document.createTextNode(" ¶" + g.index + " " + g.text + (g.markers.length ? "  [" + g.markers.join(", ") + "]" : "")));
       g.problems.forEach(function (t) { li.appendChild(el("div", "missing", t)); });
       if (g.rationale) li.appendChild(el("div", "note", g.rationale));
     }));

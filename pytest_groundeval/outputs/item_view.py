@@ -24,6 +24,7 @@ Any other ``extra`` key is shown as JSON under "other figures".
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -136,6 +137,22 @@ def answer_segments(answer: str, claims: Sequence[Mapping[str, Any]]) -> list[li
     return segments
 
 
+_BRACKETED = re.compile(r"[\[(【]([^\[\]()【】]*)[\])】]")
+
+
+def markers_outside(text: Any, markers: Sequence[Any]) -> list[str]:
+    """The markers a claim or paragraph cites that its text does not already show, in order.
+
+    A marker is shown when the text holds it in brackets, alone or in a list: ``[S1]``,
+    ``[1, 2]``, ``(S2)``, ``【3】``. The page prints the text and then only these, so a claim
+    ``"Det har fyrtio anställda [S2]."`` citing ``S2`` reads once, not ``… [S2]. [S2]``.
+    """
+    shown: set[str] = set()
+    for group in _BRACKETED.findall(text if isinstance(text, str) else ""):
+        shown.update(token for token in re.split(r"[\s,;]+", group) if token)
+    return [str(m) for m in markers if str(m) not in shown]
+
+
 def as_list(value: Any) -> list[Any]:
     """``value`` when it is a list, else an empty one (report fields are read defensively)."""
     return value if isinstance(value, list) else []
@@ -188,7 +205,7 @@ def item_view(item: Mapping[str, Any]) -> dict[str, Any]:
             {
                 "text": _cut(claim.get("text"), SPAN_CHARS),
                 "verdict": str(claim.get("verdict", "")),
-                "markers": [str(m) for m in as_list(claim.get("markers"))],
+                "markers": markers_outside(claim.get("text"), as_list(claim.get("markers"))),
                 "true": claim.get("true"),
             }
             for claim in claims
@@ -229,7 +246,7 @@ def item_view(item: Mapping[str, Any]) -> dict[str, Any]:
             {
                 "index": p.get("index"),
                 "text": _cut(p.get("text"), SPAN_CHARS),
-                "markers": [str(m) for m in as_list(p.get("markers"))],
+                "markers": markers_outside(p.get("text"), as_list(p.get("markers"))),
                 "verdict": paragraph_verdict(p),
                 "rationale": _cut(p.get("rationale"), SPAN_CHARS),
                 "problems": [_cut(t, SPAN_CHARS) for t in as_list(p.get("metadataMismatch"))]

@@ -9,6 +9,7 @@ another chromium binary.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -323,3 +324,79 @@ def test_failures_and_errors_come_first_and_sorting_still_works(open_report, v1_
     page.page.click("th[data-sort=outcome]")
     outcomes = [r["outcome"] for r in page.rows()]
     assert outcomes[: len(failed) + 1] == ["fail"] * len(failed) + ["error"] and page.console == []
+
+
+def _rgb(css: str) -> tuple[int, int, int]:
+    r, g, b = (int(x) for x in re.findall(r"\d+", css)[:3])
+    return r, g, b
+
+
+def _contrast(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
+    """WCAG 2.1 contrast ratio of two sRGB colours (relative luminance, success criterion 1.4.3)."""
+
+    def luminance(rgb):
+        lin = [c / 255 / 12.92 if c / 255 <= 0.04045 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in rgb]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+CLAIM_VERDICTS = ("supported", "unsupported", "contradicted", "unverifiable")
+
+
+@pytest.fixture
+def claims_report(v1_report):
+    """The v1 report whose first item failed with one claim of each verdict; markers in the claims' text."""
+    item = next(i for i in v1_report["items"] if not i["pass"])
+    texts = ["Oslo is in Norway [S1].", "It has 700,000 people [S1].", "It is the oldest city [S2].", "It rains."]
+    item["extra"] = {
+        "answer": " ".join(texts),
+        "claims": [
+            {"text": text, "markers": ["S1"] if n < 2 else ["S2"] if n == 2 else ["S3"], "verdict": verdict}
+            for n, (text, verdict) in enumerate(zip(texts, CLAIM_VERDICTS, strict=True))
+        ],
+    }
+    return v1_report
+
+
+def test_claim_verdicts_are_coloured_by_meaning_with_a_legend_and_readable_chips(open_report, claims_report):
+    page = open_report(claims_report)
+    item = next(i for i in claims_report["items"] if i.get("extra", {}).get("claims"))
+    page.page.click(f"#items-table tbody tr.row[data-id='{item['id']}']")
+    chips = page.page.eval_on_selector_all(
+        ".panel li .chip",
+        "els => els.map(e => [e.textContent, getComputedStyle(e).backgroundColor, getComputedStyle(e).color])",
+    )
+    assert [c[0] for c in chips] == list(CLAIM_VERDICTS)
+    colour = {verdict: _rgb(bg) for verdict, bg, _ in chips}
+    green, amber, red, grey = (colour[v] for v in CLAIM_VERDICTS)
+    assert green[1] > green[0] and green[1] > green[2]  # supported: green
+    assert amber[0] > amber[1] > amber[2] and amber[2] < 60  # unsupported: amber, not blue
+    assert red[0] > 150 and red[1] < 80 and red[2] < 80  # contradicted: red, not blue
+    assert max(grey) - min(grey) < 40  # unverifiable: grey
+    assert all(_contrast(_rgb(fg), _rgb(bg)) >= 4.5 for _, bg, fg in chips), chips
+    marked = page.page.eval_on_selector_all(
+        ".panel .answer span.claim", "els => els.map(e => getComputedStyle(e).borderBottomColor)"
+    )
+    assert [_rgb(c) for c in marked] == [green, amber, red, grey]  # the answer's claims, the same tones
+    legend = page.page.locator(".panel ul.legend li").all_inner_texts()
+    assert [line.split()[0] for line in legend] == list(CLAIM_VERDICTS)
+    assert "the evidence says otherwise" in legend[2]
+    # The chart of claim verdicts over the run: the same colours, and a legend.
+    bars = page.page.eval_on_selector_all(
+        "#charts rect.bar-good, #charts rect.bar-warn, #charts rect.bar-bad, #charts rect.bar-neutral",
+        "els => els.map(e => [e.querySelector('title').textContent.split(':')[0], getComputedStyle(e).fill])",
+    )
+    assert {verdict: _rgb(fill) for verdict, fill in bars} == colour
+    assert page.page.locator("#claim-legend li").count() == 4 and page.console == []
+
+
+def test_a_claims_markers_show_once(open_report, claims_report):
+    page = open_report(claims_report)
+    item = next(i for i in claims_report["items"] if i.get("extra", {}).get("claims"))
+    page.page.click(f"#items-table tbody tr.row[data-id='{item['id']}']")
+    lines = page.page.locator(".panel h3:text('claims') + ul > li").all_inner_texts()
+    assert len(lines) == 4
+    assert [line.count("[S1]") for line in lines[:2]] == [1, 1] and lines[2].count("[S2]") == 1
+    assert lines[3].endswith("It rains. [S3]")  # a marker its text does not show is still listed
