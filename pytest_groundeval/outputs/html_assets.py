@@ -45,7 +45,7 @@ svg.chart{display:block;max-width:100%;height:auto}.lbl{font-size:12px;fill:var(
 .chip{display:inline-block;padding:0 6px;border-radius:4px;color:#fff;font-size:12px;font-weight:600;line-height:18px;white-space:nowrap}
 .chip.t-good,.swatch.t-good{background:var(--pass)}.chip.t-warn,.swatch.t-warn{background:var(--error)}.chip.t-bad,.swatch.t-bad{background:var(--fail)}.chip.t-neutral,.swatch.t-neutral{background:var(--skip)}
 .bar-good{fill:var(--pass)}.bar-warn{fill:var(--error)}.bar-bad{fill:var(--fail)}.bar-neutral{fill:var(--skip)}
-ul.legend{list-style:none;display:flex;flex-wrap:wrap;gap:4px 18px;padding:0;margin:6px 0 0;font-size:13px}.legend li{display:flex;align-items:center;gap:6px}.swatch{display:inline-block;width:12px;height:12px;border-radius:2px}
+ul.legend{list-style:none;display:flex;flex-wrap:wrap;gap:4px 18px;padding:0;margin:6px 0 0;font-size:13px}.legend li{display:flex;align-items:center;gap:6px}.lv{font-weight:600}.swatch{display:inline-block;width:12px;height:12px;border-radius:2px}
 .panel ul{margin:0;padding-left:20px}.found{color:var(--pass);font-weight:600}.missing{color:var(--fail);font-weight:600}.delta-better{color:var(--pass)}.delta-worse{color:var(--fail)}
 """
 
@@ -69,7 +69,7 @@ SCRIPT = r"""
     var ul = el("ul", "legend"), seen = {};
     verdicts.forEach(function (v) {
       if (seen[v]) return; seen[v] = 1;
-      var li = el("li"); li.appendChild(el("span", "swatch t-" + tone(v))); li.appendChild(el("b", null, v));
+      var li = el("li"); li.appendChild(el("span", "swatch t-" + tone(v))); li.appendChild(el("span", "lv", v));
       li.appendChild(document.createTextNode(Object.prototype.hasOwnProperty.call(data.meanings, v) ? data.meanings[v] : ""));
       ul.appendChild(li);
     });
@@ -127,7 +127,7 @@ SCRIPT = r"""
         a.appendChild(span);
       });
       section(p, "answer (claims marked by verdict)", a);
-      a.parentNode.insertBefore(legend(it.claims.map(function (c) { return c.verdict; })), a.nextSibling);
+      if (it.claims) a.parentNode.insertBefore(legend(it.claims.map(function (c) { return c.verdict; })), a.nextSibling);
     }
     if (it.claims) section(p, "claims", list(it.claims, function (li, c) {
       li.appendChild(el("span", "chip " + vclass(c.verdict), c.verdict));

@@ -76,7 +76,7 @@ def legend(verdicts: Iterable[str], *, element_id: str | None = None) -> str:
         element_id: An ``id`` for the legend element, or None.
     """
     entries = "".join(
-        f'<li><span class="swatch t-{tone(v)}"></span><b>{escape(v)}</b> {escape(VERDICT_MEANINGS.get(v, ""))}</li>'
+        f'<li><span class="swatch t-{tone(v)}"></span><span class="lv">{escape(v)}</span> {escape(VERDICT_MEANINGS.get(v, ""))}</li>'
         for v in dict.fromkeys(verdicts)
     )
     ident = f' id="{escape(element_id)}"' if element_id else ""
