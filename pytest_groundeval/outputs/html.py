@@ -29,6 +29,7 @@ from ..core.metrics import METRIC_DIRECTIONS, metric_specs
 from . import charts
 from ._format import metric_value, models_label, one_line, value_with_interval
 from .html_assets import ITEMS_SECTION, SCRIPT, STYLE
+from .html_citation import judge_section
 from .item_view import OUTCOME_ORDER, as_list, item_outcome, item_view, paragraph_verdict
 from .verdicts import VERDICT_MEANINGS, VERDICT_TONES, legend, tone
 
@@ -367,6 +368,7 @@ def render_html(
         + _header(report)
         + _gate_section(report)
         + _failures_section(views)
+        + judge_section(report)
         + _charts_section(report, items)
         + history_html
         + ITEMS_SECTION

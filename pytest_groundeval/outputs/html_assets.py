@@ -9,6 +9,7 @@ ITEMS_SECTION = """<section id="items"><h2>Items</h2>
 <label>tag <select id="f-tag"><option value="">all</option></select></label>
 <label>outcome <select id="f-outcome"><option value="">all</option><option>pass</option><option>fail</option><option>error</option></select></label>
 <label>search <input id="f-search" type="search" placeholder="id, detail, question, answer"></label>
+<span id="f-pair" hidden>showing items with <span id="f-pair-text"></span> <button id="f-pair-clear" type="button">clear</button></span>
 <span id="f-count" class="note"></span>
 </div>
 <noscript><p class="warn">The item table needs JavaScript; the gate and charts above do not.</p></noscript>
@@ -45,6 +46,8 @@ svg.chart{display:block;max-width:100%;height:auto}.lbl{font-size:12px;fill:var(
 .chip{display:inline-block;padding:0 6px;border-radius:4px;color:#fff;font-size:12px;font-weight:600;line-height:18px;white-space:nowrap}
 .chip.t-good,.swatch.t-good{background:var(--pass)}.chip.t-warn,.swatch.t-warn{background:var(--error)}.chip.t-bad,.swatch.t-bad{background:var(--fail)}.chip.t-neutral,.swatch.t-neutral{background:var(--skip)}
 .bar-good{fill:var(--pass)}.bar-warn{fill:var(--error)}.bar-bad{fill:var(--fail)}.bar-neutral{fill:var(--skip)}
+.confusion th,.confusion td{text-align:center}.confusion td.agree{background:#dafbe1}.confusion td.disagree{background:#ffebe9;font-weight:600}.confusion td.empty{color:var(--muted)}
+table.paras td.note{max-width:320px}table.paras td.human{white-space:nowrap}table.paras td.juror{min-width:140px}.panel table.paras{margin:0}
 ul.legend{list-style:none;display:flex;flex-wrap:wrap;gap:4px 18px;padding:0;margin:6px 0 0;font-size:13px}.legend li{display:flex;align-items:center;gap:6px}.lv{font-weight:600}.swatch{display:inline-block;width:12px;height:12px;border-radius:2px}
 .panel ul{margin:0;padding-left:20px}.found{color:var(--pass);font-weight:600}.missing{color:var(--fail);font-weight:600}.delta-better{color:var(--pass)}.delta-worse{color:var(--fail)}
 """
@@ -55,7 +58,7 @@ SCRIPT = r"""
   var data = JSON.parse(document.getElementById("ge-data").textContent);
   var items = data.items, PAGE = 500, RANK = {};
   data.outcomeOrder.forEach(function (o, i) { RANK[o] = i; });
-  var state = {kind: "", tag: "", outcome: "", q: "", key: null, dir: 1, limit: PAGE};
+  var state = {kind: "", tag: "", outcome: "", q: "", pair: "", key: null, dir: 1, limit: PAGE};
   function $(id) { return document.getElementById(id); }
   function el(tag, cls, text) {
     var e = document.createElement(tag);
@@ -93,7 +96,8 @@ SCRIPT = r"""
     var q = state.q.toLowerCase();
     var rows = items.filter(function (it) {
       return (!state.kind || it.kind === state.kind) && (!state.outcome || it.outcome === state.outcome) &&
-        (!state.tag || it.tags.indexOf(state.tag) >= 0) && (!q || it.hay.indexOf(q) >= 0);
+        (!state.tag || it.tags.indexOf(state.tag) >= 0) && (!q || it.hay.indexOf(q) >= 0) &&
+        (!state.pair || (it.pairs || []).indexOf(state.pair) >= 0);
     });
     if (state.key) {
       var k = state.key, d = state.dir;
@@ -126,7 +130,7 @@ SCRIPT = r"""
         span.title = c.verdict + (c.true === true ? " (true)" : c.true === false ? " (not true)" : "");
         a.appendChild(span);
       });
-      section(p, "answer (claims marked by verdict)", a);
+      section(p, it.claims ? "answer (claims marked by verdict)" : "answer", a);
       if (it.claims) a.parentNode.insertBefore(legend(it.claims.map(function (c) { return c.verdict; })), a.nextSibling);
     }
     if (it.claims) section(p, "claims", list(it.claims, function (li, c) {
@@ -145,12 +149,7 @@ SCRIPT = r"""
       li.appendChild(document.createTextNode(e.text));
     }));
     if (it.truths) section(p, "truths", list(it.truths, function (li, t) { li.textContent = t; }));
-    if (it.paragraphs) section(p, "citation paragraphs", list(it.paragraphs, function (li, g) {
-      li.appendChild(el("span", "chip " + vclass(g.verdict), g.verdict));
-      li.appendChild(document.createTextNode(" ¶" + g.index + " " + g.text + (g.markers.length ? "  [" + g.markers.join(", ") + "]" : "")));
-      g.problems.forEach(function (t) { li.appendChild(el("div", "missing", t)); });
-      if (g.rationale) li.appendChild(el("div", "note", g.rationale));
-    }));
+    if (it.paragraphs) section(p, "citation paragraphs" + (it.paragraphs[0].judge ? " (judge: " + it.paragraphs[0].judge + ")" : ""), paragraphs(it.paragraphs));
     if (it.review) {
       var r = it.review, box = el("div");
       box.appendChild(el("div", null, "score " + fmt(r.score, 3) + " (min " + fmt(r.minScore, 3) + ") " + (r.passed ? "passed" : "failed") + ": " + r.reason));
@@ -167,6 +166,42 @@ SCRIPT = r"""
     if (figs.length) section(p, "figures", el("div", null, figs.join(" · ")));
     if (it.other) section(p, "other figures", el("pre", null, it.other));
     return p;
+  }
+  function chip(v) { return el("span", "chip " + vclass(v), v); }
+  function paragraphs(ps) {
+    var human = ps.some(function (g) { return g.expected !== undefined; }), jurors = [];
+    ps.forEach(function (g) { (g.judges || []).forEach(function (j) { if (jurors.indexOf(j.model) < 0) jurors.push(j.model); }); });
+    var table = el("table", "grid paras"), head = el("tr"), body = el("tbody");
+    ["¶", "paragraph"].concat(human ? ["human label"] : []).concat(["judge", "rationale"]).forEach(function (h) { head.appendChild(el("th", null, h)); });
+    jurors.forEach(function (m) { head.appendChild(el("th", "juror", m)); });
+    ps.forEach(function (g) {
+      var tr = el("tr"), text = el("td");
+      tr.appendChild(el("td", "num", g.index));
+      text.appendChild(document.createTextNode(g.text + (g.markers.length ? "  [" + g.markers.join(", ") + "]" : "")));
+      g.problems.forEach(function (t) { text.appendChild(el("div", "missing", t)); });
+      tr.appendChild(text);
+      if (human) {
+        var h = el("td", "human");
+        if (g.expected === undefined) h.textContent = "—";
+        else {
+          var same = g.expected === g.verdict;
+          h.appendChild(chip(g.expected));
+          h.appendChild(el("span", same ? "found" : "missing", same ? " ✓ agrees" : " ✗ differs"));
+        }
+        tr.appendChild(h);
+      }
+      var v = el("td", "verdict"); v.appendChild(chip(g.verdict)); tr.appendChild(v);
+      tr.appendChild(el("td", "note", g.rationale || ""));
+      jurors.forEach(function (m) {
+        var td = el("td", "juror"), j = (g.judges || []).filter(function (x) { return x.model === m; })[0];
+        if (!j) td.textContent = "—";
+        else { td.appendChild(chip(j.verdict)); if (j.rationale || j.error) td.appendChild(el("div", "note", j.rationale || j.error)); }
+        tr.appendChild(td);
+      });
+      body.appendChild(tr);
+    });
+    var thead = el("thead"); thead.appendChild(head); table.appendChild(thead); table.appendChild(body);
+    return table;
   }
   function toggle(tr, it) {
     var next = tr.nextSibling;
@@ -191,6 +226,8 @@ SCRIPT = r"""
     body.textContent = ""; body.appendChild(frag);
     $("f-count").textContent = "showing " + Math.min(rows.length, state.limit) + " of " + rows.length + " matching (" + items.length + " items)";
     $("more").hidden = rows.length <= state.limit;
+    $("f-pair").hidden = !state.pair;
+    $("f-pair-text").textContent = state.pair ? "a paragraph labelled " + state.pair.replace("|", " by the human and ") + " by the judge" : "";
   }
   function on(id, ev, key) {
     $(id).addEventListener(ev, function (e) { state[key] = e.target.value; state.limit = PAGE; render(); });
@@ -208,7 +245,7 @@ SCRIPT = r"""
   });
   render();
   function openItem(id) {
-    state.kind = state.tag = state.outcome = state.q = ""; state.key = null;
+    state.kind = state.tag = state.outcome = state.q = state.pair = ""; state.key = null;
     ["f-kind", "f-tag", "f-outcome", "f-search"].forEach(function (f) { $(f).value = ""; });
     Array.prototype.forEach.call(document.querySelectorAll("#items-table th[data-sort]"), function (h) { h.setAttribute("aria-sort", "none"); });
     var rows = visible(), at = -1;
@@ -218,6 +255,12 @@ SCRIPT = r"""
     var tr = document.querySelectorAll("#items-table tbody tr.row")[at];
     toggle(tr, rows[at]); tr.scrollIntoView();
   }
+  Array.prototype.forEach.call(document.querySelectorAll("a[data-pair]"), function (a) {
+    a.addEventListener("click", function (e) {
+      e.preventDefault(); state.pair = a.dataset.pair; state.limit = PAGE; render(); $("items").scrollIntoView();
+    });
+  });
+  $("f-pair-clear").addEventListener("click", function () { state.pair = ""; state.limit = PAGE; render(); });
   Array.prototype.forEach.call(document.querySelectorAll("a[data-open]"), function (a) {
     a.addEventListener("click", function (e) { e.preventDefault(); openItem(a.dataset.open); });
   });

@@ -28,6 +28,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..core.judging import UNJUDGED, paragraph_label
 from ..core.kinds import KIND_NAMES, all_kinds, get
 
 TEXT_CHARS = 8_000
@@ -181,7 +182,11 @@ def item_view(item: Mapping[str, Any]) -> dict[str, Any]:
         ``tokens``, ``detail``, ``error``, ``traceId``, ``counts`` (label -> "a/b"),
         and when present ``question``, ``segments`` (see ``answer_segments``),
         ``claims``, ``evidence``, ``expected``, ``truths``, ``paragraphs``,
-        ``review`` and ``other`` (unknown ``extra`` keys).
+        ``review`` and ``other`` (unknown ``extra`` keys). A claim's or paragraph's
+        ``markers`` are those its text does not show (``markers_outside``). A paragraph has
+        ``verdict`` (``paragraph_verdict``), ``judge`` (the judge model), ``expected`` (the
+        human label) and ``judges`` (``paragraph_judges``) when known; ``pairs`` lists the
+        item's ``"human|judge"`` label pairs (``labelled_pair``).
     """
     extra = item.get("extra") or {}
     prompt, completion = item.get("promptTokens"), item.get("completionTokens")
@@ -242,18 +247,10 @@ def item_view(item: Mapping[str, Any]) -> dict[str, Any]:
         view["truths"] = [_cut(t, SPAN_CHARS) for t in extra["truths"]]
     paragraphs = [p for p in as_list(extra.get("citationParagraphs")) if isinstance(p, Mapping)]
     if paragraphs:
-        view["paragraphs"] = [
-            {
-                "index": p.get("index"),
-                "text": _cut(p.get("text"), SPAN_CHARS),
-                "markers": markers_outside(p.get("text"), as_list(p.get("markers"))),
-                "verdict": paragraph_verdict(p),
-                "rationale": _cut(p.get("rationale"), SPAN_CHARS),
-                "problems": [_cut(t, SPAN_CHARS) for t in as_list(p.get("metadataMismatch"))]
-                + [f"missingSource: [{m}] names no source" for m in as_list(p.get("missingMarkers"))],
-            }
-            for p in paragraphs
-        ]
+        view["paragraphs"] = [_paragraph_view(p) for p in paragraphs]
+        pairs = [pair for p in paragraphs if (pair := labelled_pair(p)) is not None]
+        if pairs:
+            view["pairs"] = sorted({f"{expected}|{label}" for expected, label in pairs})
     review = item.get("evidenceReview")
     if isinstance(review, Mapping) and review.get("reviewed"):
         view["review"] = {
@@ -274,14 +271,82 @@ def item_view(item: Mapping[str, Any]) -> dict[str, Any]:
     return view
 
 
+def _paragraph_view(p: Mapping[str, Any]) -> dict[str, Any]:
+    view: dict[str, Any] = {
+        "index": p.get("index"),
+        "text": _cut(p.get("text"), SPAN_CHARS),
+        "markers": markers_outside(p.get("text"), as_list(p.get("markers"))),
+        "verdict": paragraph_verdict(p),
+        "rationale": _cut(p.get("rationale") or p.get("judgeError"), SPAN_CHARS),
+        "problems": [_cut(t, SPAN_CHARS) for t in as_list(p.get("metadataMismatch"))]
+        + [f"missingSource: [{m}] names no source" for m in as_list(p.get("missingMarkers"))],
+    }
+    if p.get("judgeModel"):
+        view["judge"] = str(p["judgeModel"])
+    if isinstance(p.get("expectedVerdict"), str):
+        view["expected"] = p["expectedVerdict"]
+    judges = paragraph_judges(p)
+    if judges is not None:
+        view["judges"] = judges
+    return view
+
+
+def paragraph_judges(paragraph: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """Each judge's verdict on a paragraph a jury judged, in the jury's order; None for one judge's verdict.
+
+    Reads ``judges`` (docs/judges.md, "Juries") as a list of
+    ``{judgeModel, verdict, rationale, judgeError}``, or as a mapping of judge model to its
+    verdict (a str) or to such an object. An entry without a model is left out; a judge that
+    gave no verdict is ``unjudged``.
+
+    Returns:
+        ``[{"model", "verdict", "rationale", "error"}]`` with texts cut to ``SPAN_CHARS``.
+    """
+    value = paragraph.get("judges")
+    if isinstance(value, Mapping):
+        entries = list(value.items())
+    elif isinstance(value, list):
+        entries = [(v.get("judgeModel") or v.get("model"), v) for v in value if isinstance(v, Mapping)]
+    else:
+        return None
+    judges = []
+    for model, entry in entries:
+        if not model:
+            continue
+        record = entry if isinstance(entry, Mapping) else {"verdict": entry}
+        verdict = record.get("verdict")
+        judges.append(
+            {
+                "model": str(model),
+                "verdict": verdict if isinstance(verdict, str) and verdict else UNJUDGED,
+                "rationale": _cut(record.get("rationale"), SPAN_CHARS),
+                "error": _cut(record.get("judgeError") or record.get("error"), SPAN_CHARS),
+            }
+        )
+    return judges
+
+
+def labelled_pair(paragraph: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(human label, judge's label)`` of a paragraph sent to the judge with an ``expectedVerdict``, else None.
+
+    The judge's label is its ``verdict``, or ``unjudged`` when it gave none: the cells of the
+    run's ``judgeConfusion`` (``core.judging.paragraph_label``; docs/citation.md).
+    """
+    expected = paragraph.get("expectedVerdict")
+    if not paragraph.get("judgeModel") or not isinstance(expected, str):
+        return None
+    return expected, paragraph_label(paragraph)
+
+
 def paragraph_verdict(paragraph: Mapping[str, Any]) -> str:
-    """A citation paragraph's verdict: the judge's when it ran, else the deterministic one.
+    """A citation paragraph's verdict: the judge's when it was asked (``unjudged`` when it gave none),
+    else the deterministic one.
 
     Deterministic verdicts: ``pass``, ``missingSource`` (a marker names no source),
     ``metadataMismatch`` (docs/citation.md).
     """
-    if paragraph.get("verdict"):
-        return str(paragraph["verdict"])
+    if paragraph.get("verdict") or paragraph.get("judgeModel"):
+        return paragraph_label(paragraph)
     if paragraph.get("deterministicPass", True):
         return "pass"
     return "missingSource" if paragraph.get("missingMarkers") else "metadataMismatch"

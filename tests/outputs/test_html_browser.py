@@ -400,3 +400,102 @@ def test_a_claims_markers_show_once(open_report, claims_report):
     assert len(lines) == 4
     assert [line.count("[S1]") for line in lines[:2]] == [1, 1] and lines[2].count("[S2]") == 1
     assert lines[3].endswith("It rains. [S3]")  # a marker its text does not show is still listed
+
+
+def _hand_confusion(report) -> dict[tuple[str, str], int]:
+    counts: dict[tuple[str, str], int] = {}
+    for item in report["items"]:
+        for p in item["extra"].get("citationParagraphs", []):
+            if p.get("judgeModel") and p.get("expectedVerdict"):
+                key = (p["expectedVerdict"], p["verdict"] or "unjudged")
+                counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _confusion_cells(page) -> dict[tuple[str, str], int]:
+    cells = page.page.eval_on_selector_all(
+        "#confusion tbody td[data-pair]", "els => els.map(e => [e.dataset.pair, e.textContent])"
+    )
+    return {tuple(pair.split("|")): int(n) for pair, n in cells if int(n)}
+
+
+@pytest.mark.parametrize("source", ["metric", "items"])
+def test_the_judge_vs_human_table_holds_the_hand_counts_and_lists_their_items(open_report, attribution_report, source):
+    hand = _hand_confusion(attribution_report)
+    if source == "items":
+        attribution_report["metrics"]["judgeConfusion"] = None  # counted from the paragraph records instead
+    page = open_report(attribution_report)
+    assert _confusion_cells(page) == hand and hand[("wrong_speaker", "supported")] == 12
+    rows = page.page.eval_on_selector_all("#confusion tbody tr", "rows => rows.map(r => r.lastChild.textContent)")
+    totals = {e: sum(n for (x, _), n in hand.items() if x == e) for e, _ in hand}
+    assert sorted(int(n) for n in rows) == sorted(totals.values())
+    assert page.page.inner_text("#confusion tfoot td:last-child") == str(sum(hand.values()))
+    assert "gave the human label to 108" in page.page.inner_text("#confusion-note")
+    page.page.click("#confusion a[data-pair='wrong_speaker|supported']")
+    expected = [
+        i["id"]
+        for i in attribution_report["items"]
+        if any(
+            p.get("expectedVerdict") == "wrong_speaker" and p.get("verdict") == "supported"
+            for p in i["extra"]["citationParagraphs"]
+        )
+    ]
+    assert sorted(r["id"] for r in page.rows()) == sorted(expected) and len(expected) == 12
+    page.page.click("#f-pair-clear")
+    assert len(page.rows()) == len(attribution_report["items"]) and page.console == []
+
+
+def test_no_judge_vs_human_table_without_labelled_judged_paragraphs(open_report, citation_report):
+    page = open_report(citation_report)  # citation-smoke: no judge ran
+    assert page.page.locator("#judge, #confusion").count() == 0 and page.console == []
+
+
+def _paragraph_rows(page) -> list[list[str]]:
+    return page.page.eval_on_selector_all(
+        ".panel table.paras tbody tr", "rows => rows.map(r => Array.from(r.cells, c => c.innerText.trim()))"
+    )
+
+
+def test_a_paragraphs_human_label_sits_beside_the_judges_verdict_and_rationale(open_report, attribution_report):
+    page = open_report(attribution_report)
+    page.page.click("#items-table tbody tr.row[data-id='attr-004-surname']")
+    heads = page.page.locator(".panel table.paras thead th").all_inner_texts()
+    assert heads == ["¶", "paragraph", "human label", "judge", "rationale"]  # one judge: no per-judge columns
+    item = next(i for i in attribution_report["items"] if i["id"] == "attr-004-surname")
+    rows = _paragraph_rows(page)
+    assert len(rows) == len(item["extra"]["citationParagraphs"]) == 2
+    for row, record in zip(rows, item["extra"]["citationParagraphs"], strict=True):
+        assert row[2].split()[0] == record["expectedVerdict"] and row[3] == record["verdict"]
+        assert row[4] == record["rationale"]
+        assert row[1].count("[2]" if record["index"] else "[1]") == 1  # the marker once, as the text has it
+    assert "differs" in rows[1][2] and "agrees" in rows[0][2]  # wrong_speaker by the human, supported by the judge
+
+
+def test_a_jurys_paragraph_gets_one_column_per_judge(open_report, attribution_report):
+    item = next(i for i in attribution_report["items"] if i["id"] == "attr-001-swap")
+    first, second = item["extra"]["citationParagraphs"]
+    for record in (first, second):
+        record["judgeModel"] = "jury(majority: judge-a, judge-b)"
+    first["judges"] = [
+        {"judgeModel": "judge-a", "verdict": "supported", "rationale": "all in [1]", "judgeError": None},
+        {"judgeModel": "judge-b", "verdict": "partial", "rationale": "the dates are not in [1]", "judgeError": None},
+    ]
+    second["judges"] = {"judge-a": "wrong_speaker", "judge-b": {"verdict": None, "judgeError": "HTTP 503"}}
+    page = open_report(attribution_report)
+    page.page.click("#items-table tbody tr.row[data-id='attr-001-swap']")
+    assert page.page.locator(".panel table.paras th.juror").all_inner_texts() == ["judge-a", "judge-b"]
+    rows = _paragraph_rows(page)
+    assert rows[0][5:] == ["supported\nall in [1]", "partial\nthe dates are not in [1]"]
+    assert rows[1][5:] == ["wrong_speaker", "unjudged\nHTTP 503"]
+    assert "judge: jury(majority: judge-a, judge-b)" in page.page.inner_text(".panel").lower()
+    # The section under the gate sets each judge against the human labels (both paragraphs are labelled).
+    jury = page.page.eval_on_selector_all(
+        "#jury-agreement tbody tr", "rows => rows.map(r => Array.from(r.cells, c => c.textContent))"
+    )
+    labels = [first["expectedVerdict"], second["expectedVerdict"]]
+    assert labels == ["supported", "wrong_speaker"]
+    assert jury == [["judge-a", "2", "2", "1.0000"], ["judge-b", "2", "0", "0.0000"]]
+    # An item with one judge shows no per-judge columns.
+    page.page.click("#items-table tbody tr.row[data-id='attr-006-swap']")
+    assert page.page.locator(".panel").count() == 2
+    assert page.page.locator(".panel table.paras th.juror").count() == 2 and page.console == []
