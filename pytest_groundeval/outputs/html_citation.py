@@ -11,6 +11,7 @@ When a jury judged (each paragraph record carries its judges' own verdicts, docs
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from html import escape
@@ -72,7 +73,8 @@ def judges_against_labels(items: Sequence[Mapping[str, Any]]) -> dict[str, tuple
 
 
 def _chip(label: str) -> str:
-    return f'<span class="chip t-{tone(label)}">{escape(label)}</span>'
+    hook = re.sub(r"[^A-Za-z_]", "", label)  # a class to find a verdict by, as the page's script names it
+    return f'<span class="chip t-{tone(label)} v-{hook}">{escape(label)}</span>'
 
 
 def _confusion_table(table: Mapping[str, Mapping[str, int]]) -> str:

@@ -8,6 +8,7 @@ another chromium binary.
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import shutil
@@ -58,8 +59,8 @@ def browser():
 class Page:
     """An opened report page plus what the browser reported while it loaded."""
 
-    def __init__(self, browser, path: Path):
-        self.page = browser.new_page(viewport={"width": 1200, "height": 900})
+    def __init__(self, browser, path: Path, viewport: tuple[int, int] = (1200, 900)):
+        self.page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
         self.console: list[str] = []
         self.dialogs: list[str] = []
         self.requests: list[str] = []
@@ -499,3 +500,76 @@ def test_a_jurys_paragraph_gets_one_column_per_judge(open_report, attribution_re
     page.page.click("#items-table tbody tr.row[data-id='attr-006-swap']")
     assert page.page.locator(".panel").count() == 2
     assert page.page.locator(".panel table.paras th.juror").count() == 2 and page.console == []
+
+
+_PIXELS = """async ([src, boxes]) => {
+  const img = new Image(); img.src = src; await img.decode();
+  const canvas = document.createElement("canvas"); canvas.width = img.width; canvas.height = img.height;
+  const ctx = canvas.getContext("2d"); ctx.drawImage(img, 0, 0);
+  const d = ctx.getImageData(0, 0, img.width, img.height).data;
+  let inked = 0; const colours = new Set();
+  for (let i = 0; i < d.length; i += 4) {
+    if (d[i] < 235 || d[i + 1] < 235 || d[i + 2] < 235) inked++;
+    colours.add(((d[i] >> 4) << 8) | ((d[i + 1] >> 4) << 4) | (d[i + 2] >> 4));
+  }
+  const mode = {};
+  for (const [name, b] of Object.entries(boxes)) {
+    const counts = new Map();
+    for (let y = Math.ceil(b.y); y < Math.floor(b.y + b.height); y++)
+      for (let x = Math.ceil(b.x); x < Math.floor(b.x + b.width); x++) {
+        const i = (y * img.width + x) * 4, key = d[i] + "," + d[i + 1] + "," + d[i + 2];
+        counts.set(key, (counts.get(key) || 0) + 1);
+      }
+    mode[name] = [...counts.entries()].sort((a, b) => b[1] - a[1])[0][0].split(",").map(Number);
+  }
+  return {width: img.width, height: img.height, inked: inked / (d.length / 4), colours: colours.size, mode};
+}"""
+"""Decodes a PNG in a blank page's canvas: its size, the share of non-white pixels, the number of
+distinct colours (4 bits a channel) and the most frequent colour inside each named box."""
+
+
+def _pixels(browser, png: bytes, boxes: dict[str, dict]) -> dict:
+    page = browser.new_page()
+    try:
+        page.set_content("<!DOCTYPE html><title>pixels</title>")
+        src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+        return page.evaluate(_PIXELS, [src, boxes])
+    finally:
+        page.close()
+
+
+SCREEN = (1280, 1024)
+"""The window the screenshot is taken in: a common desktop screen."""
+
+
+def test_screenshot_of_a_citation_run_shows_its_failures_and_the_judge_table_first(browser, tmp_path, attribution_report):
+    path = tmp_path / "citation-run.html"
+    path.write_text(render_html(attribution_report), encoding="utf-8")
+    page = Page(browser, path, viewport=SCREEN)
+    try:
+        png = page.page.screenshot()  # the window as a reader first sees it, before any scrolling
+        (tmp_path / "citation-run.png").write_bytes(png)
+        selectors = {
+            "failures": "#failures table",
+            "first failure": "#failures tbody tr:first-child .badge",
+            "confusion head": "#confusion thead",
+            "confusion row": "#confusion tbody tr:first-child",
+            "supported": "#confusion thead .chip.v-supported",
+            "wrong_speaker": "#confusion thead .chip.v-wrong_speaker",
+            "unsupported": "#confusion thead .chip.v-unsupported",
+        }
+        boxes = {name: page.page.locator(css).first.bounding_box(timeout=2000) for name, css in selectors.items()}
+        outside = [name for name, b in boxes.items() if b is None or b["y"] < 0 or b["y"] + b["height"] > SCREEN[1]]
+        assert outside == [], boxes  # the failure rows and the judge table are on the first screen
+        assert page.page.locator("#failures tbody tr").count() == 10
+        shot = _pixels(browser, png, {n: boxes[n] for n in ("first failure", "supported", "wrong_speaker", "unsupported")})
+        assert (shot["width"], shot["height"]) == SCREEN
+        assert shot["inked"] > 0.05 and shot["colours"] > 30, shot  # not a blank or single-colour page
+        red, green, amber = shot["mode"]["wrong_speaker"], shot["mode"]["supported"], shot["mode"]["unsupported"]
+        assert red[0] > 150 and red[1] < 90 and red[2] < 90, red  # wrong_speaker drawn red, not blue
+        assert green[1] > green[0] + 40 and green[1] > green[2] + 40, green
+        assert amber[0] > amber[1] > amber[2] and amber[2] < 60, amber  # unsupported amber, not blue
+        assert shot["mode"]["first failure"] == red  # a fail badge and a wrong-source verdict share the red
+        assert page.console == [] and page.requests == [page.url]
+    finally:
+        page.page.close()
