@@ -542,7 +542,9 @@ SCREEN = (1280, 1024)
 """The window the screenshot is taken in: a common desktop screen."""
 
 
-def test_screenshot_of_a_citation_run_shows_its_failures_and_the_judge_table_first(browser, tmp_path, attribution_report):
+def test_screenshot_of_a_citation_run_shows_its_failures_and_the_judge_table_first(
+    browser, tmp_path, attribution_report
+):
     path = tmp_path / "citation-run.html"
     path.write_text(render_html(attribution_report), encoding="utf-8")
     page = Page(browser, path, viewport=SCREEN)
@@ -562,7 +564,9 @@ def test_screenshot_of_a_citation_run_shows_its_failures_and_the_judge_table_fir
         outside = [name for name, b in boxes.items() if b is None or b["y"] < 0 or b["y"] + b["height"] > SCREEN[1]]
         assert outside == [], boxes  # the failure rows and the judge table are on the first screen
         assert page.page.locator("#failures tbody tr").count() == 10
-        shot = _pixels(browser, png, {n: boxes[n] for n in ("first failure", "supported", "wrong_speaker", "unsupported")})
+        shot = _pixels(
+            browser, png, {n: boxes[n] for n in ("first failure", "supported", "wrong_speaker", "unsupported")}
+        )
         assert (shot["width"], shot["height"]) == SCREEN
         assert shot["inked"] > 0.05 and shot["colours"] > 30, shot  # not a blank or single-colour page
         red, green, amber = shot["mode"]["wrong_speaker"], shot["mode"]["supported"], shot["mode"]["unsupported"]
@@ -573,3 +577,28 @@ def test_screenshot_of_a_citation_run_shows_its_failures_and_the_judge_table_fir
         assert page.console == [] and page.requests == [page.url]
     finally:
         page.page.close()
+
+
+def test_a_judges_and_a_labels_markup_stays_inert_in_the_citation_views(open_report, attribution_report):
+    hostile = '<img src=x onerror="window.__pwned = 7">'
+    item = next(i for i in attribution_report["items"] if i["id"] == "attr-001-swap")
+    first, second = item["extra"]["citationParagraphs"]
+    first["judgeModel"] = "jury" + hostile
+    first["judges"] = [
+        {"judgeModel": "judge-a" + hostile, "verdict": "supported", "rationale": "<script>window.__pwned = 8</script>"},
+        {"judgeModel": "judge-b", "verdict": 'partial" onmouseover="window.__pwned=9', "rationale": None},
+    ]
+    second["rationale"] = hostile
+    attribution_report["metrics"]["judgeConfusion"]["wrong_speaker" + hostile] = {"supported" + hostile: 1}
+    page = open_report(attribution_report)
+    assert (
+        hostile in page.page.inner_text("#confusion") and "judged by" in page.page.inner_text("#confusion-note").lower()
+    )
+    page.page.click("#items-table tbody tr.row[data-id='attr-001-swap']")
+    panel = page.page.locator(".panel")
+    assert page.page.locator(".panel table.paras th.juror").all_inner_texts() == ["judge-a" + hostile, "judge-b"]
+    assert "<script>window.__pwned = 8</script>" in panel.inner_text() and hostile in panel.inner_text()
+    page.page.hover(".panel table.paras td.juror .chip >> nth=1")
+    assert page.page.locator("#judge img, #judge script, .panel img, .panel script").count() == 0
+    assert page.page.evaluate("window.__pwned") is None and page.dialogs == [] and page.console == []
+    assert page.requests == [page.url]
