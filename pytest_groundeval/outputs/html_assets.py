@@ -47,7 +47,7 @@ svg.chart{display:block;max-width:100%;height:auto}.lbl{font-size:12px;fill:var(
 .chip.t-good,.swatch.t-good{background:var(--pass)}.chip.t-warn,.swatch.t-warn{background:var(--error)}.chip.t-bad,.swatch.t-bad{background:var(--fail)}.chip.t-neutral,.swatch.t-neutral{background:var(--skip)}
 .bar-good{fill:var(--pass)}.bar-warn{fill:var(--error)}.bar-bad{fill:var(--fail)}.bar-neutral{fill:var(--skip)}
 .confusion th,.confusion td{text-align:center}.confusion td.agree{background:#dafbe1}.confusion td.disagree{background:#ffebe9;font-weight:600}.confusion td.empty{color:var(--muted)}
-table.paras td.note{max-width:320px}table.paras td.human{white-space:nowrap}table.paras td.juror{min-width:140px}.panel table.paras{margin:0}
+table.paras td:nth-child(2){min-width:280px}table.paras td.note{max-width:320px}table.paras td.human{white-space:nowrap}table.paras td.juror{min-width:140px}.panel table.paras{margin:0}
 ul.legend{list-style:none;display:flex;flex-wrap:wrap;gap:4px 18px;padding:0;margin:6px 0 0;font-size:13px}.legend li{display:flex;align-items:center;gap:6px}.lv{font-weight:600}.swatch{display:inline-block;width:12px;height:12px;border-radius:2px}
 .panel ul{margin:0;padding-left:20px}.found{color:var(--pass);font-weight:600}.missing{color:var(--fail);font-weight:600}.delta-better{color:var(--pass)}.delta-worse{color:var(--fail)}
 """
