@@ -44,20 +44,22 @@ def _rect(x: float, y: float, w: float, h: float, cls: str, tip: str) -> str:
 
 @dataclass(frozen=True)
 class MetricBar:
-    """One row of the metrics-against-bounds chart."""
+    """One row of the metrics-against-bounds chart: a share, drawn on ``[low, 1]``.
+
+    Figures with a unit or no upper limit (counts, milliseconds, tokens) are not drawn as
+    bars: a bar needs an axis with two ends, and the page lists those as numbers instead.
+    """
 
     name: str
     """Metric wire name."""
     value: float | None
-    """The run's value; None draws "n/a"."""
+    """The run's value, in ``[low, 1]``; None draws "n/a"."""
     bound: float | None
     """Floor or ceiling; None when the metric is reported, not gated."""
     op: str
     """``">="`` or ``"<="`` (ignored without a bound)."""
     outcome: str
     """PASS, FAIL, SKIP or INFO: picks the colour."""
-    rate: bool
-    """True when the scale is [0, 1]."""
     label: str
     """The value as printed (``core.metrics.format_value``)."""
     interval: tuple[float | None, float | None] = (None, None)
@@ -65,6 +67,9 @@ class MetricBar:
     across the bar; ``(None, None)`` for none."""
     level: float | None = None
     """The interval's confidence level, for its tooltip."""
+    low: float = 0.0
+    """The lowest value the metric can take (``MetricSpec.value_range``): 0 for a share, -1 for
+    Cohen's kappa. Bars start at 0, so a negative kappa is drawn leftwards from it."""
 
 
 def _interval_text(row: MetricBar) -> str:
@@ -73,12 +78,22 @@ def _interval_text(row: MetricBar) -> str:
     return "" if low is None or high is None else f" [{low:.4f}, {high:.4f}]"
 
 
-def _whisker(row: MetricBar, left: float, plot: float, top: float, y: float) -> str:
+class _Scale:
+    """``[low, 1]`` onto the pixels ``[left, left + plot]``; values outside are clamped to the ends."""
+
+    def __init__(self, low: float, left: float, plot: float) -> None:
+        self.low, self.left, self.plot = low, left, plot
+
+    def x(self, value: float) -> float:
+        share = (min(max(value, self.low), 1.0) - self.low) / (1.0 - self.low)
+        return self.left + self.plot * share
+
+
+def _whisker(row: MetricBar, scale: _Scale, y: float) -> str:
     """The row's confidence interval as a line from its low to its high end with end caps, at mid-bar."""
     low, high = row.interval
     assert low is not None and high is not None
-    x1 = left + plot * min(max(low / top, 0.0), 1.0)
-    x2 = left + plot * min(max(high / top, 0.0), 1.0)
+    x1, x2 = scale.x(low), scale.x(high)
     mid = y + 11
     level = f"{row.level * 100:g}% " if row.level is not None else ""
     tip = escape(f"{row.name}: {level}confidence interval{_interval_text(row)}")
@@ -90,38 +105,62 @@ def _whisker(row: MetricBar, left: float, plot: float, top: float, y: float) -> 
     )
 
 
+AXIS_TICKS = 5
+"""Labelled ticks on a metric axis, both ends included: 0, 0.25 … 1 (or -1, -0.5 … 1)."""
+
+
+def _axis(scale: _Scale, y: float) -> list[str]:
+    body = [f'<line x1="{_num(scale.left)}" y1="{y}" x2="{_num(scale.left + scale.plot)}" y2="{y}" class="axis"/>']
+    for i in range(AXIS_TICKS):
+        value = scale.low + (1.0 - scale.low) * i / (AXIS_TICKS - 1)
+        x = scale.x(value)
+        body.append(f'<line x1="{_num(x)}" y1="{y}" x2="{_num(x)}" y2="{y + 4}" class="axis"/>')
+        body.append(_text(x, y + 15, f"{value:g}", cls="tick", anchor="middle"))
+    return body
+
+
 def metric_bars(rows: Sequence[MetricBar], width: int = 900) -> str:
     """Horizontal bars, one per metric, with the floor or ceiling drawn as a tick and a value's
     confidence interval, when it has one, as a whisker across its bar (docs/statistics.md).
 
-    Rates are drawn on [0, 1]; other metrics on [0, 1.15 × max(value, bound)]. A chart with
-    intervals has a wider right margin, for the labels ``0.9906 [0.9812, 0.9961]  PASS``.
+    Every row is a share drawn to scale on ``[row.low, 1]``: rows sharing a ``low`` are drawn
+    together over one labelled axis (the metrics in ``[0, 1]``, then those in ``[-1, 1]``, whose
+    bars start at a marked 0). A chart with intervals has a wider right margin, for the labels
+    ``0.9906 [0.9812, 0.9961]  PASS``.
     """
     with_intervals = any(row.interval[0] is not None for row in rows)
-    row_h, left, right = 26, 190, 270 if with_intervals else 170
+    row_h, axis_h, left, right = 26, 26, 190, 270 if with_intervals else 170
     plot = width - left - right
     body: list[str] = []
-    for i, row in enumerate(rows):
-        y = 8 + i * row_h
-        body.append(_text(left - 8, y + 15, row.name, anchor="end"))
-        body.append(_rect(left, y + 3, plot, 16, "track", row.name))
-        top = 1.0 if row.rate else max(row.value or 0.0, row.bound or 0.0, 1e-9) * 1.15
-        if row.value is not None:
-            w = plot * min(max(row.value / top, 0.0), 1.0)
-            tip = f"{row.name}: {row.label}" + (f" (bound {row.op} {row.bound:g})" if row.bound is not None else "")
-            body.append(_rect(left, y + 3, w, 16, f"bar-{row.outcome.lower()}", tip))
-        if row.value is not None and row.interval[0] is not None and row.interval[1] is not None:
-            body.append(_whisker(row, left, plot, top, y))
-        if row.bound is not None:
-            x = left + plot * min(max(row.bound / top, 0.0), 1.0)
-            body.append(
-                f'<line x1="{_num(x)}" y1="{y}" x2="{_num(x)}" y2="{y + 22}" class="bound">'
-                f"<title>{escape(f'{row.name} bound {row.op} {row.bound:g}')}</title></line>"
-            )
-        label = f"{row.label}{_interval_text(row)}  {row.outcome}"
-        body.append(_text(left + plot + 8, y + 15, label, cls=f"lbl o-{row.outcome.lower()}"))
-    height = 16 + len(rows) * row_h
-    return _svg(width, height, body, "Each metric against its floor or ceiling")
+    y = 8
+    for low in dict.fromkeys(row.low for row in rows):
+        scale = _Scale(low, left, plot)
+        group = [row for row in rows if row.low == low]
+        top = y
+        for row in group:
+            body.append(_text(left - 8, y + 15, row.name, anchor="end"))
+            body.append(_rect(left, y + 3, plot, 16, "track", row.name))
+            if row.value is not None:
+                x0, x1 = sorted((scale.x(max(low, 0.0)), scale.x(row.value)))
+                tip = f"{row.name}: {row.label}" + (f" (bound {row.op} {row.bound:g})" if row.bound is not None else "")
+                body.append(_rect(x0, y + 3, x1 - x0, 16, f"bar-{row.outcome.lower()}", tip))
+            if row.value is not None and row.interval[0] is not None and row.interval[1] is not None:
+                body.append(_whisker(row, scale, y))
+            if row.bound is not None:
+                x = scale.x(row.bound)
+                body.append(
+                    f'<line x1="{_num(x)}" y1="{y}" x2="{_num(x)}" y2="{y + 22}" class="bound">'
+                    f"<title>{escape(f'{row.name} bound {row.op} {row.bound:g}')}</title></line>"
+                )
+            label = f"{row.label}{_interval_text(row)}  {row.outcome}"
+            body.append(_text(left + plot + 8, y + 15, label, cls=f"lbl o-{row.outcome.lower()}"))
+            y += row_h
+        if low < 0:
+            zero = _num(scale.x(0.0))
+            body.append(f'<line x1="{zero}" y1="{top}" x2="{zero}" y2="{y}" class="zero"/>')
+        body.extend(_axis(scale, y + 2))
+        y += axis_h
+    return _svg(width, y + 4, body, "Each metric against its floor or ceiling")
 
 
 def histogram(values: Sequence[float], *, unit: str = "ms", bins: int = 30, width: int = 900) -> str:

@@ -9,25 +9,8 @@ items travel as JSON in a ``<script type="application/json">`` element whose
 ``<``, ``>`` and ``&`` are written as ``\\u003c``… escapes, and the page's script
 puts them in the document with ``textContent`` only, never as markup.
 
-What the page shows per item, from the report's item outcome
-(``pytest_groundeval.outcome.ItemOutcome``): id, kind, outcome (pass, fail,
-error), latency, tokens, ``detail`` (the reason), ``error``, ``traceId``, the
-counts, ``evidenceReview``, and ``extra.citationParagraphs``. It also renders
-these ``extra`` keys when an outcome carries them:
-
-- ``extra.tags``: list of str — the item's dataset tags (filterable).
-- ``extra.question``: str.
-- ``extra.answer``: str — with each claim marked by its verdict.
-- ``extra.claims``: list of ``{text, start, end, markers, verdict, true}``;
-  ``start``/``end`` are UTF-8 byte offsets into ``answer`` as the target
-  returned them (docs/target-contract.md); ``true`` is the harness's judgement.
-- ``extra.evidence``: list of ``{marker, document, start, end, text}`` — the
-  retrieved spans, ``text`` sliced from the canonical corpus text.
-- ``extra.expectedEvidence``: list of str, or of ``{text, found}``.
-- ``extra.truths``: list of str.
-- ``extra.citationParagraphs[].verdict`` / ``.rationale``: the judge's verdict.
-
-Any other ``extra`` key is shown as JSON under "other figures".
+What the page shows of each item is ``item_view``'s; the page's markup, style sheet and
+script are ``html_assets``.
 """
 
 from __future__ import annotations
@@ -42,256 +25,21 @@ from html import escape
 from typing import Any, TypedDict
 
 from ..core.gate import verdict as gate_verdict
-from ..core.kinds import KIND_NAMES, all_kinds, get
-from ..core.metrics import METRIC_DIRECTIONS
+from ..core.metrics import METRIC_DIRECTIONS, metric_specs
 from . import charts
-from ._format import metric_value, models_label, value_with_interval
+from ._format import metric_value, models_label, one_line, value_with_interval
+from .html_assets import ITEMS_SECTION, SCRIPT, STYLE
+from .html_citation import judge_section
+from .item_view import OUTCOME_ORDER, as_list, item_outcome, item_view, paragraph_verdict
+from .verdicts import VERDICT_MEANINGS, VERDICT_TONES, legend, tone
 
-TEXT_CHARS = 8_000
-"""Characters kept of an answer, detail or error text in the page (the rest is cut with "…")."""
-SPAN_CHARS = 2_000
-"""Characters kept of one evidence span, question, claim or paragraph."""
+FAILURES_SHOWN = 10
+"""Failed and errored items listed under the gate (all of them are first in the item table)."""
 HISTORY_RUNS = 30
 """Runs of history drawn in the trends (the most recent)."""
 
 NO_EARLIER_RUN = "No earlier run of this dataset and model lineage to compare this run with."
 """The comparison's text when the history holds no run before this one."""
-
-_SHOWN_EXTRA = frozenset(
-    {
-        "tags",
-        "question",
-        "answer",
-        "claims",
-        "evidence",
-        "expectedEvidence",
-        "truths",
-        "citationParagraphs",
-        "citationParagraphsJudged",
-        "citationParagraphsMismatched",
-        "citationParagraphsDropped",
-        "citationParagraphsSupported",
-        "citationParagraphsWrongSpeaker",
-        "citationCoverageScores",
-    }
-)
-"""``extra`` keys the page shows in its own sections; each kind adds those its counts show
-(``Kind.drilldown_extra``), and any other key is shown under "other figures"."""
-
-
-def _known_extra() -> frozenset[str]:
-    return _SHOWN_EXTRA.union(*(kind.drilldown_extra for kind in all_kinds()))
-
-
-def _kind_counts(item: Mapping[str, Any]) -> dict[str, str]:
-    """What the item's kind lists under "counts" (``Kind.drilldown_counts``); none for an unknown kind."""
-    kind = item.get("kind")
-    if not isinstance(kind, str) or kind not in KIND_NAMES:
-        return {}
-    return {str(label): str(value) for label, value in get(kind).drilldown_counts(item).items()}
-
-
-def _cut(value: Any, limit: int) -> str | None:
-    if value is None:
-        return None
-    text = str(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _outcome(item: Mapping[str, Any]) -> str:
-    if item.get("error") is not None:
-        return "error"
-    return "pass" if item.get("pass") else "fail"
-
-
-def _char_offset(encoded: bytes, byte_offset: Any) -> int | None:
-    if isinstance(byte_offset, bool) or not isinstance(byte_offset, int) or not 0 <= byte_offset <= len(encoded):
-        return None
-    try:
-        return len(encoded[:byte_offset].decode("utf-8"))
-    except UnicodeDecodeError:  # the offset falls inside a character
-        return None
-
-
-def answer_segments(answer: str, claims: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
-    """Split an answer into ``[text, claim index or -1]`` runs, so each claim can be marked.
-
-    A claim is placed by its UTF-8 byte offsets when they slice its text out of the
-    answer (docs/target-contract.md), else at the first occurrence of its text
-    after the previous claim; a claim found nowhere, or overlapping one already
-    placed, is left unmarked (it is still listed under the answer).
-    """
-    encoded = answer.encode("utf-8")
-    placed: list[tuple[int, int, int]] = []
-    cursor = 0
-    for index, claim in enumerate(claims):
-        text = claim.get("text")
-        if not isinstance(text, str) or not text:
-            continue
-        start, end = _char_offset(encoded, claim.get("start")), _char_offset(encoded, claim.get("end"))
-        if start is None or end is None or answer[start:end] != text:
-            found = answer.find(text, cursor)
-            if found < 0:
-                found = answer.find(text)
-            if found < 0:
-                continue
-            start, end = found, found + len(text)
-        placed.append((start, end, index))
-        cursor = end
-    placed.sort()
-    segments: list[list[Any]] = []
-    position = 0
-    for start, end, index in placed:
-        if start < position:
-            continue
-        if start > position:
-            segments.append([answer[position:start], -1])
-        segments.append([answer[start:end], index])
-        position = end
-    if position < len(answer):
-        segments.append([answer[position:], -1])
-    return segments
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _expected(extra: Mapping[str, Any], evidence: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    spans = " \n".join(span.get("text") or "" for span in evidence)
-    out = []
-    for entry in _list(extra.get("expectedEvidence")):
-        if isinstance(entry, Mapping):
-            text, found = entry.get("text"), entry.get("found")
-        else:
-            text, found = entry, None
-        text = str(text)
-        if found is None and evidence:
-            found = text in spans
-        out.append({"text": _cut(text, SPAN_CHARS), "found": found})
-    return out
-
-
-def item_view(item: Mapping[str, Any]) -> dict[str, Any]:
-    """What the page's script needs of one item outcome (wire dict): texts cut, claims placed.
-
-    Returns:
-        A JSON-ready dict: ``id``, ``kind``, ``outcome``, ``tags``, ``latencyMs``,
-        ``tokens``, ``detail``, ``error``, ``traceId``, ``counts`` (label -> "a/b"),
-        and when present ``question``, ``segments`` (see ``answer_segments``),
-        ``claims``, ``evidence``, ``expected``, ``truths``, ``paragraphs``,
-        ``review`` and ``other`` (unknown ``extra`` keys). Under ``--eval-repeat`` the answer shown
-        is the first attempt's that did not pass (else the first attempt's), and ``counts`` says
-        how many attempts passed (docs/gate.md, "Repeats").
-    """
-    extra = item.get("extra") or {}
-    attempts = [attempt for attempt in _list(item.get("attempts")) if isinstance(attempt, Mapping)]
-    if attempts:
-        shown = next((attempt for attempt in attempts if not attempt.get("pass")), attempts[0])
-        extra = {**(shown.get("extra") or {}), **extra}
-    prompt, completion = item.get("promptTokens"), item.get("completionTokens")
-    view: dict[str, Any] = {
-        "id": str(item.get("id")),
-        "kind": str(item.get("kind")),
-        "outcome": _outcome(item),
-        "tags": [str(tag) for tag in _list(extra.get("tags"))],
-        "latencyMs": item.get("latencyMs"),
-        "tokens": None if prompt is None and completion is None else (prompt or 0) + (completion or 0),
-        "detail": _cut(item.get("detail"), TEXT_CHARS),
-        "error": _cut(item.get("error"), TEXT_CHARS),
-        "traceId": item.get("traceId"),
-        "counts": _kind_counts(item),
-    }
-    if attempts:
-        view["counts"]["attempts passed"] = f"{sum(bool(a.get('pass')) for a in attempts)}/{len(attempts)}"
-    if extra.get("question") is not None:
-        view["question"] = _cut(extra["question"], SPAN_CHARS)
-    claims = [claim for claim in _list(extra.get("claims")) if isinstance(claim, Mapping)]
-    if claims:
-        view["claims"] = [
-            {
-                "text": _cut(claim.get("text"), SPAN_CHARS),
-                "verdict": str(claim.get("verdict", "")),
-                "markers": [str(m) for m in _list(claim.get("markers"))],
-                "true": claim.get("true"),
-            }
-            for claim in claims
-        ]
-    if isinstance(extra.get("answer"), str):
-        answer = extra["answer"]
-        segments = answer_segments(answer, claims)
-        if len(answer) > TEXT_CHARS:  # cut after placing, so offsets stay right
-            kept, total = [], 0
-            for text, index in segments:
-                if total >= TEXT_CHARS:
-                    break
-                kept.append([text[: TEXT_CHARS - total], index])
-                total += len(kept[-1][0])
-            segments = [*kept, ["…", -1]]
-        view["segments"] = segments
-    evidence = [
-        {
-            "marker": str(span.get("marker", "")),
-            "document": str(span.get("document", "")),
-            "start": span.get("start"),
-            "end": span.get("end"),
-            "text": _cut(span.get("text"), SPAN_CHARS),
-        }
-        for span in _list(extra.get("evidence"))
-        if isinstance(span, Mapping)
-    ]
-    if evidence:
-        view["evidence"] = evidence
-    expected = _expected(extra, evidence)
-    if expected:
-        view["expected"] = expected
-    if _list(extra.get("truths")):
-        view["truths"] = [_cut(t, SPAN_CHARS) for t in extra["truths"]]
-    paragraphs = [p for p in _list(extra.get("citationParagraphs")) if isinstance(p, Mapping)]
-    if paragraphs:
-        view["paragraphs"] = [
-            {
-                "index": p.get("index"),
-                "text": _cut(p.get("text"), SPAN_CHARS),
-                "markers": [str(m) for m in _list(p.get("markers"))],
-                "verdict": paragraph_verdict(p),
-                "rationale": _cut(p.get("rationale"), SPAN_CHARS),
-                "problems": [_cut(t, SPAN_CHARS) for t in _list(p.get("metadataMismatch"))]
-                + [f"missingSource: [{m}] names no source" for m in _list(p.get("missingMarkers"))],
-            }
-            for p in paragraphs
-        ]
-    review = item.get("evidenceReview")
-    if isinstance(review, Mapping) and review.get("reviewed"):
-        view["review"] = {
-            "score": review.get("score"),
-            "minScore": review.get("minScore"),
-            "passed": review.get("passed"),
-            "reason": _cut(review.get("reason"), SPAN_CHARS),
-            "findings": [
-                {k: _cut(f.get(k), SPAN_CHARS) for k in ("check", "claimId", "verdict", "reason", "suggestedRewrite")}
-                for f in _list(review.get("findings"))
-                if isinstance(f, Mapping)
-            ],
-        }
-    known = _known_extra()
-    other = {k: v for k, v in extra.items() if k not in known}
-    if other:
-        view["other"] = _cut(json.dumps(other, ensure_ascii=False, indent=1, default=str), TEXT_CHARS)
-    return view
-
-
-def paragraph_verdict(paragraph: Mapping[str, Any]) -> str:
-    """A citation paragraph's verdict: the judge's when it ran, else the deterministic one.
-
-    Deterministic verdicts: ``pass``, ``missingSource`` (a marker names no source),
-    ``metadataMismatch`` (docs/citation.md).
-    """
-    if paragraph.get("verdict"):
-        return str(paragraph["verdict"])
-    if paragraph.get("deterministicPass", True):
-        return "pass"
-    return "missingSource" if paragraph.get("missingMarkers") else "metadataMismatch"
 
 
 def _json_island(data: Any) -> str:
@@ -343,6 +91,33 @@ def _gate_section(report: Mapping[str, Any]) -> str:
     )
 
 
+def _failures_section(views: Sequence[Mapping[str, Any]]) -> str:
+    """The items that failed or errored, first ``FAILURES_SHOWN`` of them, each a link that opens it below."""
+    bad = [view for view in views if view["outcome"] != "pass"]
+    counts = Counter(view["outcome"] for view in bad)
+    if not bad:
+        return f'<section id="failures"><h2>Failures</h2><p class="note">All {len(views)} items passed.</p></section>'
+    rows = "".join(
+        f'<tr data-id="{escape(view["id"])}"><td><a href="#items" data-open="{escape(view["id"])}">'
+        f"{escape(view['id'])}</a></td><td>{escape(view['kind'])}</td>"
+        f'<td><span class="badge b-{view["outcome"]}">{view["outcome"]}</span></td>'
+        f'<td class="detail" title="{escape(view["error"] or view["detail"] or "")}">'
+        f"{escape(one_line(view['error'] or view['detail'] or '', 200))}</td></tr>"
+        for view in bad[:FAILURES_SHOWN]
+    )
+    more = (
+        f'<p class="note">and {len(bad) - FAILURES_SHOWN} more, listed first under <a href="#items">Items</a>.</p>'
+        if len(bad) > FAILURES_SHOWN
+        else ""
+    )
+    return (
+        f'<section id="failures"><h2>Failures: {counts["fail"]} failed, {counts["error"]} errored '
+        f"of {len(views)} items</h2>"
+        '<table class="grid"><thead><tr><th>id</th><th>kind</th><th>outcome</th><th>why</th></tr></thead><tbody>'
+        f"{rows}</tbody></table>{more}</section>"
+    )
+
+
 def _interval(report: Mapping[str, Any], metric: str) -> tuple[float | None, float | None]:
     """``(low, high)`` of ``metric``'s confidence interval in the report, or ``(None, None)``."""
     interval = (report.get("confidence") or {}).get(metric)
@@ -356,54 +131,82 @@ def _interval(report: Mapping[str, Any], metric: str) -> tuple[float | None, flo
     return float(low), float(high)
 
 
-def _metric_rows(report: Mapping[str, Any]) -> list[charts.MetricBar]:
+class _Figure(TypedDict):
+    """A metric with a unit or no upper limit (a count, milliseconds, tokens): listed, not drawn."""
+
+    name: str
+    value: str
+    bound: str
+    outcome: str
+
+
+def _metric_rows(report: Mapping[str, Any]) -> tuple[list[charts.MetricBar], list[_Figure]]:
+    """The gate's checks, then the metrics reported without a bound (INFO): the shares as bars,
+    the rest (``MetricSpec.value_range`` with no upper end) as figures."""
     metrics = report["metrics"]
     level = report.get("confidenceLevel")
-    rows: list[charts.MetricBar] = []
-    seen = set()
-    for check in report["gate"]["checks"]:
-        metric = check["metric"]
-        direction = METRIC_DIRECTIONS.get(metric)
-        if direction is None:
+    shares = {spec.wire: spec.value_range[0] for spec in metric_specs() if spec.value_range[1] == 1.0}
+    entries: list[tuple[str, Any, Any, str, str]] = [
+        (check["metric"], check.get("value"), check.get("bound"), check.get("op", ""), str(check["outcome"]))
+        for check in report["gate"]["checks"]
+        if check["metric"] in METRIC_DIRECTIONS
+    ]
+    seen = {metric for metric, *_ in entries}
+    entries += [
+        (metric, metrics.get(metric), None, direction.op, "INFO")
+        for metric, direction in METRIC_DIRECTIONS.items()
+        if metric not in seen and metrics.get(metric) is not None
+    ]
+    bars: list[charts.MetricBar] = []
+    figures: list[_Figure] = []
+    for metric, value, bound, op, outcome in entries:
+        op = op or METRIC_DIRECTIONS[metric].op
+        if metric not in shares:
+            shown_bound = "" if bound is None else f"{op} {metric_value(metric, bound)}"
+            shown = value_with_interval(metric, value, report.get("confidence"))
+            figures.append(_Figure(name=metric, value=shown, bound=shown_bound, outcome=outcome))
             continue
-        seen.add(metric)
-        rows.append(
+        bars.append(
             charts.MetricBar(
                 name=metric,
-                value=check.get("value"),
-                bound=check.get("bound"),
-                op=check.get("op", direction.op),
-                outcome=str(check["outcome"]),
-                rate=direction.rate,
-                label=metric_value(metric, check.get("value")),
-                interval=_interval(report, metric) if check.get("value") is not None else (None, None),
+                value=value,
+                bound=bound,
+                op=op,
+                outcome=outcome,
+                label=metric_value(metric, value),
+                interval=_interval(report, metric) if value is not None else (None, None),
                 level=level if isinstance(level, float) else None,
+                low=shares[metric],
             )
         )
-    for metric, direction in METRIC_DIRECTIONS.items():
-        value = metrics.get(metric)
-        if metric not in seen and value is not None:
-            rows.append(
-                charts.MetricBar(
-                    metric,
-                    value,
-                    None,
-                    direction.op,
-                    "INFO",
-                    direction.rate,
-                    metric_value(metric, value),
-                    interval=_interval(report, metric),
-                    level=level if isinstance(level, float) else None,
-                )
-            )
-    return rows
+    return bars, figures
+
+
+def _figures_table(figures: Sequence[_Figure]) -> str:
+    if not figures:
+        return ""
+    rows = "".join(
+        f'<tr class="o-{escape(f["outcome"].lower())}"><td>{escape(f["name"])}</td>'
+        f'<td class="num">{escape(f["value"])}</td><td class="num">{escape(f["bound"])}</td>'
+        f'<td><span class="badge b-{escape(f["outcome"].lower())}">{escape(f["outcome"])}</span></td></tr>'
+        for f in figures
+    )
+    return (
+        '<h2>Counts and timings</h2><table class="grid narrow" id="figures"><thead><tr><th>metric</th>'
+        f"<th>value</th><th>bound</th><th>outcome</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
 
 
 def _charts_section(report: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> str:
-    parts = ['<section id="charts"><h2>Metrics against their floors</h2>', charts.metric_bars(_metric_rows(report))]
+    shares, figures = _metric_rows(report)
+    parts = [
+        '<section id="charts"><h2>Rates against their floors</h2>',
+        charts.metric_bars(shares),
+        _figures_table(figures),
+    ]
     by_kind: dict[str, Counter[str]] = {}
     for item in items:
-        by_kind.setdefault(str(item.get("kind")), Counter())[_outcome(item)] += 1
+        by_kind.setdefault(str(item.get("kind")), Counter())[item_outcome(item)] += 1
     rows = [
         (kind, [("pass", c["pass"], "bar-pass"), ("fail", c["fail"], "bar-fail"), ("error", c["error"], "bar-error")])
         for kind, c in by_kind.items()
@@ -414,25 +217,27 @@ def _charts_section(report: Mapping[str, Any], items: Sequence[Mapping[str, Any]
     paragraphs = [
         p
         for i in items  # any kind whose outcomes record judged paragraphs (citation's ``citationParagraphs``)
-        for p in _list((i.get("extra") or {}).get("citationParagraphs"))
+        for p in as_list((i.get("extra") or {}).get("citationParagraphs"))
         if isinstance(p, Mapping)
     ]
     parts.append("<h2>Citation verdicts</h2>")
     if paragraphs:
         counts = Counter(paragraph_verdict(p) for p in paragraphs)
-        bars = [(v, n, "bar-pass" if v in ("pass", "supported") else "bar-fail") for v, n in counts.most_common()]
+        bars = [(v, n, f"bar-{tone(v)}") for v, n in counts.most_common()]
         parts.append(charts.count_bars(bars, title=f"Verdicts of {len(paragraphs)} judged citation paragraphs"))
+        parts.append(legend(counts, element_id="citation-legend"))
     else:
         parts.append('<p class="note">No citation items in this run.</p>')
     claims = Counter(
         str(c.get("verdict"))
         for i in items
-        for c in _list((i.get("extra") or {}).get("claims"))
+        for c in as_list((i.get("extra") or {}).get("claims"))
         if isinstance(c, Mapping)
     )
     if claims:
-        bars = [(v, n, "bar-pass" if v == "supported" else "bar-info") for v, n in claims.most_common()]
+        bars = [(v, n, f"bar-{tone(v)}") for v, n in claims.most_common()]
         parts += ["<h2>Claim verdicts</h2>", charts.count_bars(bars, title="Verdicts the target gave its claims")]
+        parts.append(legend(claims, element_id="claim-legend"))
     parts.append("</section>")
     return "".join(parts)
 
@@ -513,223 +318,6 @@ def _header(report: Mapping[str, Any]) -> str:
     )
 
 
-_ITEMS_SECTION = """<section id="items"><h2>Items</h2>
-<div class="filters">
-<label>kind <select id="f-kind"><option value="">all</option></select></label>
-<label>tag <select id="f-tag"><option value="">all</option></select></label>
-<label>outcome <select id="f-outcome"><option value="">all</option><option>pass</option><option>fail</option><option>error</option></select></label>
-<label>search <input id="f-search" type="search" placeholder="id, detail, question, answer"></label>
-<span id="f-count" class="note"></span>
-</div>
-<noscript><p class="warn">The item table needs JavaScript; the gate and charts above do not.</p></noscript>
-<table class="grid" id="items-table"><thead><tr>
-<th data-sort="id" aria-sort="none">id</th><th data-sort="kind" aria-sort="none">kind</th>
-<th data-sort="outcome" aria-sort="none">outcome</th><th data-sort="latencyMs" aria-sort="none">latency ms</th>
-<th data-sort="tokens" aria-sort="none">tokens</th><th>detail</th></tr></thead><tbody></tbody></table>
-<p><button id="more" type="button" hidden>show more</button></p>
-</section>"""
-
-_STYLE = """
-:root{--pass:#1a7f37;--fail:#cf222e;--error:#9a6700;--skip:#6e7781;--info:#0969da;--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--bg:#fff;--track:#eef1f4}
-*{box-sizing:border-box}body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--fg);background:var(--bg);margin:0 auto;max-width:1180px;padding:16px 24px 48px}
-h1{font-size:22px;margin:8px 0}h2{font-size:16px;margin:22px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
-.facts{display:flex;flex-wrap:wrap;gap:4px 20px;margin:6px 0}.facts div{display:flex;gap:6px}.facts dt{color:var(--muted)}.facts dd{margin:0;font-family:ui-monospace,monospace}
-.badge{display:inline-block;padding:1px 8px;border-radius:10px;color:#fff;font-size:12px;font-weight:600}.big{font-size:15px;vertical-align:middle}
-.b-pass{background:var(--pass)}.b-fail{background:var(--fail)}.b-error{background:var(--error)}.b-skip{background:var(--skip)}.b-info{background:var(--info)}
-table.grid{border-collapse:collapse;width:100%}.grid th,.grid td{border-bottom:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
-.grid th[data-sort]{cursor:pointer;user-select:none}.grid th[aria-sort=ascending]::after{content:" ▲"}.grid th[aria-sort=descending]::after{content:" ▼"}
-td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-#items-table tbody tr.row{cursor:pointer}#items-table tbody tr.row:hover{background:#f6f8fa}tr.open{background:#f6f8fa}
-td.detail{max-width:520px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;color:var(--muted)}
-.filters{display:flex;flex-wrap:wrap;gap:8px 16px;align-items:center;margin-bottom:8px}input[type=search]{width:260px}
-.note{color:var(--muted)}.warn{color:var(--fail);font-weight:600}
-svg.chart{display:block;max-width:100%;height:auto}.lbl{font-size:12px;fill:var(--fg)}.tick{font-size:11px;fill:var(--muted)}
-.track{fill:var(--track)}.bar-pass{fill:var(--pass)}.bar-fail{fill:var(--fail)}.bar-error{fill:var(--error)}.bar-skip{fill:var(--skip)}.bar-info{fill:var(--info)}.bar-hist{fill:var(--info)}
-.bound{stroke:var(--fg);stroke-width:2}.ci{stroke:var(--fg);stroke-width:1.5}.axis{stroke:var(--muted)}.mark{stroke-width:1.5;stroke-dasharray:4 3}.p50{stroke:var(--pass);fill:var(--pass)}.p95{stroke:var(--error);fill:var(--error)}
-.o-pass{fill:var(--pass)}.o-fail{fill:var(--fail)}.o-skip{fill:var(--skip)}.o-info{fill:var(--info)}
-.line{fill:none;stroke:var(--info);stroke-width:2}.pt{fill:var(--info)}.trends{display:flex;flex-wrap:wrap;gap:12px}figure.trend{margin:0;border:1px solid var(--line);border-radius:6px;padding:4px}
-.panel{padding:8px 12px 14px;border-left:3px solid var(--info)}.panel h3{font-size:13px;margin:10px 0 4px;color:var(--muted);text-transform:uppercase;letter-spacing:.04em}
-.panel pre,.answer{white-space:pre-wrap;word-break:break-word;font:13px/1.5 ui-monospace,monospace;background:#f6f8fa;padding:8px;border-radius:4px;margin:0}
-.answer{font-family:inherit;font-size:14px}.claim{border-bottom:2px solid;padding:0 1px}
-.v-supported{background:#dafbe1;border-color:var(--pass)}.v-unsupported,.v-partial{background:#fff8c5;border-color:var(--error)}
-.v-contradicted,.v-wrong_speaker,.v-wrong_attribution,.v-unparseable,.v-metadataMismatch,.v-missingSource{background:#ffebe9;border-color:var(--fail)}.v-unverifiable{background:#eef1f4;border-color:var(--skip)}.v-pass{background:#dafbe1;border-color:var(--pass)}
-.panel ul{margin:0;padding-left:20px}.found{color:var(--pass);font-weight:600}.missing{color:var(--fail);font-weight:600}.delta-better{color:var(--pass)}.delta-worse{color:var(--fail)}
-"""
-
-_SCRIPT = r"""
-(function () {
-  "use strict";
-  var data = JSON.parse(document.getElementById("ge-data").textContent);
-  var items = data.items, PAGE = 500;
-  var state = {kind: "", tag: "", outcome: "", q: "", key: null, dir: 1, limit: PAGE};
-  function $(id) { return document.getElementById(id); }
-  function el(tag, cls, text) {
-    var e = document.createElement(tag);
-    if (cls) e.className = cls;
-    if (text !== undefined && text !== null) e.textContent = String(text);
-    return e;
-  }
-  function fmt(v, digits) { return v === null || v === undefined ? "n/a" : Number(v).toFixed(digits); }
-  function options(select, values) {
-    values.forEach(function (v) { var o = el("option", null, v); o.value = v; select.appendChild(o); });
-  }
-  var kinds = [], tags = [];
-  items.forEach(function (it) {
-    if (kinds.indexOf(it.kind) < 0) kinds.push(it.kind);
-    it.tags.forEach(function (t) { if (tags.indexOf(t) < 0) tags.push(t); });
-    it.hay = [it.id, it.kind, it.outcome, it.detail, it.error, it.question, it.tags.join(" "),
-      (it.segments || []).map(function (s) { return s[0]; }).join("")].join("\n").toLowerCase();
-  });
-  options($("f-kind"), kinds); options($("f-tag"), tags.sort());
-  if (!tags.length) $("f-tag").disabled = true;
-
-  function visible() {
-    var q = state.q.toLowerCase();
-    var rows = items.filter(function (it) {
-      return (!state.kind || it.kind === state.kind) && (!state.outcome || it.outcome === state.outcome) &&
-        (!state.tag || it.tags.indexOf(state.tag) >= 0) && (!q || it.hay.indexOf(q) >= 0);
-    });
-    if (state.key) {
-      var k = state.key, d = state.dir;
-      rows.sort(function (a, b) {
-        var x = a[k], y = b[k];
-        if (x === y) return 0;
-        if (x === null || x === undefined) return 1;
-        if (y === null || y === undefined) return -1;
-        return (x < y ? -1 : 1) * d;
-      });
-    }
-    return rows;
-  }
-  function section(panel, title, node) { panel.appendChild(el("h3", null, title)); panel.appendChild(node); }
-  function list(entries, render) {
-    var ul = el("ul");
-    entries.forEach(function (e) { var li = el("li"); render(li, e); ul.appendChild(li); });
-    return ul;
-  }
-  function detail(it) {
-    var p = el("div", "panel");
-    var reason = it.error ? "error: " + it.error : it.detail;
-    section(p, it.outcome === "pass" ? "result" : "why it " + (it.outcome === "error" ? "errored" : "failed"), el("pre", null, reason || "(no detail)"));
-    if (it.question) section(p, "question", el("pre", null, it.question));
-    if (it.segments) {
-      var a = el("div", "answer");
-      it.segments.forEach(function (s) {
-        if (s[1] < 0) { a.appendChild(document.createTextNode(s[0])); return; }
-        var c = it.claims[s[1]], span = el("span", "claim v-" + c.verdict.replace(/[^A-Za-z_]/g, ""), s[0]);
-        span.title = c.verdict + (c.true === true ? " (true)" : c.true === false ? " (not true)" : "");
-        a.appendChild(span);
-      });
-      section(p, "answer (claims marked by verdict)", a);
-    }
-    if (it.claims) section(p, "claims", list(it.claims, function (li, c) {
-      li.appendChild(el("span", "claim v-" + c.verdict.replace(/[^A-Za-z_]/g, ""), c.verdict));
-      li.appendChild(document.createTextNode(" " + c.text + (c.markers.length ? "  [" + c.markers.join(", ") + "]" : "") +
-        (c.true === true ? "  — true" : c.true === false ? "  — not true" : "")));
-    }));
-    if (it.evidence) section(p, "retrieved evidence", list(it.evidence, function (li, e) {
-      li.appendChild(el("b", null, "[" + e.marker + "] "));
-      li.appendChild(document.createTextNode(e.document + (e.start !== null && e.start !== undefined ? " bytes " + e.start + "–" + e.end : "") + ": "));
-      li.appendChild(el("pre", null, e.text || ""));
-    }));
-    if (it.expected) section(p, "expected evidence", list(it.expected, function (li, e) {
-      li.appendChild(el("span", e.found === true ? "found" : e.found === false ? "missing" : "note",
-        e.found === true ? "found " : e.found === false ? "not retrieved " : "? "));
-      li.appendChild(document.createTextNode(e.text));
-    }));
-    if (it.truths) section(p, "truths", list(it.truths, function (li, t) { li.textContent = t; }));
-    if (it.paragraphs) section(p, "citation paragraphs", list(it.paragraphs, function (li, g) {
-      li.appendChild(el("span", "claim v-" + g.verdict.replace(/[^A-Za-z_]/g, ""), g.verdict));
-      li.appendChild(document.createTextNode(" ¶" + g.index + " [" + g.markers.join(", ") + "] " + g.text));
-      g.problems.forEach(function (t) { li.appendChild(el("div", "missing", t)); });
-      if (g.rationale) li.appendChild(el("div", "note", g.rationale));
-    }));
-    if (it.review) {
-      var r = it.review, box = el("div");
-      box.appendChild(el("div", null, "score " + fmt(r.score, 3) + " (min " + fmt(r.minScore, 3) + ") " + (r.passed ? "passed" : "failed") + ": " + r.reason));
-      box.appendChild(list(r.findings, function (li, f) {
-        li.textContent = f.check + " " + f.claimId + ": " + f.verdict + " — " + f.reason + (f.suggestedRewrite ? " (rewrite: " + f.suggestedRewrite + ")" : "");
-      }));
-      section(p, "evidence risk", box);
-    }
-    var figs = Object.keys(it.counts).map(function (k) { return k + " " + it.counts[k]; });
-    if (it.latencyMs !== null) figs.push("latency " + fmt(it.latencyMs, 1) + " ms");
-    if (it.tokens !== null) figs.push(it.tokens + " tokens");
-    if (it.traceId) figs.push("traceId " + it.traceId);
-    if (it.tags.length) figs.push("tags " + it.tags.join(", "));
-    if (figs.length) section(p, "figures", el("div", null, figs.join(" · ")));
-    if (it.other) section(p, "other figures", el("pre", null, it.other));
-    return p;
-  }
-  function toggle(tr, it) {
-    var next = tr.nextSibling;
-    if (next && next.className === "panel-row") { next.parentNode.removeChild(next); tr.classList.remove("open"); return; }
-    var row = el("tr", "panel-row"), td = el("td");
-    td.colSpan = 6; td.appendChild(detail(it)); row.appendChild(td);
-    tr.parentNode.insertBefore(row, next); tr.classList.add("open");
-  }
-  function render() {
-    var rows = visible(), body = document.querySelector("#items-table tbody"), frag = document.createDocumentFragment();
-    rows.slice(0, state.limit).forEach(function (it) {
-      var tr = el("tr", "row o-" + it.outcome);
-      tr.dataset.id = it.id; tr.dataset.kind = it.kind; tr.dataset.outcome = it.outcome;
-      tr.appendChild(el("td", null, it.id)); tr.appendChild(el("td", null, it.kind));
-      var o = el("td"); o.appendChild(el("span", "badge b-" + it.outcome, it.outcome)); tr.appendChild(o);
-      tr.appendChild(el("td", "num", it.latencyMs === null ? "" : fmt(it.latencyMs, 1)));
-      tr.appendChild(el("td", "num", it.tokens === null ? "" : it.tokens));
-      var d = el("td", "detail", it.error || it.detail || ""); d.title = it.error || it.detail || ""; tr.appendChild(d);
-      tr.addEventListener("click", function () { toggle(tr, it); });
-      frag.appendChild(tr);
-    });
-    body.textContent = ""; body.appendChild(frag);
-    $("f-count").textContent = "showing " + Math.min(rows.length, state.limit) + " of " + rows.length + " matching (" + items.length + " items)";
-    $("more").hidden = rows.length <= state.limit;
-  }
-  function on(id, ev, key) {
-    $(id).addEventListener(ev, function (e) { state[key] = e.target.value; state.limit = PAGE; render(); });
-  }
-  on("f-kind", "change", "kind"); on("f-tag", "change", "tag"); on("f-outcome", "change", "outcome"); on("f-search", "input", "q");
-  $("more").addEventListener("click", function () { state.limit += PAGE; render(); });
-  Array.prototype.forEach.call(document.querySelectorAll("#items-table th[data-sort]"), function (th) {
-    th.addEventListener("click", function () {
-      var key = th.dataset.sort;
-      state.dir = state.key === key ? -state.dir : 1; state.key = key;
-      Array.prototype.forEach.call(document.querySelectorAll("#items-table th[data-sort]"), function (h) { h.setAttribute("aria-sort", "none"); });
-      th.setAttribute("aria-sort", state.dir > 0 ? "ascending" : "descending");
-      render();
-    });
-  });
-  render();
-
-  if (data.runs && $("cmp-a")) {
-    var runs = data.runs, a = $("cmp-a"), b = $("cmp-b");
-    runs.forEach(function (r, i) {
-      [a, b].forEach(function (s) { var o = el("option", null, r.id + " — " + r.startedAt); o.value = i; s.appendChild(o); });
-    });
-    a.value = Math.max(runs.length - 2, 0); b.value = runs.length - 1;
-    var compare = function () {
-      var ra = runs[a.value].metrics, rb = runs[b.value].metrics, body = document.querySelector("#cmp tbody");
-      body.textContent = "";
-      data.metricNames.forEach(function (m) {
-        var x = ra[m], y = rb[m];
-        if ((x === null || x === undefined) && (y === null || y === undefined)) return;
-        var tr = el("tr"), delta = (typeof x === "number" && typeof y === "number") ? y - x : null;
-        tr.appendChild(el("td", null, m));
-        tr.appendChild(el("td", "num", typeof x === "number" ? x.toFixed(4) : "n/a"));
-        tr.appendChild(el("td", "num", typeof y === "number" ? y.toFixed(4) : "n/a"));
-        var better = delta === null || delta === 0 ? "" : ((delta > 0) === (data.higherIsBetter[m] === true) ? "delta-better" : "delta-worse");
-        tr.appendChild(el("td", "num " + better, delta === null ? "" : (delta > 0 ? "+" : "") + delta.toFixed(4)));
-        body.appendChild(tr);
-      });
-    };
-    a.addEventListener("change", compare); b.addEventListener("change", compare); compare();
-  }
-  performance.mark("groundeval-rendered");
-  document.body.dataset.ready = "1";
-})();
-"""
-
-
 def render_html(
     report: Mapping[str, Any], history: Sequence[Mapping[str, Any]] | None = None, *, title: str | None = None
 ) -> str:
@@ -753,7 +341,13 @@ def render_html(
     items = list(report.get("items") or [])
     verdict = gate_verdict(report["gate"])
     page_title = title or f"groundeval {report.get('datasetVersion', '')} — gate {verdict}"
-    data: dict[str, Any] = {"items": [item_view(item) for item in items]}
+    views = sorted((item_view(item) for item in items), key=lambda view: OUTCOME_ORDER.index(view["outcome"]))
+    data: dict[str, Any] = {
+        "items": views,
+        "outcomeOrder": OUTCOME_ORDER,
+        "tones": dict(VERDICT_TONES),
+        "meanings": dict(VERDICT_MEANINGS),
+    }
     history_html = ""
     if history is not None:
         history_html, runs = _history_section(report, history)
@@ -761,7 +355,7 @@ def render_html(
         data["metricNames"] = list(METRIC_DIRECTIONS)
         data["higherIsBetter"] = {name: d.op == ">=" for name, d in METRIC_DIRECTIONS.items()}
     csp = (
-        f"default-src 'none'; img-src data:; style-src {_csp_hash(_STYLE)}; script-src {_csp_hash(_SCRIPT)}; "
+        f"default-src 'none'; img-src data:; style-src {_csp_hash(STYLE)}; script-src {_csp_hash(SCRIPT)}; "
         "base-uri 'none'; form-action 'none'"
     )
     return (
@@ -770,12 +364,14 @@ def render_html(
         f'<meta http-equiv="Content-Security-Policy" content="{escape(csp)}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<meta name="generator" content="pytest-groundeval">'
-        f'<link rel="icon" href="data:,"><title>{escape(page_title)}</title><style>{_STYLE}</style></head><body>'
+        f'<link rel="icon" href="data:,"><title>{escape(page_title)}</title><style>{STYLE}</style></head><body>'
         + _header(report)
         + _gate_section(report)
+        + _failures_section(views)
+        + judge_section(report)
         + _charts_section(report, items)
         + history_html
-        + _ITEMS_SECTION
+        + ITEMS_SECTION
         + f'<script type="application/json" id="ge-data">{_json_island(data)}</script>'
-        + f"<script>{_SCRIPT}</script></body></html>\n"
+        + f"<script>{SCRIPT}</script></body></html>\n"
     )

@@ -8,7 +8,9 @@ another chromium binary.
 
 from __future__ import annotations
 
+import base64
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -57,8 +59,8 @@ def browser():
 class Page:
     """An opened report page plus what the browser reported while it loaded."""
 
-    def __init__(self, browser, path: Path):
-        self.page = browser.new_page(viewport={"width": 1200, "height": 900})
+    def __init__(self, browser, path: Path, viewport: tuple[int, int] = (1200, 900)):
+        self.page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
         self.console: list[str] = []
         self.dialogs: list[str] = []
         self.requests: list[str] = []
@@ -297,3 +299,306 @@ def test_citation_items_and_history(open_report, citation_report):
     assert delta.inner_text() == "+0.2143" and "delta-better" in delta.get_attribute("class")
     page.page.click("#items-table tbody tr.row[data-id=cit-smoke-wrong-speaker]")
     assert "metadataMismatch: speaker 'Anna Berg'" in page.page.inner_text(".panel")
+
+
+def test_failures_and_errors_come_first_and_sorting_still_works(open_report, v1_report):
+    items = v1_report["items"]
+    failed = [i["id"] for i in items if not i["pass"]]
+    items[-1]["error"] = "the target answered HTTP 500"  # the last item in the report errors
+    errored = items[-1]["id"]
+    page = open_report(v1_report)
+    rows = page.rows()
+    assert [r["id"] for r in rows[: len(failed) + 1]] == [*failed, errored]  # report order within each outcome
+    assert {r["outcome"] for r in rows[len(failed) + 1 :]} == {"pass"}
+    # The section under the gate lists the same items, and a click opens the item in the table.
+    listed = page.page.eval_on_selector_all("#failures tbody tr", "rows => rows.map(r => r.dataset.id)")
+    assert listed == [*failed, errored]
+    page.page.select_option("#f-kind", "adversarial")  # a filter that hides the item
+    page.page.click(f"#failures a[data-open='{failed[1]}']")
+    opened = page.page.locator("#items-table tbody tr.open")
+    assert opened.get_attribute("data-id") == failed[1] and page.page.is_visible(".panel")
+    assert page.page.input_value("#f-kind") == ""  # the filters were cleared to show it
+    # Sorting by a column still sorts every row; by outcome, failures first again.
+    page.page.click("th[data-sort=id]")
+    ids = [r["id"] for r in page.rows()]
+    assert ids == sorted(ids)
+    page.page.click("th[data-sort=outcome]")
+    outcomes = [r["outcome"] for r in page.rows()]
+    assert outcomes[: len(failed) + 1] == ["fail"] * len(failed) + ["error"] and page.console == []
+
+
+def _rgb(css: str) -> tuple[int, int, int]:
+    r, g, b = (int(x) for x in re.findall(r"\d+", css)[:3])
+    return r, g, b
+
+
+def _contrast(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
+    """WCAG 2.1 contrast ratio of two sRGB colours (relative luminance, success criterion 1.4.3)."""
+
+    def luminance(rgb):
+        lin = [c / 255 / 12.92 if c / 255 <= 0.04045 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in rgb]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+CLAIM_VERDICTS = ("supported", "unsupported", "contradicted", "unverifiable")
+
+
+@pytest.fixture
+def claims_report(v1_report):
+    """The v1 report whose first item failed with one claim of each verdict; markers in the claims' text."""
+    item = next(i for i in v1_report["items"] if not i["pass"])
+    texts = ["Oslo is in Norway [S1].", "It has 700,000 people [S1].", "It is the oldest city [S2].", "It rains."]
+    item["extra"] = {
+        "answer": " ".join(texts),
+        "claims": [
+            {"text": text, "markers": ["S1"] if n < 2 else ["S2"] if n == 2 else ["S3"], "verdict": verdict}
+            for n, (text, verdict) in enumerate(zip(texts, CLAIM_VERDICTS, strict=True))
+        ],
+    }
+    return v1_report
+
+
+def test_claim_verdicts_are_coloured_by_meaning_with_a_legend_and_readable_chips(open_report, claims_report):
+    page = open_report(claims_report)
+    item = next(i for i in claims_report["items"] if i.get("extra", {}).get("claims"))
+    page.page.click(f"#items-table tbody tr.row[data-id='{item['id']}']")
+    chips = page.page.eval_on_selector_all(
+        ".panel li .chip",
+        "els => els.map(e => [e.textContent, getComputedStyle(e).backgroundColor, getComputedStyle(e).color])",
+    )
+    assert [c[0] for c in chips] == list(CLAIM_VERDICTS)
+    colour = {verdict: _rgb(bg) for verdict, bg, _ in chips}
+    green, amber, red, grey = (colour[v] for v in CLAIM_VERDICTS)
+    assert green[1] > green[0] and green[1] > green[2]  # supported: green
+    assert amber[0] > amber[1] > amber[2] and amber[2] < 60  # unsupported: amber, not blue
+    assert red[0] > 150 and red[1] < 80 and red[2] < 80  # contradicted: red, not blue
+    assert max(grey) - min(grey) < 40  # unverifiable: grey
+    assert all(_contrast(_rgb(fg), _rgb(bg)) >= 4.5 for _, bg, fg in chips), chips
+    marked = page.page.eval_on_selector_all(
+        ".panel .answer span.claim", "els => els.map(e => getComputedStyle(e).borderBottomColor)"
+    )
+    assert [_rgb(c) for c in marked] == [green, amber, red, grey]  # the answer's claims, the same tones
+    legend = page.page.locator(".panel ul.legend li").all_inner_texts()
+    assert [line.split()[0] for line in legend] == list(CLAIM_VERDICTS)
+    assert "the evidence says otherwise" in legend[2]
+    # The chart of claim verdicts over the run: the same colours, and a legend.
+    bars = page.page.eval_on_selector_all(
+        "#charts rect.bar-good, #charts rect.bar-warn, #charts rect.bar-bad, #charts rect.bar-neutral",
+        "els => els.map(e => [e.querySelector('title').textContent.split(':')[0], getComputedStyle(e).fill])",
+    )
+    assert {verdict: _rgb(fill) for verdict, fill in bars} == colour
+    assert page.page.locator("#claim-legend li").count() == 4 and page.console == []
+
+
+def test_a_claims_markers_show_once(open_report, claims_report):
+    page = open_report(claims_report)
+    item = next(i for i in claims_report["items"] if i.get("extra", {}).get("claims"))
+    page.page.click(f"#items-table tbody tr.row[data-id='{item['id']}']")
+    lines = page.page.locator(".panel h3:text('claims') + ul > li").all_inner_texts()
+    assert len(lines) == 4
+    assert [line.count("[S1]") for line in lines[:2]] == [1, 1] and lines[2].count("[S2]") == 1
+    assert lines[3].endswith("It rains. [S3]")  # a marker its text does not show is still listed
+
+
+def _hand_confusion(report) -> dict[tuple[str, str], int]:
+    counts: dict[tuple[str, str], int] = {}
+    for item in report["items"]:
+        for p in item["extra"].get("citationParagraphs", []):
+            if p.get("judgeModel") and p.get("expectedVerdict"):
+                key = (p["expectedVerdict"], p["verdict"] or "unjudged")
+                counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _confusion_cells(page) -> dict[tuple[str, str], int]:
+    cells = page.page.eval_on_selector_all(
+        "#confusion tbody td[data-pair]", "els => els.map(e => [e.dataset.pair, e.textContent])"
+    )
+    return {tuple(pair.split("|")): int(n) for pair, n in cells if int(n)}
+
+
+@pytest.mark.parametrize("source", ["metric", "items"])
+def test_the_judge_vs_human_table_holds_the_hand_counts_and_lists_their_items(open_report, attribution_report, source):
+    hand = _hand_confusion(attribution_report)
+    if source == "items":
+        attribution_report["metrics"]["judgeConfusion"] = None  # counted from the paragraph records instead
+    page = open_report(attribution_report)
+    assert _confusion_cells(page) == hand and hand[("wrong_speaker", "supported")] == 12
+    rows = page.page.eval_on_selector_all("#confusion tbody tr", "rows => rows.map(r => r.lastChild.textContent)")
+    totals = {e: sum(n for (x, _), n in hand.items() if x == e) for e, _ in hand}
+    assert sorted(int(n) for n in rows) == sorted(totals.values())
+    assert page.page.inner_text("#confusion tfoot td:last-child") == str(sum(hand.values()))
+    assert "gave the human label to 108" in page.page.inner_text("#confusion-note")
+    page.page.click("#confusion a[data-pair='wrong_speaker|supported']")
+    expected = [
+        i["id"]
+        for i in attribution_report["items"]
+        if any(
+            p.get("expectedVerdict") == "wrong_speaker" and p.get("verdict") == "supported"
+            for p in i["extra"]["citationParagraphs"]
+        )
+    ]
+    assert sorted(r["id"] for r in page.rows()) == sorted(expected) and len(expected) == 12
+    page.page.click("#f-pair-clear")
+    assert len(page.rows()) == len(attribution_report["items"]) and page.console == []
+
+
+def test_no_judge_vs_human_table_without_labelled_judged_paragraphs(open_report, citation_report):
+    page = open_report(citation_report)  # citation-smoke: no judge ran
+    assert page.page.locator("#judge, #confusion").count() == 0 and page.console == []
+
+
+def _paragraph_rows(page) -> list[list[str]]:
+    return page.page.eval_on_selector_all(
+        ".panel table.paras tbody tr", "rows => rows.map(r => Array.from(r.cells, c => c.innerText.trim()))"
+    )
+
+
+def test_a_paragraphs_human_label_sits_beside_the_judges_verdict_and_rationale(open_report, attribution_report):
+    page = open_report(attribution_report)
+    page.page.click("#items-table tbody tr.row[data-id='attr-004-surname']")
+    heads = page.page.locator(".panel table.paras thead th").all_inner_texts()
+    assert heads == ["¶", "paragraph", "human label", "judge", "rationale"]  # one judge: no per-judge columns
+    item = next(i for i in attribution_report["items"] if i["id"] == "attr-004-surname")
+    rows = _paragraph_rows(page)
+    assert len(rows) == len(item["extra"]["citationParagraphs"]) == 2
+    for row, record in zip(rows, item["extra"]["citationParagraphs"], strict=True):
+        assert row[2].split()[0] == record["expectedVerdict"] and row[3] == record["verdict"]
+        assert row[4] == record["rationale"]
+        assert row[1].count("[2]" if record["index"] else "[1]") == 1  # the marker once, as the text has it
+    assert "differs" in rows[1][2] and "agrees" in rows[0][2]  # wrong_speaker by the human, supported by the judge
+
+
+def test_a_jurys_paragraph_gets_one_column_per_judge(open_report, attribution_report):
+    item = next(i for i in attribution_report["items"] if i["id"] == "attr-001-swap")
+    first, second = item["extra"]["citationParagraphs"]
+    for record in (first, second):
+        record["judgeModel"] = "jury(majority: judge-a, judge-b)"
+    first["judges"] = [
+        {"judgeModel": "judge-a", "verdict": "supported", "rationale": "all in [1]", "judgeError": None},
+        {"judgeModel": "judge-b", "verdict": "partial", "rationale": "the dates are not in [1]", "judgeError": None},
+    ]
+    second["judges"] = {"judge-a": "wrong_speaker", "judge-b": {"verdict": None, "judgeError": "HTTP 503"}}
+    page = open_report(attribution_report)
+    page.page.click("#items-table tbody tr.row[data-id='attr-001-swap']")
+    assert page.page.locator(".panel table.paras th.juror").all_inner_texts() == ["judge-a", "judge-b"]
+    rows = _paragraph_rows(page)
+    assert rows[0][5:] == ["supported\nall in [1]", "partial\nthe dates are not in [1]"]
+    assert rows[1][5:] == ["wrong_speaker", "unjudged\nHTTP 503"]
+    assert "judge: jury(majority: judge-a, judge-b)" in page.page.inner_text(".panel").lower()
+    # The section under the gate sets each judge against the human labels (both paragraphs are labelled).
+    jury = page.page.eval_on_selector_all(
+        "#jury-agreement tbody tr", "rows => rows.map(r => Array.from(r.cells, c => c.textContent))"
+    )
+    labels = [first["expectedVerdict"], second["expectedVerdict"]]
+    assert labels == ["supported", "wrong_speaker"]
+    assert jury == [["judge-a", "2", "2", "1.0000"], ["judge-b", "2", "0", "0.0000"]]
+    # An item with one judge shows no per-judge columns.
+    page.page.click("#items-table tbody tr.row[data-id='attr-006-swap']")
+    assert page.page.locator(".panel").count() == 2
+    assert page.page.locator(".panel table.paras th.juror").count() == 2 and page.console == []
+
+
+_PIXELS = """async ([src, boxes]) => {
+  const img = new Image(); img.src = src; await img.decode();
+  const canvas = document.createElement("canvas"); canvas.width = img.width; canvas.height = img.height;
+  const ctx = canvas.getContext("2d"); ctx.drawImage(img, 0, 0);
+  const d = ctx.getImageData(0, 0, img.width, img.height).data;
+  let inked = 0; const colours = new Set();
+  for (let i = 0; i < d.length; i += 4) {
+    if (d[i] < 235 || d[i + 1] < 235 || d[i + 2] < 235) inked++;
+    colours.add(((d[i] >> 4) << 8) | ((d[i + 1] >> 4) << 4) | (d[i + 2] >> 4));
+  }
+  const mode = {};
+  for (const [name, b] of Object.entries(boxes)) {
+    const counts = new Map();
+    for (let y = Math.ceil(b.y); y < Math.floor(b.y + b.height); y++)
+      for (let x = Math.ceil(b.x); x < Math.floor(b.x + b.width); x++) {
+        const i = (y * img.width + x) * 4, key = d[i] + "," + d[i + 1] + "," + d[i + 2];
+        counts.set(key, (counts.get(key) || 0) + 1);
+      }
+    mode[name] = [...counts.entries()].sort((a, b) => b[1] - a[1])[0][0].split(",").map(Number);
+  }
+  return {width: img.width, height: img.height, inked: inked / (d.length / 4), colours: colours.size, mode};
+}"""
+"""Decodes a PNG in a blank page's canvas: its size, the share of non-white pixels, the number of
+distinct colours (4 bits a channel) and the most frequent colour inside each named box."""
+
+
+def _pixels(browser, png: bytes, boxes: dict[str, dict]) -> dict:
+    page = browser.new_page()
+    try:
+        page.set_content("<!DOCTYPE html><title>pixels</title>")
+        src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+        return page.evaluate(_PIXELS, [src, boxes])
+    finally:
+        page.close()
+
+
+SCREEN = (1280, 1024)
+"""The window the screenshot is taken in: a common desktop screen."""
+
+
+def test_screenshot_of_a_citation_run_shows_its_failures_and_the_judge_table_first(
+    browser, tmp_path, attribution_report
+):
+    path = tmp_path / "citation-run.html"
+    path.write_text(render_html(attribution_report), encoding="utf-8")
+    page = Page(browser, path, viewport=SCREEN)
+    try:
+        png = page.page.screenshot()  # the window as a reader first sees it, before any scrolling
+        (tmp_path / "citation-run.png").write_bytes(png)
+        selectors = {
+            "failures": "#failures table",
+            "first failure": "#failures tbody tr:first-child .badge",
+            "confusion head": "#confusion thead",
+            "confusion row": "#confusion tbody tr:first-child",
+            "supported": "#confusion thead .chip.v-supported",
+            "wrong_speaker": "#confusion thead .chip.v-wrong_speaker",
+            "unsupported": "#confusion thead .chip.v-unsupported",
+        }
+        boxes = {name: page.page.locator(css).first.bounding_box(timeout=2000) for name, css in selectors.items()}
+        outside = [name for name, b in boxes.items() if b is None or b["y"] < 0 or b["y"] + b["height"] > SCREEN[1]]
+        assert outside == [], boxes  # the failure rows and the judge table are on the first screen
+        assert page.page.locator("#failures tbody tr").count() == 10
+        shot = _pixels(
+            browser, png, {n: boxes[n] for n in ("first failure", "supported", "wrong_speaker", "unsupported")}
+        )
+        assert (shot["width"], shot["height"]) == SCREEN
+        assert shot["inked"] > 0.05 and shot["colours"] > 30, shot  # not a blank or single-colour page
+        red, green, amber = shot["mode"]["wrong_speaker"], shot["mode"]["supported"], shot["mode"]["unsupported"]
+        assert red[0] > 150 and red[1] < 90 and red[2] < 90, red  # wrong_speaker drawn red, not blue
+        assert green[1] > green[0] + 40 and green[1] > green[2] + 40, green
+        assert amber[0] > amber[1] > amber[2] and amber[2] < 60, amber  # unsupported amber, not blue
+        assert shot["mode"]["first failure"] == red  # a fail badge and a wrong-source verdict share the red
+        assert page.console == [] and page.requests == [page.url]
+    finally:
+        page.page.close()
+
+
+def test_a_judges_and_a_labels_markup_stays_inert_in_the_citation_views(open_report, attribution_report):
+    hostile = '<img src=x onerror="window.__pwned = 7">'
+    item = next(i for i in attribution_report["items"] if i["id"] == "attr-001-swap")
+    first, second = item["extra"]["citationParagraphs"]
+    first["judgeModel"] = "jury" + hostile
+    first["judges"] = [
+        {"judgeModel": "judge-a" + hostile, "verdict": "supported", "rationale": "<script>window.__pwned = 8</script>"},
+        {"judgeModel": "judge-b", "verdict": 'partial" onmouseover="window.__pwned=9', "rationale": None},
+    ]
+    second["rationale"] = hostile
+    attribution_report["metrics"]["judgeConfusion"]["wrong_speaker" + hostile] = {"supported" + hostile: 1}
+    page = open_report(attribution_report)
+    assert (
+        hostile in page.page.inner_text("#confusion") and "judged by" in page.page.inner_text("#confusion-note").lower()
+    )
+    page.page.click("#items-table tbody tr.row[data-id='attr-001-swap']")
+    panel = page.page.locator(".panel")
+    assert page.page.locator(".panel table.paras th.juror").all_inner_texts() == ["judge-a" + hostile, "judge-b"]
+    assert "<script>window.__pwned = 8</script>" in panel.inner_text() and hostile in panel.inner_text()
+    page.page.hover(".panel table.paras td.juror .chip >> nth=1")
+    assert page.page.locator("#judge img, #judge script, .panel img, .panel script").count() == 0
+    assert page.page.evaluate("window.__pwned") is None and page.dialogs == [] and page.console == []
+    assert page.requests == [page.url]
