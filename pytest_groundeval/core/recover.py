@@ -19,13 +19,14 @@ from pydantic import ValidationError
 
 from .confidence import DEFAULT_CONFIDENCE, GATE_ON, GateOn, check_level
 from .dataset import load_dataset
+from .environment import environment_info
 from .finalize import RunFlags, RunOutcomes, finalize_run
 from .floors import FloorsError
 from .gate import check_recorded_floors
 from .kinds import KIND_NAMES, errored_outcome
 from .lineage import BaselineInfo
 from .outcome import ItemOutcome, as_attempts
-from .report import CONTEXT_KEY, ReportError, ReportWriter, environment_info, validation_summary, write_session
+from .report import CONTEXT_KEY, ReportError, ReportWriter, validation_summary, write_session
 
 
 def spools_beside(path: str | Path) -> list[Path]:

@@ -14,12 +14,9 @@ from __future__ import annotations
 import json
 import math
 import os
-import platform
-import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -27,6 +24,7 @@ from typing import IO, Any
 from pydantic import ConfigDict, Field, ValidationError, model_serializer
 
 from .confidence import DEFAULT_CONFIDENCE, ConfidenceInterval, first_difference
+from .environment import Environment, environment_info
 from .finalize import EXTRA_CHECKS, Finalized, RunFlags, RunOutcomes, finalize_run
 from .gate import RETRIEVAL_RECALL, FloorsError, GateResult, check_recorded_floors
 from .kinds import on_change
@@ -44,27 +42,11 @@ _CONTEXT_PREFIX = '{"' + CONTEXT_KEY + '"'
 SCHEMA_VERSION = 1
 """The report schema this plugin writes and reads."""
 
-PACKAGE_NAME = "pytest-groundeval"
-"""Distribution name whose version is recorded in ``environment.pluginVersion``."""
-
 _MAX_ERRORS_SHOWN = 5
 
 
 class ReportError(ValueError):
     """A report file is unreadable or invalid; the message names the file and what is wrong."""
-
-
-class Environment(WireModel):
-    """Where the run happened, for reading reports side by side."""
-
-    plugin_version: str
-    """pytest-groundeval version, ``"unknown"`` if not installed as a distribution."""
-    python: str
-    """Python version, e.g. ``"3.11.7"``."""
-    platform: str
-    """``platform.platform()``."""
-    git_commit: str | None = None
-    """``git rev-parse HEAD`` in the run's working directory; None outside a git checkout."""
 
 
 class ShardInfo(WireModel):
@@ -151,6 +133,10 @@ class Report(WireModel):
             data.pop("extensions", None)
         if self.repeat == 1:
             data.pop("repeat", None)
+        if self.confidence is None and self.confidence_level == DEFAULT_CONFIDENCE:
+            # A report written before intervals were recorded keeps the shape it had.
+            data.pop("confidence", None)
+            data.pop("confidenceLevel", None)
         return data
 
 
@@ -161,40 +147,6 @@ def _rebuild_report() -> None:
 
 
 on_change(_rebuild_report)
-
-
-def environment_info(cwd: str | Path | None = None) -> dict[str, Any]:
-    """The ``environment`` block: plugin version, Python, platform, git commit.
-
-    Args:
-        cwd: Directory whose git commit is recorded; the process's cwd by default.
-
-    Returns:
-        A dict with wire keys ``pluginVersion``, ``python``, ``platform``,
-        ``gitCommit`` (None when git is missing, times out, or ``cwd`` is not in
-        a repository).
-    """
-    try:
-        version = metadata.version(PACKAGE_NAME)
-    except metadata.PackageNotFoundError:
-        version = "unknown"
-    return Environment(
-        plugin_version=version,
-        python=platform.python_version(),
-        platform=platform.platform(),
-        git_commit=_git_commit(cwd),
-    ).to_wire()
-
-
-def _git_commit(cwd: str | Path | None) -> str | None:
-    try:
-        proc = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    commit = proc.stdout.strip()
-    return commit if proc.returncode == 0 and commit else None
 
 
 # --- reading ---------------------------------------------------------------------------------

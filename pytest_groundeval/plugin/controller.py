@@ -45,12 +45,13 @@ from typing import Any
 
 import pytest
 
+from ..core.environment import environment_info
 from ..core.finalize import RunFlags, finalize_run
 from ..core.gate import FloorsError, baseline_version_problem, merge_floors, summarize_baseline
 from ..core.kinds import errored_outcome, get
 from ..core.kinds.base import ItemBase
 from ..core.outcome import ItemOutcome, as_attempts
-from ..core.report import FinishedReport, Report, ReportWriter, environment_info, write_session
+from ..core.report import FinishedReport, Report, ReportWriter, write_session
 from ..core.sharding import shard_info
 from ..outputs.write import shown_path, write_session_outputs
 from .history import SessionHistory

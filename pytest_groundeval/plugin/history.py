@@ -26,8 +26,8 @@ import pytest
 
 from ..core.confidence import DEFAULT_CONFIDENCE
 from ..core.contract import dataset_run_id
+from ..core.environment import environment_info
 from ..core.kinds.base import ItemBase
-from ..core.report import environment_info
 from ..history.errors import HistoryError
 from ..history.records import compact_trace
 from ..history.writer import HistoryWriter, RunRecorder

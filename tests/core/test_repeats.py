@@ -362,3 +362,17 @@ def test_a_falsehood_rejected_in_some_attempts_has_an_interval_around_its_rate_o
     assert done.metrics.falsehood_rejection == 0.5
     assert rejection is not None and rejection.method == "bootstrap"
     assert rejection.low <= 0.5 <= rejection.high
+
+
+def test_pass_at_k_and_pass_hat_k_have_wilson_intervals_over_items():
+    from pytest_groundeval.core.finalize import RunOutcomes, finalize_run
+
+    outcomes = RunOutcomes()
+    for i in range(10):
+        attempts = [qa(True), qa(i >= 4)]  # 10 items pass an attempt, 6 pass both
+        outcomes.add(outcome_of_attempts([a.model_copy(update={"id": f"q{i}"}) for a in attempts]))
+    done = finalize_run(outcomes, dataset_version="v", models=MODELS)
+    at_k, hat_k = done.confidence["passAtK"], done.confidence["passHatK"]
+    assert (done.metrics.pass_at_k, done.metrics.pass_hat_k) == (1.0, 0.6)
+    assert at_k is not None and hat_k is not None and at_k.method == hat_k.method == "wilson"
+    assert (round(hat_k.low, 4), round(hat_k.high, 4)) == (0.3127, 0.8318)  # Wilson 6/10 at 95%

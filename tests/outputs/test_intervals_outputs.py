@@ -44,11 +44,11 @@ def test_the_html_page_draws_each_interval_on_its_bar(v1_with_intervals, v1_repo
 
 
 def test_a_whisker_spans_its_interval_on_the_bars_scale():
-    row = charts.MetricBar("retrievalRecall", 0.75, 0.9, ">=", "FAIL", True, "0.7500", interval=(0.5, 0.875), level=0.9)
+    row = charts.MetricBar("retrievalRecall", 0.75, 0.9, ">=", "FAIL", "0.7500", interval=(0.5, 0.875), level=0.9)
     svg = charts.metric_bars([row], width=900)
     left, plot = 190, 900 - 190 - 270  # the margins of a chart with intervals
     x1, x2 = left + plot * 0.5, left + plot * 0.875
     assert f'<line x1="{x1:g}" y1="19" x2="{x2:g}" y2="19" class="ci"/>' in svg
     assert "retrievalRecall: 90% confidence interval [0.5000, 0.8750]" in svg
     assert "0.7500 [0.5000, 0.8750]  FAIL" in svg
-    assert 'class="ci"' not in charts.metric_bars([charts.MetricBar("errors", 0, 0, "<=", "PASS", False, "0")])
+    assert 'class="ci"' not in charts.metric_bars([charts.MetricBar("errors", 0, 0, "<=", "PASS", "0")])
