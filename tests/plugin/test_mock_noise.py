@@ -52,7 +52,7 @@ def _metrics(report: Path) -> dict:
     return json.loads(report.read_text(encoding="utf-8"))["metrics"]
 
 
-def test_noise_is_seeded_reaches_the_outcomes_and_comes_from_the_options(run, pytester, noisy_target):
+def test_noise_is_seeded_reaches_the_outcomes_and_comes_from_the_options(run, pytester, noisy_target, capsys):
     mock, spawned = noisy_target
     noised_requests: dict[str, list[str]] = {}
 
@@ -120,6 +120,18 @@ def test_noise_is_seeded_reaches_the_outcomes_and_comes_from_the_options(run, py
     assert after["retrievalRecall"] == before["retrievalRecall"]  # measured before generation
     assert any(n.startswith("drop ") for n in noised_requests["seed0"])
     assert any(n.startswith("number ") for n in noised_requests["seed0"])
+    # Two draws of the same noisy configuration are not a regression; the noise against none is
+    # (docs/statistics.md, "Paired comparison"): compare reads the two reports, paired on item ids.
+    from pytest_groundeval.cli import main as groundeval
+
+    floors = pytester.path / "floors.json"
+    floors.write_text(json.dumps({"claimSupportRecall": 0.99}), encoding="utf-8")
+    assert groundeval(["compare", str(seed0), str(seed1), "--floors", str(floors)]) == 0
+    out = capsys.readouterr().out
+    assert "not significant (p=" in out and "REGRESSION" not in out and out.rstrip().endswith("compare: OK")
+    assert groundeval(["compare", str(none), str(seed0), "--floors", str(floors)]) == 1
+    out = capsys.readouterr().out
+    assert "REGRESSION claimSupportRecall" in out and "; significant (p=" in out
 
 
 @pytest.mark.parametrize(
