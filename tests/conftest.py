@@ -8,6 +8,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 
+# The openai SDK and its HTTP stack (httpx2, httpcore2) are imported here, before any in-process
+# pytester run. A module first imported inside such a run is dropped from sys.modules when the run
+# ends, and a later import makes a second copy: then httpx2 maps the old copy's httpcore2
+# exceptions while the new copy raises its own, so a refused connection escapes the SDK as a raw
+# httpcore2.ConnectError instead of openai.APIConnectionError (as tests/plugin/conftest.py says of
+# SQLAlchemy). Which test imported them first depended on how xdist shared out the tests.
+import openai  # noqa: F401
 import pytest
 
 # Fixtures shared across test directories, defined once (tests/_support/__init__.py says why).
