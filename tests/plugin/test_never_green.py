@@ -282,7 +282,24 @@ def _start(pytester: pytest.Pytester, smoke: Path, shared_target, report: Path, 
         "qa or adversarial",
         *extra,
     ]
-    return subprocess.Popen(command, cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        command,
+        cwd=pytester.path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        preexec_fn=_as_from_a_terminal,
+    )
+
+
+def _as_from_a_terminal() -> None:
+    """In the child before it runs: Ctrl-C's default disposition, as a shell gives a command it starts.
+
+    An ignored signal stays ignored across exec, and Python installs its KeyboardInterrupt handler
+    only for a SIGINT that is not ignored; a worker of this suite that has SIGINT ignored by then
+    (whatever ran in it before) would start a child deaf to the Ctrl-C these tests send.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait_for_spooled_items(report: Path, n: int, timeout_s: float = 60) -> None:
