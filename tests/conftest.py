@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import importlib.util
 import sys
 from collections.abc import Callable, Iterator
@@ -13,9 +15,14 @@ from types import ModuleType
 # ends, and a later import makes a second copy: then httpx2 maps the old copy's httpcore2
 # exceptions while the new copy raises its own, so a refused connection escapes the SDK as a raw
 # httpcore2.ConnectError instead of openai.APIConnectionError (as tests/plugin/conftest.py says of
-# SQLAlchemy). Which test imported them first depended on how xdist shared out the tests.
+# SQLAlchemy). Which test imported them first depended on how xdist shared out the tests. httpx
+# imports its httpcore only when a client is first made, so the transports are imported by name.
 import openai  # noqa: F401
 import pytest
+
+for _stack in ("httpcore", "httpcore2", "httpx._transports.default", "httpx2._transports.default"):
+    with contextlib.suppress(ImportError):
+        importlib.import_module(_stack)
 
 # Fixtures shared across test directories, defined once (tests/_support/__init__.py says why).
 pytest_plugins = ["tests._support.postgres", "tests._support.saved_reports", "tests._support.datasets"]
