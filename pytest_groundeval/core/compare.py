@@ -60,7 +60,7 @@ def fixed_regressions(
         comparable: Whether the runs share dataset version and model lineage, both known:
             only then is recall compared with A's minus the margin.
     """
-    av, bv = _numeric(a_metrics), _numeric(b_metrics)
+    av, bv = numeric_metrics(a_metrics), numeric_metrics(b_metrics)
     found = []
     for name, direction in METRIC_DIRECTIONS.items():
         bound = floors.get(name)
@@ -96,7 +96,8 @@ def fixed_regressions(
     return found
 
 
-def _numeric(metrics: Mapping[str, Any] | None) -> dict[str, float | None]:
+def numeric_metrics(metrics: Mapping[str, Any] | None) -> dict[str, float | None]:
+    """The metrics that are numbers (or null) as floats, by wire name; tables and other values left out."""
     out: dict[str, float | None] = {}
     for name, value in (metrics or {}).items():
         if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from sqlalchemy import func, select
 
-from ..core.compare import Candidate, fixed_regressions, judge
+from ..core.compare import Candidate, fixed_regressions, judge, numeric_metrics
 from ..core.confidence import DEFAULT_CONFIDENCE, GATE_ON, GateOn, check_level
 from ..core.floors import FloorsError
 from ..core.gate import DEFAULT_FLOORS, parse_floors, same_lineage
@@ -447,14 +447,6 @@ def _pass_map(store: HistoryStore, run_id: str) -> dict[str, tuple[bool, str, li
     return {r.item_id: (bool(r.passed), r.kind, list(r.tags or [])) for r in rows}
 
 
-def _numeric(metrics: Mapping[str, Any] | None) -> dict[str, float | None]:
-    out: dict[str, float | None] = {}
-    for name, value in (metrics or {}).items():
-        if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
-            out[name] = None if value is None else float(value)
-    return out
-
-
 def _metric_order() -> list[str]:
     return [*METRIC_DIRECTIONS, "items"]
 
@@ -583,7 +575,7 @@ def compare_runs(
     a_metrics, b_metrics = stored[id_a].metrics, stored[id_b].metrics
     if floors is None:
         floors = recorded_floors(stored[id_b].config, id_b)
-    av, bv = _numeric(a_metrics), _numeric(b_metrics)
+    av, bv = numeric_metrics(a_metrics), numeric_metrics(b_metrics)
     order = _metric_order()
     names = [n for n in order if n in av or n in bv] + sorted((set(av) | set(bv)) - set(order))
     pass_a, pass_b = _pass_map(store, id_a), _pass_map(store, id_b)
