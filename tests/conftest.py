@@ -120,7 +120,7 @@ def main_job(tmp_path_factory: pytest.TempPathFactory) -> dict:
     report, html = out / "report.json", out / "report.html"
     command = [
         sys.executable, "-m", "pytest", "--rootdir", str(REPO), "-p", "no:cacheprovider", "-p", "no:benchmark", "-q",
-        "-p", "no:hypothesispytest", "-p", "no:anyio",  # see NO_THIRD_PARTY_PLUGINS in tests/plugin/conftest.py
+        "-p", "no:hypothesispytest", "-p", "no:anyio", "-p", "no:platformdirs",  # see NO_THIRD_PARTY_PLUGINS in tests/plugin/conftest.py
         f"--eval-dataset={REPO / 'datasets' / 'v1'}", f"--eval-report={report}", f"--eval-html={html}",
         "--eval-no-step-summary",
     ]  # fmt: skip

@@ -238,6 +238,10 @@ FUNCTION_LEVEL_IMPORTS = {
         "the targets' HTTP stack, the judge clients and the mock (pydantic, aiohttp, httpx) only when a session "
         "asks for one (tests/test_package.py)"
     ),
+    ("plugin.fixtures", "plugin.mock_fixture"): (
+        "start-up: the mock provider (aiohttp's server side) is imported only by a session that needs it, never "
+        "by a run against --eval-url or a target map"
+    ),
     ("plugin.hooks", "plugin.controller"): (
         "start-up: the controller (pydantic, core.report) is registered only for a session with a dataset "
         "(tests/plugin/test_session.py)"

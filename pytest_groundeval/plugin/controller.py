@@ -54,6 +54,7 @@ from ..core.outcome import ItemOutcome, as_attempts
 from ..core.report import FinishedReport, Report, ReportWriter, write_session
 from ..core.sharding import shard_info
 from ..outputs.write import shown_path, write_session_outputs
+from .freeze import freeze_long_lived_objects
 from .history import SessionHistory
 from .hookspecs import is_wrapper
 from .junit import log_gates_to_junit
@@ -204,6 +205,11 @@ class Controller:
                 if of_run is None:
                     of_run = expected[key] = self._run_for(key).expected
                 of_run.setdefault(item_id, kind)
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if self.config.pluginmanager.hasplugin("dsession"):
+            # An xdist controller runs no runner: its modules are in once the session starts.
+            freeze_long_lived_objects()
 
     # tryfirst: the items are recorded before the terminal prints "selected", so an interrupt sent
     # on seeing that line finds them expected (each then counted as an error, docs/guarantees.md).

@@ -33,7 +33,7 @@ def groundeval_mock(request: pytest.FixtureRequest) -> Iterator[ThreadedMockProv
     ``base_url`` ends in ``/v1``, whose ``log`` lists the last provider calls
     (``mock.DEFAULT_LOG_LIMIT``) and whose ``tokens_total()`` counts every call's tokens.
     """
-    from .runners import serve_mock  # the hand-off to the heavy modules (module docstring)
+    from .mock_fixture import serve_mock  # the hand-off to the heavy modules (module docstring)
 
     yield from serve_mock(request)
 

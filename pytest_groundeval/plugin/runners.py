@@ -31,7 +31,6 @@ from ..core.secrets import Scrubber
 from ..judge.cache import JudgeCache
 from ..judge.client import JudgeClient
 from ..judge.scorer import CoverageScorer
-from ..mock import NoiseSettings, ThreadedMockProvider
 from ..targets.http import connect_url
 from ..targets.mapped import MappedTarget
 from ..targets.protocol import Target, TargetError, lineage
@@ -39,12 +38,12 @@ from ..targets.spawn import SpawnConfig, SpawnedTarget, reference_command
 from .collect import EvalItem
 from .crash import WorkerJournal
 from .dispatch import ItemDispatcher
+from .freeze import freeze_long_lived_objects
 from .options import MOCK, Settings, step_summary_path
 from .record import mock_key, position_key, session_key, settings_key, spawned_key
 from .xdist import queued_indices, worker_id
 
 __all__ = [
-    "serve_mock",
     "serve_offline_runner",
     "serve_runner",
     "serve_target",
@@ -52,17 +51,6 @@ __all__ = [
     "stop_session",
     "upcoming_items",
 ]
-
-
-def serve_mock(request: pytest.FixtureRequest) -> Iterator[ThreadedMockProvider]:
-    """The ``groundeval_mock`` fixture's body: a started mock provider, stashed on the session.
-
-    Its generations carry the seeded noise of ``--eval-mock-noise`` / ``--eval-mock-seed`` (docs/mock.md).
-    """
-    settings: Settings = request.config.stash[settings_key]
-    with ThreadedMockProvider(noise=NoiseSettings(settings.mock_noise, settings.mock_seed)) as mock:
-        request.session.stash[mock_key] = mock
-        yield mock
 
 
 def serve_target(request: pytest.FixtureRequest) -> Iterator[Target]:
@@ -169,6 +157,7 @@ def serve_runner(request: pytest.FixtureRequest, groundeval_target: Target) -> I
     Stops the session when the target refuses the harness's key or the judge cannot be set up.
     """
     settings: Settings = request.config.stash[settings_key]
+    freeze_long_lived_objects()  # the modules a run needs are in by now
     # The mock counts the target's tokens only when the target talks to it (not an --eval-url target,
     # for which the mock may run as the judge alone).
     mock = request.session.stash.get(mock_key, None) if not (settings.url or settings.target_map) else None
@@ -410,6 +399,7 @@ def serve_offline_runner(request: pytest.FixtureRequest) -> Iterator[ItemRunner]
     stops the session when the judge cannot be set up.
     """
     settings: Settings = request.config.stash[settings_key]
+    freeze_long_lived_objects()
     runner = ItemRunner(None, scrub=session_scrubber(request))
     runner.repeat = settings.repeat
     runner.models = {

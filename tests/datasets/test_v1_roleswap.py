@@ -65,7 +65,7 @@ def bag_of_words_job(tmp_path_factory: pytest.TempPathFactory) -> dict:
     spawn = f"{shlex.quote(sys.executable)} {shlex.quote(__file__)} --port {{port}} --data-dir {{data_dir}}"
     command = [
         sys.executable, "-m", "pytest", "--rootdir", str(REPO), "-p", "no:cacheprovider", "-p", "no:benchmark", "-q",
-        "-p", "no:hypothesispytest", "-p", "no:anyio",  # see NO_THIRD_PARTY_PLUGINS in tests/plugin/conftest.py
+        "-p", "no:hypothesispytest", "-p", "no:anyio", "-p", "no:platformdirs",  # see NO_THIRD_PARTY_PLUGINS in tests/plugin/conftest.py
         f"--eval-dataset={V1}", f"--eval-spawn={spawn}", f"--eval-report={report}", "--eval-no-step-summary",
     ]  # fmt: skip
     result = subprocess.run(command, cwd=out, capture_output=True, text=True, timeout=300)
