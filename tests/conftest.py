@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import pkgutil
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,6 +24,20 @@ import pytest
 for _stack in ("httpcore", "httpcore2", "httpx._transports.default", "httpx2._transports.default"):
     with contextlib.suppress(ImportError):
         importlib.import_module(_stack)
+
+# Every module of the package, and the libraries it imports only on some paths, imported once here
+# for the same reason: what an in-process run imports is dropped when it ends, so each run would
+# import the controller, the runners, the kinds, pydantic's models and the report again (about 0.8 s
+# of CPU per run, some 700 runs in the suite). Start-up laziness is tested in fresh processes
+# (tests/test_package.py, tests/plugin/test_session.py), which this does not reach.
+import pytest_groundeval  # noqa: E402
+
+for _module in pkgutil.walk_packages(pytest_groundeval.__path__, "pytest_groundeval."):
+    if _module.name.rsplit(".", 1)[-1] != "__main__":
+        importlib.import_module(_module.name)
+for _library in ("jmespath", "psycopg", "yaml"):
+    with contextlib.suppress(ImportError):
+        importlib.import_module(_library)
 
 # Fixtures shared across test directories, defined once (tests/_support/__init__.py says why).
 pytest_plugins = ["tests._support.postgres", "tests._support.saved_reports", "tests._support.datasets"]

@@ -13,6 +13,9 @@ import gc
 
 __all__ = ["freeze_long_lived_objects"]
 
+_frozen = False
+"""Whether this process has frozen (``gc.get_freeze_count`` walks the whole frozen list: slow)."""
+
 
 def freeze_long_lived_objects() -> None:
     """Collect the garbage there is, then move every object still alive out of the collector's sight.
@@ -24,7 +27,9 @@ def freeze_long_lived_objects() -> None:
     ends (Python docs, ``gc.freeze``). A second call in the same process (pytester's in-process
     runs) does nothing.
     """
-    if gc.get_freeze_count():
+    global _frozen
+    if _frozen:
         return
+    _frozen = True
     gc.collect()
     gc.freeze()

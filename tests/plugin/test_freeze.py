@@ -7,6 +7,7 @@ import weakref
 
 import pytest
 
+from pytest_groundeval.plugin import freeze
 from pytest_groundeval.plugin.freeze import freeze_long_lived_objects
 
 
@@ -15,8 +16,9 @@ class _Node:
         self.me = self  # a reference cycle: only the collector frees it
 
 
-def test_garbage_is_collected_before_the_survivors_are_frozen_and_a_second_call_does_nothing():
+def test_garbage_is_collected_before_the_survivors_are_frozen_and_a_second_call_does_nothing(monkeypatch):
     gc.unfreeze()  # this process may have frozen in an earlier in-process run
+    monkeypatch.setattr(freeze, "_frozen", False)
     cyclic = _Node()
     dead = weakref.ref(cyclic)
     del cyclic
@@ -26,14 +28,16 @@ def test_garbage_is_collected_before_the_survivors_are_frozen_and_a_second_call_
     assert dead() is None  # collected, not frozen
     frozen = gc.get_freeze_count()
     assert frozen > 1000  # the modules' objects, among them `kept`
+    gc.collect()
     freeze_long_lived_objects()
     assert gc.get_freeze_count() == frozen
     gc.unfreeze()
     assert kept.me is kept
 
 
-def test_a_run_freezes_once_its_runner_starts(run, pytester, smoke):
+def test_a_run_freezes_once_its_runner_starts(run, pytester, smoke, monkeypatch):
     gc.unfreeze()
+    monkeypatch.setattr(freeze, "_frozen", False)
     pytester.makeconftest(
         "import gc, pathlib\n"
         "def pytest_sessionfinish(session):\n"
