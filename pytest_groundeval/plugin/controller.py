@@ -459,6 +459,8 @@ class Controller:
         # status is decided last (``pytest_sessionfinish_exit_status``).
         if self.config.option.collectonly or getattr(self.config.option, "setupplan", False):
             return
+        if exitstatus == pytest.ExitCode.USAGE_ERROR:  # refused before any item ran (plugin.target_source)
+            return
         if not self.runs and self.settings.dataset is not None and self.settings.report is not None:
             # Interrupted before collection finished: still write a (empty, interrupted) report.
             key = self._dataset_key(self.settings.dataset)

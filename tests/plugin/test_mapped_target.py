@@ -253,6 +253,19 @@ def test_a_map_and_another_target_is_a_usage_error(pytester, api):
     result.stderr.fnmatch_lines(["*--eval-target-map and --eval-url both given*"])
 
 
+@pytest.mark.parametrize(
+    ("other", "named"),
+    [("--eval-spawn=my-server --port {port}", "--eval-spawn"), ("--eval-setup=make data", "--eval-setup")],
+)
+def test_a_map_and_a_spawned_target_is_a_usage_error_too(pytester, api, other, named):
+    # A Python target beside a map: tests/plugin/test_target_source.py.
+    ds, target_map = dataset(pytester.path / "ds"), map_file(pytester.path, api)
+    result = pytester.runpytest(*ARGS, f"--eval-dataset={ds}", f"--eval-target-map={target_map}", other)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--eval-target-map and {named} both given*"])
+    assert api.seen == []
+
+
 def test_the_ini_spelling_names_the_map_relative_to_the_run_directory(pytester, api):
     from pytest_groundeval.plugin.options import resolve_settings
 
