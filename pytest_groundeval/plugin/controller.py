@@ -257,6 +257,7 @@ class Controller:
         if outcome.error is not None:
             run.errored += 1
             run.not_run += outcome.not_run
+            run.note_error(outcome)
         elif not outcome.passed:
             run.failed += 1
 

@@ -102,3 +102,42 @@ def test_the_fixture_alone_is_the_target(pytester, project):
     result = pytester.runpytest(*ARGS)
     result.assert_outcomes(passed=5)
     assert result.ret == pytest.ExitCode.OK
+
+
+def test_an_api_that_is_down_fails_the_run_saying_every_item_errored_not_to_arm_a_floor(pytester, project):
+    # The new user's first run of their own API, which is not up: the map's port has no listener.
+    source = (project / "conftest.py").read_text(encoding="utf-8")
+    (project / "conftest.py").write_text(source[: source.index("@pytest.fixture")], encoding="utf-8")
+    port = json.loads((project / "map.json").read_text(encoding="utf-8"))["request"]["url"].split(":")[2]
+    result = pytester.runpytest(*ARGS, "--eval-target-map=map.json")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # errors are counted: the run fails
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "errors * 5 <= 0 * FAIL  5 > 0",
+            "qualityBounds * FAIL  nothing gated: every item errored (5 of 5), so no quality metric was measured*",
+            f"note: every item errored, so nothing was measured; the first error: *127.0.0.1:{port}*"
+            "cannot connect to the target*",
+            "gate: FAIL",
+        ]
+    )
+    assert "arm a floor" not in out
+    # The items that could not be run are citation items: no metric keeps them as misses, and none is named.
+    result.stdout.fnmatch_lines(["note: 3 items could not be run; they count as errors, never dropped"])
+    for metric in ("recall", "falsehoodRejection", "temporalAccuracy"):
+        assert metric not in out
+
+
+def test_the_note_names_only_the_rates_that_keep_an_errored_item_as_a_miss():
+    from pytest_groundeval.core.outcome import ItemOutcome
+    from pytest_groundeval.plugin.state import DatasetRun
+
+    run = DatasetRun(key="d/manifest.json", manifest=Path("d/manifest.json"))
+    down = {"passed": False, "error": "down"}
+    run.note_error(ItemOutcome(id="c", kind="citation", **down))
+    assert run.misses() == [] and run.first_error == "down"  # a citation item's rates count paragraphs
+    run.note_error(ItemOutcome(id="t", kind="temporal", **down))
+    run.note_error(ItemOutcome(id="q", kind="qa", evidence_expected=2, **down))
+    run.note_error(ItemOutcome(id="n", kind="adversarial", not_run=True, passed=False, error="not run: stopped"))
+    assert run.misses() == ["retrievalRecall", "temporalAccuracy"]  # in report order; a never-run item is no miss
+    assert (run.first_error, run.first_not_run) == ("down", "not run: stopped")
