@@ -61,10 +61,12 @@ __all__ = [
     "ConfidenceInterval",
     "GateOn",
     "IntervalAccumulator",
+    "RecordedSettingError",
     "check_level",
     "compute_confidence",
     "first_difference",
     "rate_specs",
+    "recorded_confidence",
 ]
 
 BOOTSTRAP_SEED = "groundeval-bootstrap"
@@ -91,6 +93,45 @@ class ConfidenceInterval(WireModel):
         if self.low > self.high:
             raise ValueError(f"low {self.low} is above high {self.high}")
         return self
+
+
+class RecordedSettingError(ValueError):
+    """A run's recorded ``confidenceLevel`` or ``gateOn`` that is not one (``recorded_confidence``).
+
+    Each reader words it for its own input (a report spool, a history run).
+    """
+
+    def __init__(self, key: str, value: Any, problem: str) -> None:
+        super().__init__(f"{key} {value!r}: {problem}")
+        self.key = key
+        """``confidenceLevel`` or ``gateOn``."""
+        self.value = value
+        """The value recorded."""
+        self.problem = problem
+        """What is wrong: ``check_level``'s message, or ``not one of point, lower-bound``."""
+
+
+def recorded_confidence(recorded: Mapping[str, Any] | None) -> tuple[float, GateOn]:
+    """The confidence level and ``gateOn`` a run recorded: the ``confidenceLevel`` and ``gateOn`` of a
+    report spool's context or of a history run's config (docs/statistics.md).
+
+    Returns:
+        ``(level, gate_on)``; a key left out (a run recorded before it was) gives its default,
+        ``DEFAULT_CONFIDENCE`` and ``point``.
+
+    Raises:
+        RecordedSettingError: the level is not a number in (0, 1), or ``gateOn`` not one of ``GATE_ON``.
+    """
+    recorded = recorded or {}
+    level = recorded.get("confidenceLevel", DEFAULT_CONFIDENCE)
+    gate_on = recorded.get("gateOn", "point")
+    try:
+        checked = check_level(level)
+    except ValueError as exc:
+        raise RecordedSettingError("confidenceLevel", level, str(exc)) from exc
+    if gate_on not in GATE_ON:
+        raise RecordedSettingError("gateOn", gate_on, f"not one of {', '.join(GATE_ON)}")
+    return checked, gate_on
 
 
 def rate_specs() -> tuple[MetricSpec, ...]:

@@ -637,8 +637,20 @@ def nothing_gated_check(metrics: Metrics) -> GateCheck:
     """The check that fails a run whose gate compared no quality metric with a bound (docs/gate.md).
 
     Its reason names the metrics the run measured (those a bound could be set on)
-    and how to arm a floor, or to measure without gating.
+    and how to arm a floor, or to measure without gating. When every item errored, no
+    floor would change that: the reason says so instead (the ``errors`` check fails the run).
     """
+    if metrics.items and metrics.errors >= metrics.items:
+        return GateCheck(
+            metric=NOTHING_GATED,
+            value=0.0,
+            bound=1.0,
+            op=">=",
+            outcome="FAIL",
+            reason=f"nothing gated: every item errored ({metrics.errors} of {metrics.items}), so no quality metric "
+            "was measured; the items' errors say why (a target that did not answer, or a reply that could not be "
+            "read), not a missing floor",
+        )
     values = metrics.to_wire()
     measured = [
         f"{name} {format_value(name, values[name])}"

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
-from .confidence import DEFAULT_CONFIDENCE, GATE_ON, GateOn, check_level
+from .confidence import GateOn, RecordedSettingError, recorded_confidence
 from .dataset import load_dataset
 from .environment import environment_info
 from .finalize import RunFlags, RunOutcomes, finalize_run
@@ -157,21 +157,18 @@ def _recorded_repeat(spool: Path, context: dict[str, Any]) -> int:
 
 
 def _recorded_confidence(spool: Path, context: dict[str, Any]) -> tuple[float, GateOn]:
-    """The confidence level and ``gateOn`` a spool's context records; the defaults for a spool
-    written before they were recorded.
+    """The confidence level and ``gateOn`` a spool's context records (``core.confidence.recorded_confidence``);
+    the defaults for a spool written before they were recorded.
 
     Raises:
         ReportError: a recorded value is not a level in (0, 1) or not one of ``GATE_ON``.
     """
-    level = context.get("confidenceLevel", DEFAULT_CONFIDENCE)
-    gate_on = context.get("gateOn", "point")
     try:
-        level = check_level(level)
-    except ValueError as exc:
-        raise ReportError(f"{spool}: the run's confidenceLevel is invalid: {exc}") from exc
-    if gate_on not in GATE_ON:
-        raise ReportError(f"{spool}: the run's gateOn {gate_on!r} is not one of {', '.join(GATE_ON)}")
-    return level, gate_on
+        return recorded_confidence(context)
+    except RecordedSettingError as exc:
+        if exc.key == "gateOn":
+            raise ReportError(f"{spool}: the run's gateOn {exc.value!r} is {exc.problem}") from exc
+        raise ReportError(f"{spool}: the run's confidenceLevel is invalid: {exc.problem}") from exc
 
 
 def _never_ran(spool: Path, context: dict[str, Any], ran: set[str]) -> list[ItemOutcome]:

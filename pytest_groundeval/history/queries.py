@@ -20,7 +20,8 @@ from typing import Any, Literal
 from sqlalchemy import func, select
 
 from ..core.compare import Candidate, fixed_regressions, judge, numeric_metrics
-from ..core.confidence import DEFAULT_CONFIDENCE, GATE_ON, GateOn, check_level
+from ..core.confidence import GateOn, RecordedSettingError
+from ..core.confidence import recorded_confidence as shared_recorded_confidence
 from ..core.floors import FloorsError
 from ..core.gate import DEFAULT_FLOORS, parse_floors, same_lineage
 from ..core.judging import RECORDED_VERDICTS, UNJUDGED, JudgeVerdict
@@ -524,21 +525,16 @@ def _outcomes(store: HistoryStore, run_id: str) -> list[ItemOutcome]:
 
 def recorded_confidence(config: Mapping[str, Any] | None, run_id: str) -> tuple[float, GateOn]:
     """The confidence level and ``gateOn`` a run recorded (``config.confidenceLevel``, ``config.gateOn``);
-    the defaults (0.95, ``point``) for a run recorded before they were (docs/statistics.md).
+    the defaults (0.95, ``point``) for a run recorded before they were (``core.confidence.recorded_confidence``).
 
     Raises:
         HistoryError: A recorded value is not a level in (0, 1) or not one of ``GATE_ON``.
     """
-    recorded = config or {}
-    level = recorded.get("confidenceLevel", DEFAULT_CONFIDENCE)
-    gate_on = recorded.get("gateOn", "point")
     try:
-        level = check_level(level)
-    except ValueError as exc:
-        raise HistoryError(f"run {run_id[:12]} recorded confidenceLevel {level!r}: {exc}") from exc
-    if gate_on not in GATE_ON:
-        raise HistoryError(f"run {run_id[:12]} recorded gateOn {gate_on!r}, not one of {', '.join(GATE_ON)}")
-    return level, gate_on
+        return shared_recorded_confidence(config)
+    except RecordedSettingError as exc:
+        separator = "," if exc.key == "gateOn" else ":"
+        raise HistoryError(f"run {run_id[:12]} recorded {exc.key} {exc.value!r}{separator} {exc.problem}") from exc
 
 
 def compare_runs(

@@ -3,7 +3,8 @@
 ``RejudgeJudge`` adapts any ``core.judging.Judge`` (the protocol the citation kind asks
 during a run) to ``rejudge.Judge``, the paragraph-at-a-time judge ``rejudge_run`` calls:
 each stored paragraph becomes the judge input of ``core.kinds.citation.judge_payload``,
-with the paragraph's full text and its sources' text and metadata read from the run's
+with the paragraph's full text and its sources' text and metadata: those the run stored
+with the item (a target's own sources, which no corpus holds), else read from the run's
 dataset (``config.dataset.path``): for a recorded answer, the item's recorded sources;
 for a target's answer, the evidence spans of the stored trace sliced from the corpus,
 else the item's declared sources (metadata only). A paragraph the judge could not judge

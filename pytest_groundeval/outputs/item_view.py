@@ -52,10 +52,12 @@ _SHOWN_EXTRA = frozenset(
         "citationParagraphsSupported",
         "citationParagraphsWrongSpeaker",
         "citationCoverageScores",
+        "sources",
     }
 )
 """``extra`` keys the page shows in its own sections; each kind adds those its counts show
-(``Kind.drilldown_extra``), and any other key is shown under "other figures"."""
+(``Kind.drilldown_extra``), and any other key is shown under "other figures". (``sources``, a
+target's own sources with their text, is shown in the evidence section, from ``evidence``.)"""
 
 
 def _known_extra() -> frozenset[str]:

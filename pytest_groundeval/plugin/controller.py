@@ -263,6 +263,7 @@ class Controller:
         if outcome.error is not None:
             run.errored += 1
             run.not_run += outcome.not_run
+            run.note_error(outcome)
         elif not outcome.passed:
             run.failed += 1
 
@@ -464,6 +465,8 @@ class Controller:
         # First, so that the gate reaches junitxml's file before it is written; the exit
         # status is decided last (``pytest_sessionfinish_exit_status``).
         if self.config.option.collectonly or getattr(self.config.option, "setupplan", False):
+            return
+        if exitstatus == pytest.ExitCode.USAGE_ERROR:  # refused before any item ran (plugin.target_source)
             return
         if not self.runs and self.settings.dataset is not None and self.settings.report is not None:
             # Interrupted before collection finished: still write a (empty, interrupted) report.

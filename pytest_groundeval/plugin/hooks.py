@@ -28,6 +28,7 @@ from . import options as _options
 from .hookspecs import is_wrapper
 from .record import SESSION_WORKERINPUT, attach, session_key, settings_key
 from .session import GateSession
+from .target_source import conflict_key, target_conflict
 from .xdist import is_worker
 from .xdist_hooks import XdistHooks
 
@@ -290,6 +291,22 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+
+
+# trylast: after -k, -m and shard deselection; before the controller records the items (collection_finish).
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
+def pytest_collection_modifyitems_targets(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    """Refuse a target option given with a ``groundeval_target`` fixture that replaces the plugin's
+    (``plugin.target_source``): a usage error, or on an xdist worker a message the runner stops with."""
+    problem = target_conflict(config.stash[settings_key], items, str(config.invocation_params.dir))
+    if problem is None:
+        return
+    if is_worker(config):
+        config.stash[conflict_key] = problem
+        return
+    raise pytest.UsageError(problem)
 
 
 @pytest.hookimpl(wrapper=True)

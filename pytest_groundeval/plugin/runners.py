@@ -41,6 +41,7 @@ from .dispatch import ItemDispatcher
 from .freeze import freeze_long_lived_objects
 from .options import MOCK, Settings, step_summary_path
 from .record import mock_key, position_key, session_key, settings_key, spawned_key
+from .target_source import conflict_key
 from .xdist import queued_indices, worker_id
 
 __all__ = [
@@ -154,8 +155,12 @@ def stop_session(request: pytest.FixtureRequest, message: str) -> None:
 def serve_runner(request: pytest.FixtureRequest, groundeval_target: Target) -> Iterator[ItemRunner]:
     """The ``groundeval_runner`` fixture's body: an ``ItemRunner`` for ``groundeval_target`` with its dispatcher.
 
-    Stops the session when the target refuses the harness's key or the judge cannot be set up.
+    Stops the session when the target refuses the harness's key or the judge cannot be set up, and on
+    an xdist worker whose collection found an option's target replaced by a fixture (``target_source``).
     """
+    conflict = request.config.stash.get(conflict_key, None)
+    if conflict is not None:
+        stop_session(request, conflict)
     settings: Settings = request.config.stash[settings_key]
     freeze_long_lived_objects()  # the modules a run needs are in by now
     # The mock counts the target's tokens only when the target talks to it (not an --eval-url target,

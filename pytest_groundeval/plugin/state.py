@@ -16,13 +16,14 @@ from typing import Any
 
 import pytest
 
-from ..core.confidence import ConfidenceInterval
+from ..core.confidence import ConfidenceInterval, IntervalAccumulator, rate_specs
 from ..core.dataset import Dataset, load_dataset
 from ..core.finalize import RunOutcomes
 from ..core.floors import FloorsError, check_floors
 from ..core.gate import GateResult, read_floors_file
 from ..core.lineage import BaselineInfo
 from ..core.metrics import Metrics
+from ..core.outcome import ItemOutcome
 from ..core.report import Report, ReportError, ReportWriter, read_report
 
 BASELINE_NAME = "baseline.json"
@@ -63,6 +64,12 @@ class DatasetRun:
     """Items that errored, never-run ones included."""
     not_run: int = 0
     """Items that never ran (``notRun`` errors)."""
+    first_error: str | None = None
+    """The error of the first item that could not be run, for the summary."""
+    first_not_run: str | None = None
+    """Why the first item that never ran did not (``not run: …``), for the summary."""
+    error_parts: IntervalAccumulator = field(default_factory=IntervalAccumulator, repr=False)
+    """The items that could not be run, folded as the intervals fold an item: which rates keep them (``misses``)."""
     expected: dict[str, str] = field(default_factory=dict)
     """Item id -> kind of every item collected for this run (after deselection)."""
     baseline_path: Path | None = None
@@ -89,6 +96,19 @@ class DatasetRun:
     _dataset: Dataset | None = field(default=None, repr=False)
     _raw: Any = field(default=_UNREAD, repr=False)
     """The manifest's JSON (arbitrary JSON), read once; ``_UNREAD`` until then, None when unreadable."""
+
+    def note_error(self, outcome: ItemOutcome) -> None:
+        """Keep what the summary says of an errored item: the first error, and the rates it is a miss of."""
+        if outcome.not_run:
+            self.first_not_run = self.first_not_run or outcome.error
+            return
+        self.first_error = self.first_error or outcome.error
+        self.error_parts.add(outcome)
+
+    def misses(self) -> list[str]:
+        """The rate metrics (wire names, report order) whose denominators hold the items that could not
+        be run, as misses: those their kinds count an errored item in (``Kind.errored``, ``rate_parts``)."""
+        return [spec.wire for spec in rate_specs() if spec.field in self.error_parts.clusters]
 
     def dataset(self) -> Dataset:
         """The loaded dataset (for items that never produced an outcome); loaded once, on demand.

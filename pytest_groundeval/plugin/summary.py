@@ -17,6 +17,7 @@ import pytest
 from ..core.confidence import DEFAULT_CONFIDENCE
 from ..core.gate import NOT_GATED, verdict
 from ..core.render import citation_lines, format_check, judge_problem_lines, unbounded_lines
+from ..core.text import shorten
 from ..history.urls import describe_url
 from ..outputs.write import shown_path
 from .history import HISTORY_EXIT, HISTORY_FAILED
@@ -135,11 +136,16 @@ def _summarise(
             yellow=True,
         )
     if run.errored - run.not_run:
+        misses = run.misses()
+        kept = f"they stay in {', '.join(misses)} as misses" if misses else "they count as errors"
         tr.write_line(
-            f"note: {_plural(run.errored - run.not_run, 'item')} could not be run; they stay in the metrics' "
-            "denominators as misses (recall, falsehoodRejection, temporalAccuracy), never dropped",
-            yellow=True,
+            f"note: {_plural(run.errored - run.not_run, 'item')} could not be run; {kept}, never dropped", yellow=True
         )
+    first = run.first_error or run.first_not_run
+    if items and run.errored >= items and first:
+        # A floor would change nothing (core.gate.nothing_gated_check): say what happened instead.
+        tr.write_line(f"note: every item errored, so nothing was measured; the first error: {shorten(first, 500)}",
+                      red=True)  # fmt: skip
     if run.baseline_path is not None:
         tr.write_line(f"baseline: {shown_path(run.baseline_path)}")
     if titled:

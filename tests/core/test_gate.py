@@ -429,6 +429,19 @@ def test_a_gate_that_checks_only_errors_fails_naming_what_was_measured():
     assert format_check(check).split()[:5] == ["qualityBounds", "0", ">=", "1", "FAIL"]
 
 
+def test_a_gate_whose_every_item_errored_says_so_instead_of_asking_for_a_floor():
+    errored = citation_metrics(citation_metadata_accuracy=None, evidence_risk_score=None, errors=4)
+    floors = parse_floors({"citationMetadataAccuracy": 0.9})
+    result = evaluate_gate(errored, floors=floors, dataset_version="c", models=MODELS)
+    assert check_for(result, "errors").outcome == "FAIL" and not result.passed
+    check = check_for(result, "qualityBounds")
+    assert check.outcome == "FAIL" and "arm a floor" not in check.reason
+    assert check.reason.startswith("nothing gated: every item errored (4 of 4), so no quality metric was measured")
+    # One item measured: the usual reason, which names what was measured and how to arm a floor.
+    some = evaluate_gate(citation_metrics(errors=3), dataset_version="c", models=MODELS)
+    assert "arm a floor" in check_for(some, "qualityBounds").reason
+
+
 def test_error_count_ceilings_alone_arm_nothing_but_a_latency_ceiling_does():
     judged = citation_metrics(judge_errors=0, latency_ms_p95=80.0)
     only_counts = evaluate_gate(

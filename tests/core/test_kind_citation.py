@@ -124,7 +124,8 @@ def test_unknown_marker_is_a_missing_source():
     assert second["missingMarkers"] == ["S9"]
     assert second["metadataMismatch"] == []  # nothing known was cited, so no metadata to compare
     assert second["deterministicPass"] is False
-    assert "paragraph 1: 'Lars Holm (M) wants tenders [S9].'" in outcome.detail
+    # The detail counts paragraphs from 1, as a reader does (docs/byo.md); the records keep the 0-based index.
+    assert "paragraph 2: 'Lars Holm (M) wants tenders [S9].'" in outcome.detail and second["index"] == 1
     assert "missingSource: [S9] names no source (known: [1], [2])" in outcome.detail
 
 
@@ -321,7 +322,7 @@ def test_long_paragraph_text_is_cut_for_the_report_and_detail():
     record = paragraph_records(outcome)[0]
     assert len(record["text"]) == PARAGRAPH_TEXT_CHARS
     assert record["text"].endswith("…")
-    quoted = next(line for line in outcome.detail.splitlines() if line.startswith("  paragraph 0:"))
+    quoted = next(line for line in outcome.detail.splitlines() if line.startswith("  paragraph 1:"))
     assert len(quoted) < 160
 
 
@@ -520,7 +521,7 @@ def test_a_catastrophic_mention_pattern_is_stopped_naming_pattern_paragraph_and_
         judge(answer, regex=re.compile(CATASTROPHIC), mention_timeout_s=0.05)
     assert time.perf_counter() - started < 5  # unbounded, this is 2**40 steps
     message = str(info.value)
-    assert repr(CATASTROPHIC) in message and "paragraph 1 of item 'cit-test'" in message
+    assert repr(CATASTROPHIC) in message and "paragraph 2 of item 'cit-test'" in message  # counted from 1
     assert (info.value.item_id, info.value.paragraph) == ("cit-test", 1)
 
 
@@ -764,3 +765,15 @@ def test_a_judge_bound_arms_an_unparseable_ceiling_and_all_unparseable_fails_wit
     # Only an explicit ceiling of 1 lets such a run through.
     assert check(prose, {"unparseableRate": 1.0})[0].outcome == "PASS"
     assert check(compute_metrics([JUDGED[1]]), {})[0] is None  # 1 of 3 unparseable, no bound: not gated
+
+
+def test_a_paragraph_labelled_twice_is_named_by_its_index_and_counted_from_1(tmp_path):
+    from pytest_groundeval.core.dataset import DatasetError, load_dataset
+
+    labels = [{"index": 1, "expectedVerdict": "supported"}, {"index": 1, "expectedVerdict": "partial"}]
+    item = {"id": "c", "kind": "citation", "response": {"answer": "a [1]\n\nb [1]"}, "paragraphLabels": labels}
+    (tmp_path / "manifest.json").write_text(json.dumps({"version": "v1", "items": [item]}), encoding="utf-8")
+    with pytest.raises(
+        DatasetError, match=r"index 1 \(the answer's paragraph 2\) is already labelled by paragraphLabels\[0\]"
+    ):
+        load_dataset(tmp_path)

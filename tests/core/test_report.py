@@ -418,3 +418,22 @@ def test_a_recovered_report_keeps_the_runs_confidence_level_and_gate_on(tmp_path
     bad.set_context({"session": "s2", "datasetVersion": "v1", "items": {}, "confidenceLevel": 2})
     with pytest.raises(ReportError, match="confidenceLevel is invalid"):
         recover_report(tmp_path / "bad.json")
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ({"confidenceLevel": 2}, "the run's confidenceLevel is invalid: 2 is not a confidence level: "
+         "expected a number strictly between 0 and 1, e.g. 0.95"),
+        ({"gateOn": "median"}, "the run's gateOn 'median' is not one of point, lower-bound"),
+    ],
+)  # fmt: skip
+def test_a_spool_recording_an_invalid_confidence_setting_is_refused_naming_it(tmp_path, context, message):
+    from pytest_groundeval.core.recover import recover_report
+
+    spool = tmp_path / "bad.json"
+    ReportWriter(spool).set_context({"session": "s", "datasetVersion": "v1", "items": {}, **context})
+    with pytest.raises(ReportError) as caught:
+        recover_report(spool)
+    spool_file, said = str(caught.value).split(": ", 1)
+    assert Path(spool_file).parent == tmp_path and said == message  # the spool's file, then what is wrong

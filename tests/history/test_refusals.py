@@ -133,3 +133,21 @@ def test_a_sql_ascii_postgres_database_is_refused_naming_its_encoding(
         with admin.connect() as conn:
             conn.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
         admin.dispose()
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"confidenceLevel": 95}, "run 0123456789ab recorded confidenceLevel 95: 95 is not a confidence level: "
+         "expected a number strictly between 0 and 1, e.g. 0.95"),
+        ({"gateOn": "median"}, "run 0123456789ab recorded gateOn 'median', not one of point, lower-bound"),
+    ],
+)  # fmt: skip
+def test_a_recorded_confidence_setting_that_is_not_one_is_refused_naming_the_run(config, message):
+    from pytest_groundeval.history.queries import recorded_confidence
+
+    with pytest.raises(HistoryError) as caught:
+        recorded_confidence(config, "0123456789abcdef")
+    assert str(caught.value) == message
+    assert recorded_confidence(None, "0123456789abcdef") == (0.95, "point")  # a run recorded before either was
+    assert recorded_confidence({"confidenceLevel": 0.9, "gateOn": "lower-bound"}, "r") == (0.9, "lower-bound")

@@ -253,6 +253,19 @@ def test_a_map_and_another_target_is_a_usage_error(pytester, api):
     result.stderr.fnmatch_lines(["*--eval-target-map and --eval-url both given*"])
 
 
+@pytest.mark.parametrize(
+    ("other", "named"),
+    [("--eval-spawn=my-server --port {port}", "--eval-spawn"), ("--eval-setup=make data", "--eval-setup")],
+)
+def test_a_map_and_a_spawned_target_is_a_usage_error_too(pytester, api, other, named):
+    # A Python target beside a map: tests/plugin/test_target_source.py.
+    ds, target_map = dataset(pytester.path / "ds"), map_file(pytester.path, api)
+    result = pytester.runpytest(*ARGS, f"--eval-dataset={ds}", f"--eval-target-map={target_map}", other)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--eval-target-map and {named} both given*"])
+    assert api.seen == []
+
+
 def test_the_ini_spelling_names_the_map_relative_to_the_run_directory(pytester, api):
     from pytest_groundeval.plugin.options import resolve_settings
 
@@ -270,3 +283,43 @@ def test_the_corpus_is_still_hash_checked(pytester, api):
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*debate.txt*hash*"])
     assert api.seen == []
+
+
+CITATIONS = [item for item in ITEMS if item["kind"] == "citation"]
+VERDICTS = (
+    "SELECT j.item, j.paragraph, j.verdict FROM judgments j JOIN judgment_sets s ON s.id = j.set_id "
+    "AND s.is_current ORDER BY j.item, j.paragraph"
+)
+
+
+def _rows(db: Path, sql: str) -> list[tuple]:
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def test_a_mapped_citation_run_in_the_history_can_be_rejudged(pytester, api):
+    # The API's sources are not in the corpus: the history keeps their text, so that `groundeval rejudge`
+    # judges a stored paragraph against what it cited, as the run's own judge did (docs/history.md).
+    from pytest_groundeval.cli import main as groundeval
+    from pytest_groundeval.mock import ThreadedMockProvider
+
+    ds, target_map = dataset(pytester.path / "ds", CITATIONS), map_file(pytester.path, api)
+    judged, later = pytester.path / "judged.db", pytester.path / "later.db"
+    with ThreadedMockProvider() as mock:
+        for db, judge in ((judged, ["--eval-judge=mock"]), (later, [])):
+            result = pytester.runpytest(*ARGS, f"--eval-dataset={ds}", f"--eval-target-map={target_map}",
+                                        f"--eval-history=sqlite:///{db}", *judge)  # fmt: skip
+            assert result.ret == 0, result.stdout.str()
+        during = _rows(judged, VERDICTS)
+        assert [verdict for *_, verdict in during] == ["supported", "supported"]
+        assert [verdict for *_, verdict in _rows(later, VERDICTS)] == [None, None]
+        (sources,) = _rows(later, "SELECT sources FROM items WHERE item_id = 'cit-fibre'")
+        assert json.loads(sources[0]) == {"1": {"text": FIRST, "metadata": {"speaker": "Anna Berg", "party": "S"}}}
+        judge = ["--judge-url", mock.base_url, "--judge-model", "mock-judge", "--history", f"sqlite:///{later}"]
+        assert groundeval(["rejudge", "latest", *judge]) == 0
+    assert _rows(later, VERDICTS) == during

@@ -333,7 +333,7 @@ def _failing_detail(failing: list[ParagraphVerdict], judged: int, sources: Mappi
     lines = [f"{len(failing)} of {judged} cited paragraph(s) failed the deterministic checks:"]
     for verdict in failing[:MAX_DETAIL_PARAGRAPHS]:
         quoted = shorten(verdict.text, DETAIL_TEXT_CHARS)
-        lines.append(f"  paragraph {verdict.index}: {quoted!r}")
+        lines.append(f"  paragraph {verdict.index + 1}: {quoted!r}")  # counted from 1, as a reader counts
         if verdict.missing_markers:
             unknown = ", ".join(f"[{marker}]" for marker in verdict.missing_markers)
             lines.append(f"    missingSource: {unknown} names no source (known: {known})")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ...drilldown import ANSWER_CHARS, answer_extra
 from ...outcome import ItemOutcome
 from ..base import Kind, ManifestIndex, RuleError, UnitTable
-from .assess import assess_citation
+from .assess import assess_citation, source_details
 from .checks import judge_citation, source_map
 from .model import CitationItem
 from .tally import METRICS, CitationTally, tally_outcome, tally_rate_parts, tally_results, tally_unit_tables
@@ -57,6 +57,11 @@ class CitationKind(Kind):
             mention_regex=dataset.manifest.mention_regex,
         )
         drilldown = answer_extra(item, response, runner.spans(response, dataset)) if runner.drilldown else {}
+        if runner.drilldown and target_sources:
+            # A target's own sources (a mapped API's, docs/byo.md) are in no corpus: their text and metadata
+            # as the judge sees them are kept, the history's ``sources``, so that ``groundeval rejudge``
+            # judges a stored paragraph against what it cited (docs/history.md).
+            drilldown["sources"] = source_details(item, response["evidence"], dataset.documents, target_sources)
         outcome = await assess_citation(
             runner,
             item,

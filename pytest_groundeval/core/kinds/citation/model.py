@@ -96,7 +96,8 @@ class CitationItem(ItemBase):
                 )
             if label.index in labelled:
                 raise RuleError(
-                    f"paragraph {label.index} is already labelled by paragraphLabels[{labelled[label.index]}]",
+                    f"index {label.index} (the answer's paragraph {label.index + 1}) is already labelled by "
+                    f"paragraphLabels[{labelled[label.index]}]",
                     f"paragraphLabels[{i}].index",
                 )
             labelled[label.index] = i

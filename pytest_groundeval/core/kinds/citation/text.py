@@ -51,7 +51,7 @@ class MentionTimeout(JudgeError):
 
     Attributes:
         pattern: The pattern as written in the manifest.
-        paragraph: Index of the paragraph it was matching.
+        paragraph: Index of the paragraph it was matching (from 0; the message counts from 1).
         timeout_s: The budget it ran out of, in seconds.
         item_id: The item being judged, once known.
     """
@@ -64,7 +64,7 @@ class MentionTimeout(JudgeError):
         where = f" of item {self.item_id!r}" if self.item_id is not None else ""
         return (
             f"mentionPattern {self.pattern!r} was stopped after {self.timeout_s:g} s on paragraph "
-            f"{self.paragraph}{where}; it most likely backtracks catastrophically (nested quantifiers such as "
+            f"{self.paragraph + 1}{where}; it most likely backtracks catastrophically (nested quantifiers such as "
             "(\\w+\\s?)+ try every way to split a line); make each repetition match one way only, "
             "e.g. (?P<speaker>\\w+(?: \\w+)*) (docs/citation.md)"
         )
