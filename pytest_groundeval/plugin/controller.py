@@ -456,6 +456,10 @@ class Controller:
     def _usage_error(self, session: pytest.Session, message: str) -> None:
         self.usage_error = message
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        self._abort_writers()
+
+    def _abort_writers(self) -> None:
+        """Close and delete every report spool: the session wrote no report (a usage error)."""
         for run in self.runs.values():
             if run.writer is not None:
                 run.writer.abort()
@@ -467,6 +471,7 @@ class Controller:
         if self.config.option.collectonly or getattr(self.config.option, "setupplan", False):
             return
         if exitstatus == pytest.ExitCode.USAGE_ERROR:  # refused before any item ran (plugin.target_source)
+            self._abort_writers()  # the spools opened at collection: no report, no file left open
             return
         if not self.runs and self.settings.dataset is not None and self.settings.report is not None:
             # Interrupted before collection finished: still write a (empty, interrupted) report.

@@ -48,6 +48,7 @@ def test_a_target_map_beside_inits_conftest_fixture_is_a_usage_error_naming_both
     )
     result.assert_outcomes()  # nothing ran: not the example target, not the map
     assert "gate:" not in result.stdout.str() and not (project / "r.json").exists()
+    assert not list(project.glob(".r.json.*"))  # the report's spool, opened at collection, closed and gone
 
 
 @pytest.mark.parametrize(
