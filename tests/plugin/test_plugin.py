@@ -121,7 +121,8 @@ def test_eval_dataset_collects_only_the_dataset(run, pytester, smoke):
 
 
 def test_reportinfo_points_at_the_item_line(run, pytester, smoke):
-    items, _ = pytester.inline_genitems("-p", "no:benchmark", f"--eval-dataset={smoke}")
+    no_others = ("-p", "no:benchmark", "-p", "no:hypothesispytest", "-p", "no:anyio")  # as conftest.py's run
+    items, _ = pytester.inline_genitems(*no_others, f"--eval-dataset={smoke}")
     manifest_lines = (smoke / "manifest.json").read_text(encoding="utf-8").splitlines()
     assert len(items) == 10
     for item in items:
