@@ -537,6 +537,7 @@ def test_a_target_that_never_started_still_names_the_dataset(run, pytester, smok
     result.stdout.no_fnmatch_line("dataset unknown*")
 
 
+@pytest.mark.xdist_group("down_target")
 @pytest.mark.parametrize(
     ("how", "stop"),
     [
@@ -546,14 +547,16 @@ def test_a_target_that_never_started_still_names_the_dataset(run, pytester, smok
     ],
     ids=["down", "down-n2", "refused"],
 )
-def test_a_target_that_never_answered_is_not_a_target_that_returned_no_claims(run, shared_target, smoke, how, stop):
+def test_a_target_that_never_answered_is_not_a_target_that_returned_no_claims(
+    run, shared_target, smoke, down_target_run, how, stop
+):
     # The claim floors still FAIL, but the reason is the stop the summary names, not silence.
-    target = (
-        ["--eval-url=http://127.0.0.1:9", "--eval-api-key=k"]
-        if how.startswith("down")
-        else [f"--eval-url={shared_target.base_url}", "--eval-api-key=not-the-key"]
-    )
-    result = run(f"--eval-dataset={smoke}", *target, "-k", "qa", *(["-n", "2"] if how == "down-n2" else []))
+    if how.startswith("down"):
+        # --eval-url=http://127.0.0.1:9 -k qa, and -n 2 for down-n2: runs shared with test_plugin.py.
+        result = down_target_run(*(["-n", "2"] if how == "down-n2" else [])).result
+    else:
+        target = [f"--eval-url={shared_target.base_url}", "--eval-api-key=not-the-key"]
+        result = run(f"--eval-dataset={smoke}", *target, "-k", "qa")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
