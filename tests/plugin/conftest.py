@@ -11,9 +11,12 @@ process itself (a crash, a signal, a real CLI) passes ``subprocess=True``.
 
 from __future__ import annotations
 
+import importlib
 import shutil
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -25,6 +28,12 @@ import pytest_groundeval.cli.history
 import pytest_groundeval.history.migrations
 import pytest_groundeval.history.rejudge
 import pytest_groundeval.history.stored_report  # noqa: F401
+
+# The modules a run with a dataset imports (the controller, collection, the runners, the targets, the
+# mock, `groundeval gate`), imported once here for the same reason: first imported inside an in-process
+# run they were dropped when it ended, and every later run imported them again (about 0.15 s of CPU a run).
+for _module in ("plugin.controller", "plugin.collect", "plugin.runners", "targets.spawn", "mock", "cli.gate"):
+    importlib.import_module(f"pytest_groundeval.{_module}")
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "datasets" / "smoke"
@@ -92,3 +101,113 @@ def run(pytester: pytest.Pytester, request: pytest.FixtureRequest) -> Callable[.
         return pytester.runpytest(*cache_args, *extra, *args)
 
     return run
+
+
+# -- runs shared by several tests ----------------------------------------------------------------
+
+
+class _SharedRunRequest:
+    """The parts of a fixture request ``pytest.Pytester`` uses, for a run that ``run_once`` shares.
+
+    Pytester names its directory after ``function.__name__`` and hands its clean-up (``sys.modules``
+    and ``sys.path`` put back, hook recorders closed) to ``addfinalizer``. Here the clean-up runs as
+    soon as the shared run is over, not when the session ends: a module that tests import between
+    the run and the end of the session would otherwise be dropped then (tests/conftest.py says why
+    a module imported twice breaks things).
+    """
+
+    def __init__(self, request: pytest.FixtureRequest, name: str) -> None:
+        self._request = request
+        self.function = SimpleNamespace(__name__=name)
+        self.finalizers: list[Callable[[], object]] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._request, name)
+
+    def addfinalizer(self, finalizer: Callable[[], object]) -> None:
+        self.finalizers.append(finalizer)
+
+
+@dataclass(frozen=True)
+class SharedRun:
+    """One in-process pytest run that several tests assert on: its result and its directory."""
+
+    result: pytest.RunResult
+    path: Path
+    """The run's own directory: its copy of the smoke dataset (``smoke``) and whatever it wrote."""
+
+
+@pytest.fixture(scope="session")
+def run_once(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, shared_target: object
+) -> Callable[..., SharedRun]:
+    """``run_once(name, *args, conftest=None) -> SharedRun``: one run per ``name``, shared for the session.
+
+    The run is what ``run(*args)`` would do (in process, against ``shared_target`` unless ``args``
+    name a target), in a directory of its own holding a copy of the smoke dataset as ``smoke``
+    and, given ``conftest``, that ``conftest.py``; ``{path}`` in ``args`` stands for that
+    directory. The first test to ask runs it; later ones get the same ``SharedRun`` for
+    assertions of their own (asking with other ``args`` or another ``conftest`` is an error).
+    An ``-n 2`` run costs two worker processes: tests sharing one carry the same
+    ``xdist_group`` mark, so that under xdist one worker runs it, once.
+    """
+    done: dict[str, tuple[tuple[object, ...], SharedRun]] = {}
+
+    def run_once(name: str, *args: str, conftest: str | None = None) -> SharedRun:
+        if name in done:
+            asked, shared = done[name]
+            assert asked == (args, conftest), f"the shared run {name!r} was asked for with other arguments"
+            return shared
+        shim = _SharedRunRequest(request, name)
+        try:
+            with pytest.MonkeyPatch.context() as monkeypatch:
+                pytester = pytest.Pytester(shim, tmp_path_factory, monkeypatch, _ispytest=True)
+                shutil.copytree(SMOKE, pytester.path / "smoke")
+                if conftest is not None:
+                    pytester.makeconftest(conftest)
+                argv = [a.replace("{path}", str(pytester.path)) for a in args]
+                if not any(a.startswith(_TARGET_FLAGS) for a in argv):
+                    target = f"--eval-url={shared_target.base_url}", f"--eval-api-key={shared_target.api_key}"
+                    argv = [*target, *argv]
+                result = pytester.runpytest(*NO_THIRD_PARTY_PLUGINS, "-p", "no:cacheprovider", *argv)
+        finally:
+            for finalizer in reversed(shim.finalizers):
+                finalizer()
+        done[name] = ((args, conftest), SharedRun(result, pytester.path))
+        return done[name][1]
+
+    return run_once
+
+
+@pytest.fixture(scope="session")
+def down_target_run(run_once: Callable[..., SharedRun]) -> Callable[..., SharedRun]:
+    """``down_target_run(*extra) -> SharedRun``: the smoke dataset's qa items against a target that is down.
+
+    ``--eval-url=http://127.0.0.1:9`` (nothing listens there), ``-k qa``, then ``extra`` (``-n 2``
+    or nothing). test_plugin.py and test_never_green.py assert different things of the same two
+    runs; their tests carry the xdist group ``down_target``.
+    """
+
+    def down(*extra: str) -> SharedRun:
+        args = ("--eval-dataset={path}/smoke", "--eval-url=http://127.0.0.1:9", "--eval-api-key=k", "-k", "qa", *extra)
+        return run_once("down-target" + "".join(extra).replace(" ", ""), *args)
+
+    return down
+
+
+@pytest.fixture(scope="session")
+def smoke_n2_run(run_once: Callable[..., SharedRun]) -> SharedRun:
+    """The smoke dataset under ``-n 2`` against ``shared_target``, writing ``report.json`` and a history.
+
+    The history is ``h.db`` in the run's directory (SQLite), the run labelled ``xdist``. One run
+    for test_plugin.py's modes and test_history.py's rows under xdist (xdist group ``smoke_n2``).
+    """
+    return run_once(
+        "smoke-n2",
+        "--eval-dataset={path}/smoke",
+        "--eval-report={path}/report.json",
+        "--eval-history=sqlite:///{path}/h.db",
+        "--eval-label=xdist",
+        "-n",
+        "2",
+    )

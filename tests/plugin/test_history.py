@@ -60,14 +60,18 @@ def test_history_options_are_checked_before_the_run(run, smoke, args, message):
     assert "s3cret" not in result.stderr.str() + result.stdout.str()
 
 
-def test_a_run_is_recorded_and_n2_rows_equal_n0_rows(run, pytester, smoke):
+@pytest.mark.xdist_group("smoke_n2")
+def test_a_run_is_recorded_and_n2_rows_equal_n0_rows(run, pytester, smoke, smoke_n2_run):
+    # The -n 2 run (label xdist) is shared with test_plugin.py's modes: its history is copied here,
+    # and the -n 0 run (label plain) is recorded in the same database after it.
     db = pytester.path / "h.db"
+    shutil.copyfile(smoke_n2_run.path / "h.db", db)
     result = run(f"--eval-dataset={smoke}", f"--eval-history=sqlite:///{db}", "--eval-label=plain", "-n", "0")
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(["history: run * (smoke-1) in sqlite:///*h.db"])
-    result = run(f"--eval-dataset={smoke}", f"--eval-history=sqlite:///{db}", "--eval-label=xdist", "-n", "2")
+    result = smoke_n2_run.result
     assert result.ret == 0, result.stdout.str()
-    runs = _rows(db, "SELECT id, label, finished_ms, gate_passed, config FROM runs ORDER BY started_ms")
+    runs = _rows(db, "SELECT id, label, finished_ms, gate_passed, config FROM runs ORDER BY label")
     assert [(label, finished is not None, passed) for _, label, finished, passed, _ in runs] == [
         ("plain", True, 1),
         ("xdist", True, 1),

@@ -537,6 +537,7 @@ def test_a_target_that_never_started_still_names_the_dataset(run, pytester, smok
     result.stdout.no_fnmatch_line("dataset unknown*")
 
 
+@pytest.mark.xdist_group("down_target")
 @pytest.mark.parametrize(
     ("how", "stop"),
     [
@@ -546,14 +547,16 @@ def test_a_target_that_never_started_still_names_the_dataset(run, pytester, smok
     ],
     ids=["down", "down-n2", "refused"],
 )
-def test_a_target_that_never_answered_is_not_a_target_that_returned_no_claims(run, shared_target, smoke, how, stop):
+def test_a_target_that_never_answered_is_not_a_target_that_returned_no_claims(
+    run, shared_target, smoke, down_target_run, how, stop
+):
     # The claim floors still FAIL, but the reason is the stop the summary names, not silence.
-    target = (
-        ["--eval-url=http://127.0.0.1:9", "--eval-api-key=k"]
-        if how.startswith("down")
-        else [f"--eval-url={shared_target.base_url}", "--eval-api-key=not-the-key"]
-    )
-    result = run(f"--eval-dataset={smoke}", *target, "-k", "qa", *(["-n", "2"] if how == "down-n2" else []))
+    if how.startswith("down"):
+        # --eval-url=http://127.0.0.1:9 -k qa, and -n 2 for down-n2: runs shared with test_plugin.py.
+        result = down_target_run(*(["-n", "2"] if how == "down-n2" else [])).result
+    else:
+        target = [f"--eval-url={shared_target.base_url}", "--eval-api-key=not-the-key"]
+        result = run(f"--eval-dataset={smoke}", *target, "-k", "qa")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
@@ -777,6 +780,11 @@ def test_the_judge_key_is_never_in_the_debug_log(run, pytester, smoke, monkeypat
 
 ROOT = Path(__file__).resolve().parents[2]
 
+NO_TARGET = ("-p", "no:cacheprovider", "-p", "no:benchmark", "-p", "no:hypothesispytest", "-p", "no:anyio")
+"""The options of the runs below, which need no target (``run`` would give them one): ``run``'s own, without
+the installed plugins that are not ours (NO_THIRD_PARTY_PLUGINS in conftest.py; Hypothesis's, imported
+again by every in-process run that loads it, cost about a second of CPU a run)."""
+
 
 def _dataset(pytester, name: str, floors=..., edit=None) -> Path:
     """A copy of ``datasets/<name>`` in the pytester directory; ``floors`` replaces the manifest's
@@ -798,7 +806,7 @@ def _dataset(pytester, name: str, floors=..., edit=None) -> Path:
 def test_expertqa_default_run_gates_a_quality_metric(pytester):
     # 144 of 180 items fail their own check; the gate used to check only errors and pass.
     dataset = _dataset(pytester, "expertqa")
-    result = pytester.runpytest("-p", "no:cacheprovider", f"--eval-dataset={dataset}")
+    result = pytester.runpytest(*NO_TARGET, f"--eval-dataset={dataset}")
     result.stdout.re_match_lines(
         [r"evidenceRiskScore\s+0\.3019 \[[\d.]+, [\d.]+\] >= 0\.2800\s+PASS\s+0\.3019 >= 0\.2800$"]
     )
@@ -809,7 +817,7 @@ def test_expertqa_default_run_gates_a_quality_metric(pytester):
 
 def test_a_run_that_gates_only_errors_fails_saying_what_was_measured(pytester):
     dataset = _dataset(pytester, "expertqa", floors=None)
-    result = pytester.runpytest("-p", "no:cacheprovider", f"--eval-dataset={dataset}")
+    result = pytester.runpytest(*NO_TARGET, f"--eval-dataset={dataset}")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
@@ -825,7 +833,7 @@ def test_default_floors_that_are_all_n_a_gate_nothing(pytester):
     # A citation dataset under the default floors: every default bound is n/a, none compared.
     dataset = _dataset(pytester, "citation-smoke", floors=None)
     report = pytester.path / "r.json"
-    result = pytester.runpytest("-p", "no:cacheprovider", f"--eval-dataset={dataset}", f"--eval-report={report}")
+    result = pytester.runpytest(*NO_TARGET, f"--eval-dataset={dataset}", f"--eval-report={report}")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         ["*nothing gated*measured: citationMetadataAccuracy 0.7143, evidenceRiskScore 1.0000;*"]
@@ -839,7 +847,7 @@ def test_default_floors_that_are_all_n_a_gate_nothing(pytester):
 @pytest.mark.parametrize("how", ["flag", "ini", "env"])
 def test_no_gate_measures_without_gating(pytester, monkeypatch, how):
     dataset = _dataset(pytester, "citation-smoke", floors={"citationMetadataAccuracy": 0.99})
-    args = ["-p", "no:cacheprovider", f"--eval-dataset={dataset}", f"--eval-report={pytester.path / 'r.json'}"]
+    args = [*NO_TARGET, f"--eval-dataset={dataset}", f"--eval-report={pytester.path / 'r.json'}"]
     if how == "flag":
         args.append("--eval-no-gate")
     elif how == "ini":
@@ -867,7 +875,7 @@ def test_a_run_not_gated_never_reads_as_pass_in_junit_or_history(pytester, capsy
 
     dataset = _dataset(pytester, "citation-smoke", floors={"citationMetadataAccuracy": 0.99})
     junit, db = pytester.path / "j.xml", f"sqlite:///{pytester.path / 'h.db'}"
-    result = pytester.runpytest("-p", "no:cacheprovider", f"--eval-dataset={dataset}", "--eval-no-gate",
+    result = pytester.runpytest(*NO_TARGET, f"--eval-dataset={dataset}", "--eval-no-gate",
                                 f"--junitxml={junit}", f"--eval-history={db}")  # fmt: skip
     assert result.ret == 0 and "gate: NOT GATED" in result.stdout.str()
     (case,) = [c for c in ET.parse(junit).getroot().iter("testcase") if c.get("name", "").endswith("gate")]
@@ -882,7 +890,7 @@ def test_a_run_not_gated_never_reads_as_pass_in_junit_or_history(pytester, capsy
 def test_an_ini_boolean_that_is_not_one_is_a_usage_error_and_an_empty_one_falls_through(pytester, monkeypatch):
     # pytest's own "bool" ini type raised ValueError: an INTERNALERROR (exit 3) for "perhaps" or "".
     dataset = _dataset(pytester, "citation-smoke", floors={"citationMetadataAccuracy": 0.99})
-    args = ["-p", "no:cacheprovider", f"--eval-dataset={dataset}"]
+    args = [*NO_TARGET, f"--eval-dataset={dataset}"]
     bad = pytester.runpytest(*args, "-o", "eval_no_gate=perhaps")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*'perhaps' is not a valid value for ini eval_no_gate: expected true or false*"])
@@ -925,7 +933,7 @@ def test_manifest_floors_apply_and_a_floors_file_overrides_them_key_by_key(pytes
     floors = {"citationMetadataAccuracy": 0.9, "evidenceRiskScore": 0.5}
     dataset = _dataset(pytester, "citation-smoke", floors=floors)
     report = pytester.path / "r.json"
-    result = pytester.runpytest("-p", "no:cacheprovider", f"--eval-dataset={dataset}", f"--eval-report={report}")
+    result = pytester.runpytest(*NO_TARGET, f"--eval-dataset={dataset}", f"--eval-report={report}")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
@@ -940,8 +948,7 @@ def test_manifest_floors_apply_and_a_floors_file_overrides_them_key_by_key(pytes
     # The floors file names one key: it wins for that key, the manifest's other key stays.
     (pytester.path / "floors.json").write_text('{"citationMetadataAccuracy": 0.7}')
     result = pytester.runpytest(
-        "-p",
-        "no:cacheprovider",
+        *NO_TARGET,
         f"--eval-dataset={dataset}",
         f"--eval-floors={pytester.path / 'floors.json'}",
         f"--eval-report={report}",
@@ -977,7 +984,7 @@ def test_manifest_floors_apply_and_a_floors_file_overrides_them_key_by_key(pytes
 )
 def test_invalid_manifest_floors_are_a_dataset_error_naming_file_and_field(pytester, floors, field, problem):
     dataset = _dataset(pytester, "citation-smoke", floors=floors)
-    result = pytester.runpytest("-p", "no:cacheprovider", f"--eval-dataset={dataset}")
+    result = pytester.runpytest(*NO_TARGET, f"--eval-dataset={dataset}")
     assert result.ret == pytest.ExitCode.INTERRUPTED  # a collection error
     field = field.replace("[", "[[]")  # fnmatch: a literal '['
     result.stdout.fnmatch_lines([f"*{dataset / 'manifest.json'}: field {field}: {problem}*"])
@@ -985,7 +992,7 @@ def test_invalid_manifest_floors_are_a_dataset_error_naming_file_and_field(pytes
 
 def test_a_citation_only_table_lists_only_what_its_kinds_measure(pytester):
     dataset = _dataset(pytester, "citation-smoke")
-    result = pytester.runpytest("-p", "no:cacheprovider", f"--eval-dataset={dataset}")
+    result = pytester.runpytest(*NO_TARGET, f"--eval-dataset={dataset}")
     assert result.ret == 0
     table = result.stdout.str().split("groundeval gate")[1]
     for metric in (

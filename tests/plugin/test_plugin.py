@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -42,10 +43,17 @@ def read_report(path: Path) -> dict:
 _plain_metrics: dict[str, dict] = {}
 
 
-@pytest.mark.parametrize("mode", list(MODES))
-def test_smoke_same_metrics_in_every_mode(run, pytester, smoke, mode):
+@pytest.mark.parametrize(
+    "mode", [pytest.param(m, marks=pytest.mark.xdist_group("smoke_n2")) if m == "n2" else m for m in MODES]
+)
+def test_smoke_same_metrics_in_every_mode(run, pytester, smoke, mode, request):
     report = pytester.path / "report.json"
-    result = run(f"--eval-dataset={smoke}", f"--eval-report={report}", *MODES[mode])
+    if mode == "n2":
+        # The -n 2 run is shared with test_history.py (it writes a history too): two worker processes, once.
+        shared = request.getfixturevalue("smoke_n2_run")
+        result, report = shared.result, shared.path / "report.json"
+    else:
+        result = run(f"--eval-dataset={smoke}", f"--eval-report={report}", *MODES[mode])
     result.assert_outcomes(passed=10)
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*groundeval gate*", "claimSupportPrecision*PASS*", "gate: PASS"])
@@ -121,7 +129,8 @@ def test_eval_dataset_collects_only_the_dataset(run, pytester, smoke):
 
 
 def test_reportinfo_points_at_the_item_line(run, pytester, smoke):
-    items, _ = pytester.inline_genitems("-p", "no:benchmark", f"--eval-dataset={smoke}")
+    no_others = ("-p", "no:benchmark", "-p", "no:hypothesispytest", "-p", "no:anyio")  # as conftest.py's run
+    items, _ = pytester.inline_genitems(*no_others, f"--eval-dataset={smoke}")
     manifest_lines = (smoke / "manifest.json").read_text(encoding="utf-8").splitlines()
     assert len(items) == 10
     for item in items:
@@ -383,10 +392,12 @@ def test_spawn_target_that_fails_to_start_shows_command_exit_code_and_log(run, p
     result.assert_outcomes(errors=1)
 
 
+@pytest.mark.xdist_group("down_target")
 @pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["plain", "n2"])
-def test_url_target_that_is_down_fails_fast_with_one_error(run, pytester, smoke, mode):
+def test_url_target_that_is_down_fails_fast_with_one_error(down_target_run, mode):
     # Under xdist the stop reaches the controller as an interrupt: still exit 1, not 2.
-    result = run(f"--eval-dataset={smoke}", "--eval-url=http://127.0.0.1:9", "--eval-api-key=k", "-k", "qa", *mode)
+    # The smoke dataset's qa items against http://127.0.0.1:9: runs shared with test_never_green.py.
+    result = down_target_run(*mode).result
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(errors=1 if not mode else 2)  # one error per process that tried
     result.stdout.fnmatch_lines(["*the target at http://127.0.0.1:9 is unavailable*"])
@@ -487,6 +498,28 @@ def broken(pytester: pytest.Pytester, how: str) -> None:
     pytester.makeconftest(BROKEN_CONFTEST.format(how=how))
 
 
+QA_BASELINE = pytest.mark.xdist_group("smoke_qa_baseline")
+"""The tests that share ``qa_baseline``'s run: on one worker under xdist, so that it runs once."""
+
+
+@pytest.fixture(scope="module")
+def qa_baseline(run_once) -> Callable[[Path], pytest.RunResult]:
+    """``qa_baseline(path) -> RunResult``: a report of the smoke qa items against the unbroken target, copied to ``path``.
+
+    What ``run(f"--eval-dataset={smoke}", f"--eval-report={path}", "-k", "qa")`` writes, run once for
+    the module; the result returned is that run's. Each test gets its own copy to use or change.
+    """
+    shared = run_once(
+        "smoke-qa-baseline", "--eval-dataset={path}/smoke", "--eval-report={path}/baseline.json", "-k", "qa"
+    )
+
+    def copy(path: Path) -> pytest.RunResult:
+        shutil.copyfile(shared.path / "baseline.json", path)
+        return shared.result
+
+    return copy
+
+
 def test_permissive_verifier_fails_falsehood_rejection_and_precision(run, pytester, smoke):
     broken(pytester, "permissive")
     result = run(f"--eval-dataset={smoke}")
@@ -500,9 +533,10 @@ def test_permissive_verifier_fails_falsehood_rejection_and_precision(run, pytest
     )
 
 
-def test_retriever_that_drops_evidence_fails_recall_against_a_same_lineage_baseline(run, pytester, smoke):
+@QA_BASELINE
+def test_retriever_that_drops_evidence_fails_recall_against_a_same_lineage_baseline(run, pytester, smoke, qa_baseline):
     baseline = pytester.path / "baseline.json"
-    good = run(f"--eval-dataset={smoke}", f"--eval-report={baseline}", "-k", "qa")
+    good = qa_baseline(baseline)
     assert good.ret == 0
     broken(pytester, "drops-evidence")
     result = run(f"--eval-dataset={smoke}", f"--eval-baseline={baseline}", "-k", "qa")
@@ -510,10 +544,11 @@ def test_retriever_that_drops_evidence_fails_recall_against_a_same_lineage_basel
     result.stdout.fnmatch_lines(["retrievalRecall*>= 0.9800*FAIL*", "gate: FAIL"])
 
 
-def test_eval_alpha_reaches_the_baseline_checks_paired_test(run, pytester, smoke, monkeypatch):
+@QA_BASELINE
+def test_eval_alpha_reaches_the_baseline_checks_paired_test(run, pytester, smoke, monkeypatch, qa_baseline):
     # docs/statistics.md: a recall drop beyond the margin FAILs only when significant at --eval-alpha.
     baseline = pytester.path / "baseline.json"
-    assert run(f"--eval-dataset={smoke}", f"--eval-report={baseline}", "-k", "qa").ret == 0
+    assert qa_baseline(baseline).ret == 0
     broken(pytester, "drops-evidence")
     # The smoke dataset's four qa items cannot reach p < 0.05: the fixed margin judges, and says so.
     result = run(f"--eval-dataset={smoke}", f"--eval-baseline={baseline}", "-k", "qa")
@@ -538,10 +573,11 @@ def test_an_alpha_that_is_no_significance_level_is_a_usage_error(run, pytester, 
     )
 
 
-def test_groundeval_gate_reapplies_the_baseline_and_floors_the_run_recorded(run, pytester, smoke, capsys):
+@QA_BASELINE
+def test_groundeval_gate_reapplies_the_baseline_and_floors_the_run_recorded(run, pytester, smoke, capsys, qa_baseline):
     # Issue 12 point 2: re-gating a saved run must not turn its recall FAIL into a PASS.
     baseline = pytester.path / "baseline.json"
-    assert run(f"--eval-dataset={smoke}", f"--eval-report={baseline}", "-k", "qa").ret == 0
+    assert qa_baseline(baseline).ret == 0
     broken(pytester, "drops-evidence")
     floors = pytester.path / "floors.json"
     floors.write_text(json.dumps({"temporalAccuracy": None, "retrievalRecallMargin": 0.03}))
@@ -580,9 +616,10 @@ def test_groundeval_gate_reapplies_the_baseline_and_floors_the_run_recorded(run,
     assert any(line.startswith("retrievalRecall") and "margin 0.0200" in line for line in out)
 
 
-def test_baseline_of_another_lineage_does_not_arm_recall(run, pytester, smoke):
+@QA_BASELINE
+def test_baseline_of_another_lineage_does_not_arm_recall(run, pytester, smoke, qa_baseline):
     baseline = pytester.path / "baseline.json"
-    assert run(f"--eval-dataset={smoke}", f"--eval-report={baseline}", "-k", "qa").ret == 0
+    assert qa_baseline(baseline).ret == 0
     data = json.loads(baseline.read_text())
     data["models"]["embed"] = "text-embedding-3-small"
     baseline.write_text(json.dumps(data))
@@ -668,8 +705,9 @@ def crash_on_one(request):
     assert read_report(report)["metrics"]["falsehoodRejection"] == pytest.approx(2 / 3)
 
 
-def test_a_dataset_baseline_arms_recall_without_a_flag(run, pytester, smoke):
-    assert run(f"--eval-dataset={smoke}", f"--eval-report={smoke / 'baseline.json'}", "-k", "qa").ret == 0
+@QA_BASELINE
+def test_a_dataset_baseline_arms_recall_without_a_flag(run, pytester, smoke, qa_baseline):
+    assert qa_baseline(smoke / "baseline.json").ret == 0
     broken(pytester, "drops-evidence")
     result = run(f"--eval-dataset={smoke}", "-k", "qa")
     result.stdout.fnmatch_lines(["retrievalRecall*>= 0.9800*FAIL*", "baseline: smoke/baseline.json", "gate: FAIL"])
