@@ -91,3 +91,30 @@ def run(pytester: pytest.Pytester, request: pytest.FixtureRequest) -> Callable[.
         return pytester.runpytest(*cache_args, *extra, *args)
 
     return run
+
+
+@pytest.fixture(scope="module")
+def _module_runs() -> dict[object, object]:
+    """What ``shared_run`` made in this module, by key."""
+    return {}
+
+
+@pytest.fixture
+def shared_run(_module_runs: dict[object, object]) -> Callable[[object, Callable[[], object]], object]:
+    """``shared_run(key, make)``: what ``make()`` returned the first time a test of this module asked for ``key``.
+
+    For an expensive run (each worker of an ``-n 2`` run is a new process, a few seconds of
+    CPU) that several tests assert different things about: each test keeps its own
+    assertions, and the run is made once, by the first test that asks, with that test's
+    ``run`` and ``pytester`` (its files stay in that test's directory, which pytest keeps
+    until the session ends). ``make`` returns what the tests read: the ``RunResult``, the
+    report's JSON, the paths it wrote. Under xdist, the tests sharing a key carry one
+    ``xdist_group`` mark, so that one worker makes the run (tests/conftest.py ``main_job``).
+    """
+
+    def shared_run(key: object, make: Callable[[], object]) -> object:
+        if key not in _module_runs:
+            _module_runs[key] = make()
+        return _module_runs[key]
+
+    return shared_run
