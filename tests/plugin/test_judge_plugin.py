@@ -323,9 +323,10 @@ def four_copies_judged(shared_run, run, pytester, cites, mock, workers: str) -> 
     """
 
     def make() -> tuple[pytest.RunResult, dict]:
-        copies(cites, 4)
+        dataset = shutil.copytree(cites, pytester.path / f"cites-n{workers}")
+        copies(dataset, 4)
         report = pytester.path / f"r{workers}.json"
-        result = run(f"--eval-dataset={cites}", f"--eval-judge-url={mock.base_url}",
+        result = run(f"--eval-dataset={dataset}", f"--eval-judge-url={mock.base_url}",
                      f"--eval-judge-model={FALLBACK_MODEL}", "--eval-judge-max-tokens=512", "--eval-scorer-url=mock",
                      f"--eval-report={report}", "-n", workers)  # fmt: skip
         return result, read(report)
