@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import subprocess
 import sys
@@ -27,14 +28,17 @@ CITATION = PACKAGE / "core" / "kinds" / "citation"
 SMOKE = Path(__file__).resolve().parents[2] / "datasets" / "citation-smoke"
 
 
-def _trees() -> dict[str, ast.Module]:
+@functools.cache
+def trees() -> dict[str, ast.Module]:
+    """Every module of the package by its path under it, parsed once, when a test first asks.
+
+    Not at import: the subprocess test below imports this module for its judge, and parsing
+    the package is most of that process's CPU.
+    """
     return {
         str(path.relative_to(PACKAGE)): ast.parse(path.read_text(encoding="utf-8"))
         for path in sorted(PACKAGE.rglob("*.py"))
     }
-
-
-TREES = _trees()
 
 
 class FixedJudge:
@@ -139,7 +143,7 @@ def _absolute(relpath: str, module: str, level: int) -> str:
 def test_core_never_imports_the_judge_package_not_even_in_a_function():
     offenders = [
         (relpath, line)
-        for relpath, tree in TREES.items()
+        for relpath, tree in trees().items()
         if relpath.startswith("core/")
         for line, module, level, _ in _imports(tree)
         if _absolute(relpath, module, level).startswith("pytest_groundeval.judge")
@@ -158,7 +162,7 @@ def test_the_citation_kind_is_a_package_of_small_modules_with_a_leaf_for_text():
     for path in CITATION.glob("*.py"):
         assert len(path.read_text(encoding="utf-8").splitlines()) <= 800, path.name
         relpath = str(path.relative_to(PACKAGE))
-        for line, module, level, in_function in _imports(TREES[relpath]):
+        for line, module, level, in_function in _imports(trees()[relpath]):
             target = _absolute(relpath, module, level)
             assert not (in_function and target.startswith("pytest_groundeval")), f"{relpath}:{line} imports {target}"
             if path.stem == "text":
@@ -167,8 +171,9 @@ def test_the_citation_kind_is_a_package_of_small_modules_with_a_leaf_for_text():
                 )
 
 
+@functools.cache
 def _string_tuples(tree: ast.Module) -> list[tuple[int, frozenset[str]]]:
-    """Every tuple, list or ``Literal[...]`` of string constants only, as a set, with its line."""
+    """Every tuple, list or ``Literal[...]`` of string constants only, as a set, with its line (once per tree)."""
     found = []
     for node in ast.walk(tree):
         elements = None
@@ -188,7 +193,7 @@ def _string_tuples(tree: ast.Module) -> list[tuple[int, frozenset[str]]]:
 def test_each_verdict_vocabulary_is_spelled_out_once(name, marker, home):
     places = [
         f"{relpath}:{line}"
-        for relpath, tree in TREES.items()
+        for relpath, tree in trees().items()
         for line, values in _string_tuples(tree)
         if marker <= values
     ]
@@ -198,7 +203,7 @@ def test_each_verdict_vocabulary_is_spelled_out_once(name, marker, home):
 def test_unparseable_and_unjudged_are_defined_once_and_no_module_says_just_verdicts():
     defined: dict[str, list[str]] = {"unparseable": [], "unjudged": []}
     ambiguous = []
-    for relpath, tree in TREES.items():
+    for relpath, tree in trees().items():
         for node in tree.body:
             targets = (
                 node.targets
@@ -220,7 +225,7 @@ def test_unparseable_and_unjudged_are_defined_once_and_no_module_says_just_verdi
 def test_cohen_kappa_is_implemented_once():
     kappas = [
         relpath
-        for relpath, tree in TREES.items()
+        for relpath, tree in trees().items()
         for node in ast.walk(tree)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and "kappa" in node.name.lower()
     ]

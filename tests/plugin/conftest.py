@@ -11,7 +11,6 @@ process itself (a crash, a signal, a real CLI) passes ``subprocess=True``.
 
 from __future__ import annotations
 
-import importlib
 import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -28,12 +27,6 @@ import pytest_groundeval.cli.history
 import pytest_groundeval.history.migrations
 import pytest_groundeval.history.rejudge
 import pytest_groundeval.history.stored_report  # noqa: F401
-
-# The modules a run with a dataset imports (the controller, collection, the runners, the targets, the
-# mock, `groundeval gate`), imported once here for the same reason: first imported inside an in-process
-# run they were dropped when it ended, and every later run imported them again (about 0.15 s of CPU a run).
-for _module in ("plugin.controller", "plugin.collect", "plugin.runners", "targets.spawn", "mock", "cli.gate"):
-    importlib.import_module(f"pytest_groundeval.{_module}")
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "datasets" / "smoke"
@@ -211,3 +204,33 @@ def smoke_n2_run(run_once: Callable[..., SharedRun]) -> SharedRun:
         "-n",
         "2",
     )
+
+
+@pytest.fixture(scope="module")
+def _module_runs() -> dict[object, object]:
+    """What ``shared_run`` made in this module, by key."""
+    return {}
+
+
+@pytest.fixture
+def shared_run(_module_runs: dict[object, object]) -> Callable[[object, Callable[[], object]], object]:
+    """``shared_run(key, make)``: what ``make()`` returned the first time a test of this module asked for ``key``.
+
+    The module-scoped sibling of ``run_once``: the run is made by a test (with its own fixtures and
+    files), not by the fixture, so it can be any run a test can set up.
+
+    For an expensive run (each worker of an ``-n 2`` run is a new process, a few seconds of
+    CPU) that several tests assert different things about: each test keeps its own
+    assertions, and the run is made once, by the first test that asks, with that test's
+    ``run`` and ``pytester`` (its files stay in that test's directory, which pytest keeps
+    until the session ends). ``make`` returns what the tests read: the ``RunResult``, the
+    report's JSON, the paths it wrote. Under xdist, the tests sharing a key carry one
+    ``xdist_group`` mark, so that one worker makes the run (tests/conftest.py ``main_job``).
+    """
+
+    def shared_run(key: object, make: Callable[[], object]) -> object:
+        if key not in _module_runs:
+            _module_runs[key] = make()
+        return _module_runs[key]
+
+    return shared_run

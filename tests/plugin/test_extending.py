@@ -53,14 +53,32 @@ def assert_registry_is_built_in() -> None:
     assert "keywordRecall" not in METRIC_DIRECTIONS and "keywordRecall" not in DEFAULT_FLOORS
 
 
+def docs_kind_run(shared_run, pytester: pytest.Pytester, mode: list[str]) -> tuple[pytest.RunResult, pathlib.Path]:
+    """``(result, directory)`` of the docs' kind example as written, run once per mode with every output.
+
+    The JSON report, the history, the JUnit XML and the HTML page of one run: the tests that read
+    them share it (``shared_run``; an ``-n 2`` run starts two worker processes).
+    """
+
+    def make() -> tuple[pytest.RunResult, pathlib.Path]:
+        write_example(pytester, "kind")
+        result = run(
+            pytester, "--eval-dataset=datasets/keywords", "--eval-report=report.json", "--eval-history=sqlite:///h.db",
+            "--junitxml=j.xml", "--eval-html=r.html", "--eval-no-step-summary", *mode,
+        )  # fmt: skip
+        return result, pytester.path
+
+    return shared_run(("docs-kind", *mode), make)
+
+
+@pytest.mark.xdist_group("docs_kind")
 @MODES
-def test_the_docs_kind_is_measured_reported_and_gated(pytester: pytest.Pytester, mode: list[str]) -> None:
-    write_example(pytester, "kind")
-    result = run(pytester, "--eval-dataset=datasets/keywords", "--eval-report=report.json", *mode)
+def test_the_docs_kind_is_measured_reported_and_gated(shared_run, pytester: pytest.Pytester, mode: list[str]) -> None:
+    result, directory = docs_kind_run(shared_run, pytester, mode)
     assert result.ret == 0, result.stdout.str()
     result.stdout.re_match_lines([r"keywordRecall\s+1\.0000 >= 0\.9000\s+PASS", r"gate: PASS"])
     result.assert_outcomes(passed=3)
-    report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
+    report = json.loads((directory / "report.json").read_text(encoding="utf-8"))
     assert report["metrics"]["keywordRecall"] == 1.0
     assert report["metrics"]["itemsByKind"]["keywords"] == 3
     assert report["floors"]["keywordRecall"] == 0.9
@@ -198,26 +216,23 @@ def test_a_kind_name_taken_twice_is_a_usage_error(pytester: pytest.Pytester) -> 
     assert_registry_is_built_in()
 
 
-def test_a_hook_kind_is_accepted_by_the_history_junit_and_html(pytester: pytest.Pytester) -> None:
+@pytest.mark.xdist_group("docs_kind")
+def test_a_hook_kind_is_accepted_by_the_history_junit_and_html(shared_run, pytester: pytest.Pytester) -> None:
     # The kind list is defined once (docs/architecture.md): a kind added through the hook is
     # recorded by the history, carries its declared JUnit figures and is drawn in the HTML page.
     import sqlite3
     import xml.etree.ElementTree as ET
 
-    write_example(pytester, "kind")
-    result = run(
-        pytester, "--eval-dataset=datasets/keywords", "--eval-history=sqlite:///h.db", "--junitxml=j.xml",
-        "--eval-html=r.html", "--eval-no-step-summary", "-n", "2",
-    )  # fmt: skip
+    result, directory = docs_kind_run(shared_run, pytester, ["-n", "2"])
     assert result.ret == 0, result.stdout.str()
-    with sqlite3.connect(pytester.path / "h.db") as db:
+    with sqlite3.connect(directory / "h.db") as db:
         assert db.execute("SELECT kind, COUNT(*) FROM items GROUP BY kind").fetchall() == [("keywords", 3)]
-    cases = [c for c in ET.parse(pytester.path / "j.xml").iter("testcase") if c.get("name", "").startswith("kw-")]
-    assert len(cases) == 3, ET.tostring(ET.parse(pytester.path / "j.xml").getroot())[:2000]
+    cases = [c for c in ET.parse(directory / "j.xml").iter("testcase") if c.get("name", "").startswith("kw-")]
+    assert len(cases) == 3, ET.tostring(ET.parse(directory / "j.xml").getroot())[:2000]
     for case in cases:
         properties = {p.get("name"): p.get("value") for p in case.iter("property")}
         assert properties.get("keywordsFound") not in (None, "0"), properties
-    page = (pytester.path / "r.html").read_text(encoding="utf-8")
+    page = (directory / "r.html").read_text(encoding="utf-8")
     assert "kw-planets" in page and "keywordRecall" in page
     assert_registry_is_built_in()
 
@@ -469,22 +484,15 @@ def test_the_groundeval_command_reads_back_a_report_of_an_installed_kind(
     assert_registry_is_built_in()
 
 
+@pytest.mark.xdist_group("docs_kind")
 def test_the_groundeval_command_says_once_that_a_conftest_kind_is_not_registered(
-    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+    shared_run, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    write_example(pytester, "kind")
-    history = f"sqlite:///{pytester.path / 'h.db'}"
-    result = run(
-        pytester,
-        "--eval-dataset=datasets/keywords",
-        "--eval-report=report.json",
-        f"--eval-history={history}",
-        "-n",
-        "0",
-    )
+    result, directory = docs_kind_run(shared_run, pytester, ["-n", "0"])
+    history = f"sqlite:///{directory / 'h.db'}"
     assert result.ret == 0, result.stdout.str()
     capsys.readouterr()
-    report = str(pytester.path / "report.json")
+    report = str(directory / "report.json")
     expected = (
         f"{report}: item kind 'keywords' and metric 'keywordRecall' are not registered (an extension's kind or "
         "metric? the groundeval command loads kinds from the pytest_groundeval.kinds entry points only, not from "

@@ -309,38 +309,52 @@ def test_the_cache_makes_an_unchanged_rerun_ask_nothing_and_the_key_is_never_wri
         assert key not in text
 
 
+FALLBACK_MODEL = "mock-judge+fault=temperature_400,max_tokens_400"
+"""A reasoning model's endpoint: refuses temperature 0 and max_tokens (docs/judges.md, "Fallbacks")."""
+
+
+def four_copies_judged(shared_run, run, pytester, cites, mock, workers: str) -> tuple[pytest.RunResult, dict]:
+    """``(result, report JSON)`` of four copies of the item, judged and scored, under ``-n workers``; made once.
+
+    The judge is the module's mock behind ``FALLBACK_MODEL``: one endpoint for every worker, as a
+    real judge is (``--eval-judge=mock`` gives each worker a mock of its own). The scorer is the
+    run's own mock (``--eval-scorer-url=mock``), one per worker. The two tests below check
+    different things of the same two runs (``shared_run``).
+    """
+
+    def make() -> tuple[pytest.RunResult, dict]:
+        dataset = shutil.copytree(cites, pytester.path / f"cites-n{workers}")
+        copies(dataset, 4)
+        report = pytester.path / f"r{workers}.json"
+        result = run(f"--eval-dataset={dataset}", f"--eval-judge-url={mock.base_url}",
+                     f"--eval-judge-model={FALLBACK_MODEL}", "--eval-judge-max-tokens=512", "--eval-scorer-url=mock",
+                     f"--eval-report={report}", "-n", workers)  # fmt: skip
+        return result, read(report)
+
+    return shared_run(("four-copies", workers), make)
+
+
+@pytest.mark.xdist_group("judge_four_copies")
 @pytest.mark.parametrize("workers", ["0", "2"])
-def test_a_judge_fallback_is_made_once_and_warned_once_in_the_summary(run, pytester, cites, mock, workers):
-    # A reasoning model's endpoint: refuses temperature 0 and max_tokens (docs/judges.md, "Fallbacks"). One
-    # endpoint for every worker, as a real judge is (--eval-judge=mock gives each worker a mock of its own).
-    copies(cites, 2)
-    report = pytester.path / "r.json"
-    model = "mock-judge+fault=temperature_400,max_tokens_400"
-    result = run(f"--eval-dataset={cites}", f"--eval-judge-url={mock.base_url}", f"--eval-judge-model={model}",
-                 "--eval-judge-max-tokens=512", f"--eval-report={report}", "-n", workers)  # fmt: skip
-    result.assert_outcomes(failed=2)  # the wrong-speaker paragraph of each copy, as without the refusals
-    data = read(report)
-    assert [p["verdict"] for item in data["items"] for p in item["extra"]["citationParagraphs"]] == VERDICTS * 2
+def test_a_judge_fallback_is_made_once_and_warned_once_in_the_summary(shared_run, run, pytester, cites, mock, workers):
+    result, data = four_copies_judged(shared_run, run, pytester, cites, mock, workers)
+    result.assert_outcomes(failed=4)  # the wrong-speaker paragraph of each copy, as without the refusals
+    assert [p["verdict"] for item in data["items"] for p in item["extra"]["citationParagraphs"]] == VERDICTS * 4
     assert data["metrics"]["judgeErrors"] == 0
     warnings = [line for line in result.stdout.lines if line.startswith("warning: judge ")]
     assert len(warnings) == 2, warnings  # once per fallback, whatever the number of workers and items
-    assert warnings[0].startswith(f"warning: judge '{model}' at {mock.base_url} refused ")
+    assert warnings[0].startswith(f"warning: judge '{FALLBACK_MODEL}' at {mock.base_url} refused ")
     assert {w.split("; it ")[1] for w in warnings} == {
         "sends no temperature for the rest of the run", "sends max_completion_tokens for the rest of the run"
     }  # fmt: skip
 
 
-def test_xdist_gives_the_same_citation_metrics(run, pytester, cites):
-    manifest = read(cites / "manifest.json")
-    (item,) = manifest["items"]
-    manifest["items"] = [dict(item, id=f"cit-{n}") for n in range(4)]
-    (cites / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+@pytest.mark.xdist_group("judge_four_copies")
+def test_xdist_gives_the_same_citation_metrics(shared_run, run, pytester, cites, mock):
     figures = []
     for workers in ("0", "2"):
-        report = pytester.path / f"r{workers}.json"
-        run(f"--eval-dataset={cites}", "--eval-judge=mock", "--eval-scorer-url=mock", f"--eval-report={report}",
-            "-n", workers)  # fmt: skip
-        metrics = read(report)["metrics"]
+        _, data = four_copies_judged(shared_run, run, pytester, cites, mock, workers)
+        metrics = data["metrics"]
         figures.append(
             {
                 k: v

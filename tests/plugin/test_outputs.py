@@ -129,9 +129,25 @@ def test_output_options_without_a_dataset_are_refused(run):
     result.stderr.fnmatch_lines(["*--eval-html, --eval-shard given, but no dataset*"])
 
 
-def test_report_items_carry_the_drill_down(run, pytester, smoke):
-    report = pytester.path / "r.json"
-    assert run(f"--eval-dataset={smoke}", f"--eval-report={report}").ret == 0
+def smoke_run(shared_run, run, pytester, smoke, mode: list[str]) -> tuple[pytest.RunResult, Path, Path]:
+    """``(result, report, junit)`` of datasets/smoke with a JSON report and the JUnit XML, made once per mode.
+
+    The tests that read a plain run of the smoke dataset share it (``shared_run``), so does the
+    JUnit test's ``-n 2`` parametrisation (its two worker processes are most of its cost).
+    """
+
+    def make() -> tuple[pytest.RunResult, Path, Path]:
+        name = "-".join(["smoke", *mode])
+        report, junit = pytester.path / f"{name}.json", pytester.path / f"{name}.xml"
+        return run(f"--eval-dataset={smoke}", f"--eval-report={report}", f"--junitxml={junit}", *mode), report, junit
+
+    return shared_run(("smoke", *mode), make)
+
+
+@pytest.mark.xdist_group("smoke_outputs")
+def test_report_items_carry_the_drill_down(shared_run, run, pytester, smoke):
+    result, report, _ = smoke_run(shared_run, run, pytester, smoke, [])
+    assert result.ret == 0
     items = {item.id: item for item in read_report(report).items}
     qa = items["qa-smoke-goteborg-office"].extra
     assert qa["question"] and qa["answer"] and qa["tags"]
@@ -163,10 +179,10 @@ def _props(case: ET.Element) -> dict[str, str]:
     return {p.get("name"): p.get("value") for p in case.iter("property")}
 
 
+@pytest.mark.xdist_group("smoke_outputs")
 @pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["plain", "n2"])
-def test_junit_xml_has_each_items_figures_and_the_gate_as_a_case(run, pytester, smoke, shared_target, mode):
-    junit = pytester.path / "junit.xml"
-    result = run(f"--eval-dataset={smoke}", f"--junitxml={junit}", *mode)
+def test_junit_xml_has_each_items_figures_and_the_gate_as_a_case(shared_run, run, pytester, smoke, shared_target, mode):
+    result, _, junit = smoke_run(shared_run, run, pytester, smoke, mode)
     assert result.ret == 0
     cases = _cases(junit)
     assert len(cases) == 11
@@ -211,9 +227,12 @@ def _comparable(report) -> tuple[dict, list]:
     return metrics, checks
 
 
-def test_three_shards_merged_equal_the_unsharded_run_and_a_missing_shard_fails(run, pytester, smoke, capsys):
-    whole = pytester.path / "whole.json"
-    assert run(f"--eval-dataset={smoke}", f"--eval-report={whole}").ret == 0
+@pytest.mark.xdist_group("smoke_outputs")
+def test_three_shards_merged_equal_the_unsharded_run_and_a_missing_shard_fails(
+    shared_run, run, pytester, smoke, capsys
+):
+    result, whole, _ = smoke_run(shared_run, run, pytester, smoke, [])
+    assert result.ret == 0
     shards = []
     for k in (1, 2, 3):
         path = pytester.path / f"shard-{k}.json"

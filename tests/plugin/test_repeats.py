@@ -75,14 +75,33 @@ def test_repeat_resolves_from_flag_ini_and_env(pytester, monkeypatch):
 # --- one test per item, exact under xdist ----------------------------------------------------------
 
 
-def test_repeats_keep_the_test_ids_and_give_equal_metrics_under_n0_and_n2(run, pytester, smoke):
+def repeated_smoke(shared_run, run, pytester, smoke, mode: str) -> tuple[pytest.RunResult, Path, Path]:
+    """``(result, report, history database)`` of datasets/smoke under ``--eval-repeat=2 -n mode``, made once.
+
+    The ``-n 0`` run is also the unsharded run the shards below are merged against (``shared_run``).
+    """
+
+    def make() -> tuple[pytest.RunResult, Path, Path]:
+        report, db = pytester.path / f"n{mode}.json", pytester.path / f"n{mode}.db"
+        args = (
+            f"--eval-dataset={smoke}",
+            "--eval-repeat=2",
+            f"--eval-report={report}",
+            f"--eval-history=sqlite:///{db}",
+        )
+        return run(*args, "-n", mode), report, db
+
+    return shared_run(("repeated-smoke", mode), make)
+
+
+@pytest.mark.xdist_group("repeated_smoke")
+def test_repeats_keep_the_test_ids_and_give_equal_metrics_under_n0_and_n2(shared_run, run, pytester, smoke):
     plain_ids = run(f"--eval-dataset={smoke}", "--collect-only", "-q").stdout.lines
     repeated_ids = run(f"--eval-dataset={smoke}", "--collect-only", "-q", "--eval-repeat=3").stdout.lines
     assert [line for line in plain_ids if "::" in line] == [line for line in repeated_ids if "::" in line]
     reports = {}
     for mode in ("0", "2"):
-        report = pytester.path / f"n{mode}.json"
-        result = run(f"--eval-dataset={smoke}", "--eval-repeat=2", f"--eval-report={report}", "-n", mode)
+        result, report, _ = repeated_smoke(shared_run, run, pytester, smoke, mode)
         assert result.ret == 0, result.stdout.str()
         result.assert_outcomes(passed=10)  # ten tests, not twenty: the attempts run inside each item's test
         result.stdout.fnmatch_lines(["*items 10 (20 attempts; failed 0, errors 0)", "passHatK*1.0000*INFO*"])
@@ -275,13 +294,13 @@ def test_recorded_citation_and_review_items_are_judged_once_per_attempt(run, pyt
 # --- shards, merge and history ---------------------------------------------------------------------
 
 
+@pytest.mark.xdist_group("repeated_smoke")
 def test_merged_shards_with_repeats_equal_the_unsharded_run_and_the_history_keeps_the_attempts(
-    run, pytester, smoke, capsys
+    shared_run, run, pytester, smoke, capsys
 ):
-    whole = pytester.path / "whole.json"
-    db = pytester.path / "h.db"
+    result, whole, db = repeated_smoke(shared_run, run, pytester, smoke, "0")
     args = (f"--eval-dataset={smoke}", "--eval-repeat=2")
-    assert run(*args, f"--eval-report={whole}", f"--eval-history=sqlite:///{db}").ret == 0
+    assert result.ret == 0
     shards = [pytester.path / f"s{k}.json" for k in (1, 2)]
     for k, shard in enumerate(shards, 1):
         assert run(*args, f"--eval-shard={k}/2", f"--eval-report={shard}").ret == 0

@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from pytest_groundeval.cli import main as groundeval
 from pytest_groundeval.mock import NoiseSettings, ThreadedMockProvider
 from pytest_groundeval.mock.noise import NO_NOISE
 from pytest_groundeval.reference import PORT_FILE_NAME
@@ -388,20 +389,17 @@ def test_no_evidence_still_answers_and_nothing_is_supported(ref: Reference) -> N
 # ------------------------------------------------------------------ tenants
 
 
-def _create_key(data_dir: Path) -> str:
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest_groundeval.cli", "reference", "create-key", "--data-dir", str(data_dir)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    key = result.stdout.strip()
+def _create_key(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """``groundeval reference create-key`` run in this process, beside the server's process using the database."""
+    capsys.readouterr()
+    assert groundeval(["reference", "create-key", "--data-dir", str(data_dir)]) == 0
+    key = capsys.readouterr().out.strip()
     assert key.startswith("ge_") and "\n" not in key
     return key
 
 
-def test_tenants_never_see_each_others_documents_or_records(ref: Reference) -> None:
-    other_key = _create_key(ref.data_dir)
+def test_tenants_never_see_each_others_documents_or_records(ref: Reference, capsys: pytest.CaptureFixture[str]) -> None:
+    other_key = _create_key(ref.data_dir, capsys)
     label = _label("TENANT")
     with ref.client() as mine, ref.client(other_key) as theirs:
         _ingest_notes(mine, label)
@@ -416,8 +414,8 @@ def test_tenants_never_see_each_others_documents_or_records(ref: Reference) -> N
         assert len(mine.post("/v1/query", json={"label": label}).json()["records"]) == 1
 
 
-def test_keys_are_stored_only_as_hashes(ref: Reference) -> None:
-    key = _create_key(ref.data_dir)
+def test_keys_are_stored_only_as_hashes(ref: Reference, capsys: pytest.CaptureFixture[str]) -> None:
+    key = _create_key(ref.data_dir, capsys)
     raw = b"".join(p.read_bytes() for p in ref.data_dir.glob("reference.sqlite3*"))
     assert key.encode() not in raw
     assert BOOTSTRAP_KEY.encode() not in raw
