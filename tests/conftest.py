@@ -5,11 +5,23 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import os
 import pkgutil
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
+
+# Bytecode caches are written even under PYTHONDONTWRITEBYTECODE=1 (or ``python -B``), into the
+# usual ``__pycache__`` directories (git ignores them), by this process and the processes it starts.
+# The suite starts well over a hundred Python processes (xdist workers, ``-n 2`` runs under test,
+# subprocess runs, servers); without caches each one compiles the package's modules again, and
+# assertion-rewrites every module of every installed pytest plugin and, in a worker, every test
+# module (about 7 s of CPU of a worker's 10, and 0.35 s of each child's start). Set first, so that
+# the imports below are cached too; the environment's setting is dropped for the children, which
+# then behave as on a default Python install.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 # The openai SDK and its HTTP stack (httpx2, httpcore2) are imported here, before any in-process
 # pytester run. A module first imported inside such a run is dropped from sys.modules when the run
@@ -18,8 +30,8 @@ from types import ModuleType
 # httpcore2.ConnectError instead of openai.APIConnectionError (as tests/plugin/conftest.py says of
 # SQLAlchemy). Which test imported them first depended on how xdist shared out the tests. httpx
 # imports its httpcore only when a client is first made, so the transports are imported by name.
-import openai  # noqa: F401
-import pytest
+import openai  # noqa: E402, F401
+import pytest  # noqa: E402
 
 for _stack in ("httpcore", "httpcore2", "httpx._transports.default", "httpx2._transports.default"):
     with contextlib.suppress(ImportError):
@@ -43,14 +55,6 @@ for _library in ("jmespath", "psycopg", "yaml"):
 pytest_plugins = ["tests._support.postgres", "tests._support.saved_reports", "tests._support.datasets"]
 
 REPO = Path(__file__).resolve().parent.parent
-
-# Bytecode caches are written even under PYTHONDONTWRITEBYTECODE=1 (or ``python -B``), into the
-# usual ``__pycache__`` directories (git ignores them). The suite starts well over a hundred Python
-# processes (xdist workers, ``-n 2`` runs under test, subprocess runs, servers); without caches each
-# one compiles the package's modules again, and each worker parses and assertion-rewrites every test
-# module at collection (about 7 s of CPU of a worker's 10). The flag is read only by this process:
-# child processes keep the environment's setting and read the caches this one wrote.
-sys.dont_write_bytecode = False
 
 
 @pytest.fixture

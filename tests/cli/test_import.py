@@ -14,6 +14,7 @@ import pytest_groundeval.history.migrations  # noqa: F401
 from pytest_groundeval.cli import main as groundeval
 from pytest_groundeval.core.dataset import load_dataset
 from pytest_groundeval.core.kinds.citation import CitationItem
+from tests._support.pytest_args import NO_THIRD_PARTY_PLUGINS
 
 # Two answered rows citing their contexts rightly, one question without an answer (a live question).
 GOOD = [
@@ -140,7 +141,7 @@ def test_each_format_round_trips_and_its_dataset_runs_and_gates(pytester, capsys
         check_round_trip(form, source, out, capsys.readouterr())
         outs.append(out)
     # One session over the six datasets (each gated on its own) rather than six sessions.
-    result = pytester.runpytest("-p", "no:cacheprovider", *map(str, outs))
+    result = pytester.runpytest(*NO_THIRD_PARTY_PLUGINS, "-p", "no:cacheprovider", *map(str, outs))
     result.assert_outcomes(passed=2 * len(FORMS))
     text = result.stdout.str()
     assert text.count("gate imported-1: PASS") == len(FORMS) and "FAIL" not in text
@@ -157,7 +158,9 @@ def test_an_answer_citing_a_context_it_was_not_given_fails_the_gate(pytester, ca
     assert run_import(write_jsonl(pytester.path / "rows.jsonl", rows), "--format", "jsonl", "--out", out) == 0
     # With the mock's judge too (docs/citation.md): it judges each cited paragraph against the contexts it
     # cites, and the deterministic checks still decide the items.
-    result = pytester.runpytest("-p", "no:cacheprovider", f"--eval-dataset={out}", "--eval-judge=mock")
+    result = pytester.runpytest(
+        *NO_THIRD_PARTY_PLUGINS, "-p", "no:cacheprovider", f"--eval-dataset={out}", "--eval-judge=mock"
+    )
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -226,7 +229,7 @@ def test_promptfoo_test_cases_become_live_questions_that_run_against_the_mock(py
     assert run_import(as_json, "--format", "promptfoo", "--out", pytester.path / "from-json") == 0
     assert [i.question for i in load_dataset(pytester.path / "from-json").items] == [i.question for i in items]
 
-    result = pytester.runpytest("-p", "no:cacheprovider", f"--eval-dataset={out}")
+    result = pytester.runpytest(*NO_THIRD_PARTY_PLUGINS, "-p", "no:cacheprovider", f"--eval-dataset={out}")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         ["*lineage generate=mock-generate*", "citationMetadataAccuracy*1.0000*PASS*", "gate: PASS"]

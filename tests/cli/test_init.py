@@ -18,6 +18,7 @@ from pytest_groundeval.byo.init import PROJECT_FILES, SHARDS
 from pytest_groundeval.cli import main as groundeval
 from pytest_groundeval.core.dataset import load_dataset
 from pytest_groundeval.core.sharding import shard_of
+from tests._support.pytest_args import NO_THIRD_PARTY_PLUGINS
 
 WORKFLOW = ".github/workflows/groundeval.yml"
 
@@ -34,7 +35,9 @@ def test_pytest_passes_at_once_in_the_new_project(pytester, capsys):
     ]
     dataset = load_dataset(pytester.path / "groundeval")  # manifest, floors, corpus and its hash
     assert dataset.manifest.floors == {"citationMetadataAccuracy": 0.9} and len(dataset.items) == 5
-    result = pytester.runpytest("-p", "no:cacheprovider")  # pytest.ini names the dataset, conftest.py the target
+    result = pytester.runpytest(
+        *NO_THIRD_PARTY_PLUGINS, "-p", "no:cacheprovider"
+    )  # pytest.ini names the dataset, conftest.py the target
     result.assert_outcomes(passed=5)
     result.stdout.fnmatch_lines(
         [
@@ -53,7 +56,7 @@ def test_the_example_gate_fails_a_target_that_cites_the_wrong_passage(pytester, 
     ranking = 'key=lambda p: len(asked & words(p[2]["text"]))'
     assert ranking in source
     conftest.write_text(source.replace(ranking, "key=lambda p: 0"), encoding="utf-8")  # always the first passage
-    result = pytester.runpytest("-p", "no:cacheprovider")
+    result = pytester.runpytest(*NO_THIRD_PARTY_PLUGINS, "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=4)
     result.stdout.fnmatch_lines(
         [
@@ -104,7 +107,7 @@ def test_the_workflow_parses_and_its_shard_and_merge_commands_gate_the_run(pytes
     for shard in range(1, SHARDS + 1):
         args = shlex.split(run.replace("${{ matrix.shard }}", str(shard)))
         assert args[0] == "pytest"
-        result = pytester.runpytest("-p", "no:cacheprovider", *args[1:])
+        result = pytester.runpytest(*NO_THIRD_PARTY_PLUGINS, "-p", "no:cacheprovider", *args[1:])
         ids = [item.id for item in load_dataset(pytester.path / "groundeval").items]
         result.assert_outcomes(passed=sum(1 for i in ids if shard_of(i, SHARDS) == shard))
         shutil.move(pytester.path / f"report-{shard}.json", pytester.path / "shards")

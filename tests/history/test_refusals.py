@@ -12,6 +12,7 @@ from sqlalchemy import text
 
 from pytest_groundeval.cli.history import history_main
 from pytest_groundeval.history import HistoryError, HistoryStore
+from tests._support.pytest_args import NO_THIRD_PARTY_PLUGINS
 
 SMOKE = Path(__file__).resolve().parents[2] / "datasets" / "smoke"
 
@@ -20,10 +21,9 @@ def _pytest_run(pytester: pytest.Pytester, url: str) -> pytest.RunResult:
     """A pytest run with ``--eval-history=url``; the history is opened before any item runs (no target needed)."""
     shutil.copytree(SMOKE, pytester.path / "smoke")
     return pytester.runpytest(
+        *NO_THIRD_PARTY_PLUGINS,
         "-p",
         "no:cacheprovider",
-        "-p",
-        "no:benchmark",
         "--eval-dataset=smoke",
         "--eval-url=http://127.0.0.1:9",
         "--eval-api-key=unused",

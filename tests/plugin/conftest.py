@@ -27,6 +27,7 @@ import pytest_groundeval.cli.history
 import pytest_groundeval.history.migrations
 import pytest_groundeval.history.rejudge
 import pytest_groundeval.history.stored_report  # noqa: F401
+from tests._support.pytest_args import NO_THIRD_PARTY_PLUGINS as _NO_THIRD_PARTY_PLUGINS
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "datasets" / "smoke"
@@ -59,18 +60,7 @@ def smoke(pytester: pytest.Pytester) -> Path:
 
 _TARGET_FLAGS = ("--eval-spawn", "--eval-url")
 
-NO_THIRD_PARTY_PLUGINS = ("-p", "no:benchmark", "-p", "no:hypothesispytest", "-p", "no:anyio", "-p", "no:platformdirs")
-"""Installed plugins the runs under test leave out: none of them is ours to test.
-
-pytest-benchmark, where a developer has it installed, warns under xdist. Hypothesis's
-plugin imports all of Hypothesis at the terminal summary of every session (about a
-second of CPU per process here), anyio's imports trio (a few tenths), and platformdirs' (where a
-developer has it, through pre-commit's virtualenv) a tenth: nothing for a
-run in this process (both are already imported), but every worker of an ``-n 2`` run
-and every subprocess run is a new process. The subprocess runs elsewhere
-(tests/conftest.py ``main_job``, tests/datasets/test_v1_roleswap.py,
-tests/plugin/test_never_green.py, test_history.py, test_xdist_internals.py) pass the same flags.
-"""
+NO_THIRD_PARTY_PLUGINS = _NO_THIRD_PARTY_PLUGINS  # tests/_support/pytest_args.py says why
 
 
 @pytest.fixture
