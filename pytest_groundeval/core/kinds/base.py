@@ -155,6 +155,9 @@ class MetricSpec:
         useless_reason: Why ``useless_at`` FAILs, for the gate's reason.
         minimum: The lowest value a ``"rate"`` metric can take (0; -1 for a kappa). A
             report holding a value outside ``value_range`` is refused (docs/gate.md).
+        cells: What a ``"table"`` holds: ``"counts"`` (whole counts >= 0, one level of nesting
+            allowed) or ``"figures"`` (per key, a number in [``minimum``, 1] or None: a kappa
+            per judge model).
     """
 
     field: str
@@ -169,6 +172,7 @@ class MetricSpec:
     useless_at: float | None = None
     useless_reason: str = ""
     minimum: float = 0.0
+    cells: Literal["counts", "figures"] = "counts"
 
     @property
     def value_range(self) -> tuple[float, float | None]:

@@ -7,6 +7,12 @@ scorer's counts, the paragraph records a judge was asked about) are folded into 
 ``Counter`` of integers, so per-worker tallies merge by addition and give the same
 metrics as a plain run. Cohen's κ (``cohen_kappa``) is computed here and nowhere else.
 
+A jury's paragraph records (docs/judges.md, "Juries") also carry each judge's record
+(``judges``): those are folded per judge model (verdicts, and against the human labels)
+and into Krippendorff's coincidence matrix (``core.agreement``), whose cells are exact
+fractions, so ``judgeAlpha`` and the per-judge tables merge as the rest does. Without a
+jury those metrics are null and nothing else changes.
+
 ``paragraph_metrics`` gives the same metrics for a list of paragraph records, as a run
 of one item would (used by ``scripts/measure_judge.py``).
 """
@@ -19,6 +25,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from ...agreement import krippendorff_alpha, unit_coincidences
 from ...judging import JUDGE_LABELS, JUDGE_VERDICTS, RECORDED_VERDICTS, paragraph_label
 from ...outcome import ItemOutcome
 from ..base import CEILING_RATE, MetricDirection, MetricSpec, Tally, ratio
@@ -111,8 +118,11 @@ def _extra_scores(outcome: ItemOutcome) -> list[float]:
     return scores
 
 
-def _asked_records(outcome: ItemOutcome) -> list[tuple[str, str | None, Mapping[str, Any]]]:
-    """``(label, expectedVerdict, record)`` of each paragraph record a judge was asked about (``judgeModel`` set).
+def _asked_records(
+    outcome: ItemOutcome,
+) -> list[tuple[str, str | None, Mapping[str, Any], list[tuple[str, str]] | None]]:
+    """``(label, expectedVerdict, record, jury)`` of each paragraph record a judge was asked about (``judgeModel``
+    set); ``jury`` is ``_jury_records`` of it.
 
     Raises:
         ValueError: ``citationParagraphs`` is not a list of objects, or a record's ``verdict``
@@ -140,8 +150,35 @@ def _asked_records(outcome: ItemOutcome) -> list[tuple[str, str | None, Mapping[
                 f"item {outcome.id!r}: extra.citationParagraphs[{i}].expectedVerdict {expected!r} is not one of "
                 f"{', '.join(JUDGE_VERDICTS)} or null"
             )
-        asked.append((paragraph_label(record), expected, record))
+        asked.append((paragraph_label(record), expected, record, _jury_records(outcome, i, record)))
     return asked
+
+
+def _jury_records(outcome: ItemOutcome, i: int, record: Mapping[str, Any]) -> list[tuple[str, str]] | None:
+    """``(judge model, label)`` of each judge of a jury's paragraph record, in order; None for one judge's.
+
+    Raises:
+        ValueError: ``judges`` is not a list of objects each naming its ``judgeModel`` once, or a
+            judge's ``verdict`` is not a recorded verdict or null; the message names the item and record.
+    """
+    judges = record.get("judges")
+    if judges is None:
+        return None
+    where = f"item {outcome.id!r}: extra.citationParagraphs[{i}].judges"
+    if not isinstance(judges, list):
+        raise ValueError(f"{where} must be a list, got {type(judges).__name__}")
+    found: list[tuple[str, str]] = []
+    for j, judge in enumerate(judges):
+        model = judge.get("judgeModel") if isinstance(judge, Mapping) else None
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"{where}[{j}] must be an object with a judgeModel")
+        if any(model == seen for seen, _ in found):
+            raise ValueError(f"{where}[{j}].judgeModel {model!r} is there twice")
+        verdict = judge.get("verdict")
+        if verdict is not None and verdict not in RECORDED_VERDICTS:
+            raise ValueError(f"{where}[{j}].verdict {verdict!r} is not one of {', '.join(RECORDED_VERDICTS)} or null")
+        found.append((model, paragraph_label(judge)))
+    return found
 
 
 def cohen_kappa(confusion: Mapping[tuple[str, str], int]) -> float | None:
@@ -187,7 +224,30 @@ def _scorer_asked(metrics: Any) -> str | None:
     return None
 
 
-JUDGE_BOUNDS = ("citationSupportedRate", "wrongSpeakerRate", "unparseableRate", "judgeAgreement", "judgeKappa")
+def _jury_asked(metrics: Any) -> str | None:
+    """Why an unmeasured ``judgeAlpha`` FAILs: citation items ran without a jury, or no paragraph gave it a value."""
+    ran = metrics.items_by_kind.get("citation", 0)
+    if ran and metrics.verdict_distribution_by_model is None:
+        return (
+            f"{ran} citation item(s) ran but no jury judged them: judgeAlpha needs two judges or more "
+            "(--eval-judge-model repeated, or --eval-judges FILE; docs/judges.md)"
+        )
+    if ran:
+        return (
+            "judgeAlpha is undefined: no paragraph got verdicts from two judges, or every verdict given was "
+            "the same one (docs/judges.md)"
+        )
+    return None
+
+
+JUDGE_BOUNDS = (
+    "citationSupportedRate",
+    "wrongSpeakerRate",
+    "unparseableRate",
+    "judgeAgreement",
+    "judgeKappa",
+    "judgeAlpha",
+)
 """Metrics measured by a judge: a bound on any of them arms ``judgeErrors <= 0`` and
 ``unparseableRate <= UNPARSEABLE_CEILING`` (docs/gate.md)."""
 
@@ -229,6 +289,14 @@ class CitationTally(Tally):
     """``(expectedVerdict, label)`` → labelled paragraphs the judge was asked about."""
     catches: Counter[str] = field(default_factory=_counter)
     """``CATCHES`` key → paragraphs."""
+    jury_paragraphs: int = 0
+    """Paragraphs a jury was asked about (records holding ``judges``)."""
+    verdicts_by_model: Counter[tuple[str, str]] = field(default_factory=_counter)
+    """``(judge model, label)`` → paragraphs a jury asked that judge about."""
+    confusion_by_model: Counter[tuple[str, str, str]] = field(default_factory=_counter)
+    """``(judge model, expectedVerdict, label)`` → labelled paragraphs a jury asked that judge about."""
+    coincidences: Counter[tuple[str, str]] = field(default_factory=_counter)
+    """Krippendorff's coincidence matrix of the judges' verdicts (``core.agreement``): exact fractions."""
 
 
 METRICS: tuple[MetricSpec, ...] = (
@@ -295,6 +363,13 @@ METRICS: tuple[MetricSpec, ...] = (
         minimum=-1.0,
     ),
     MetricSpec(
+        "judge_alpha",
+        "Krippendorff's alpha (nominal) of a jury's judges' verdicts over the paragraphs at least two of them gave "
+        "a verdict (unparseable and unjudged are missing values), in [-1, 1]; null without a jury.",
+        silent=_jury_asked,
+        minimum=-1.0,
+    ),
+    MetricSpec(
         "verdict_distribution",
         "Paragraphs sent to the judge, per verdict, unparseable and unjudged; null without a judge.",
         direction=None,
@@ -310,6 +385,30 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec(
         "citation_catches",
         "Deterministic vs judge catches over paragraphs sent to the judge (docs/citation.md); null without a judge.",
+        direction=None,
+        type_="table",
+    ),
+    MetricSpec(
+        "judge_agreement_by_model",
+        "Per judge of a jury: human-labelled paragraphs whose verdict equals expectedVerdict / labelled paragraphs "
+        "(unparseable and unjudged count as disagreements); null without a jury or labels.",
+        direction=None,
+        type_="table",
+        cells="figures",
+    ),
+    MetricSpec(
+        "judge_kappa_by_model",
+        "Per judge of a jury: Cohen's kappa between expectedVerdict and that judge over the labelled paragraphs "
+        "(in [-1, 1]); null without a jury or labels.",
+        direction=None,
+        type_="table",
+        cells="figures",
+        minimum=-1.0,
+    ),
+    MetricSpec(
+        "verdict_distribution_by_model",
+        "Per judge of a jury: paragraphs per verdict, unparseable and unjudged (that judge's errors); null without "
+        "a jury.",
         direction=None,
         type_="table",
     ),
@@ -350,11 +449,43 @@ def tally_outcome(tally: CitationTally, outcome: ItemOutcome) -> None:
     scores = _extra_scores(outcome)
     tally.coverage_scores += len(scores)
     tally.coverage_score_sum += sum(map(Fraction, scores), Fraction(0))
-    for label, expected, record in _asked_records(outcome):
+    for label, expected, record, jury in _asked_records(outcome):
         tally.verdicts[label] += 1
         if expected is not None:
             tally.confusion[(expected, label)] += 1
         tally.catches.update(paragraph_catches(record))
+        if jury is not None:
+            tally.jury_paragraphs += 1
+            for model, judge_label in jury:
+                tally.verdicts_by_model[(model, judge_label)] += 1
+                if expected is not None:
+                    tally.confusion_by_model[(model, expected, judge_label)] += 1
+            tally.coincidences.update(unit_coincidences([v for _, v in jury if v in JUDGE_VERDICTS]))
+
+
+def _by_model(tally: CitationTally) -> dict[str, Any]:
+    """The per-judge tables and alpha of a jury's paragraphs (``tally_results``); all None without a jury."""
+    if not tally.jury_paragraphs:
+        return {"judge_alpha": None, "judge_agreement_by_model": None, "judge_kappa_by_model": None,
+                "verdict_distribution_by_model": None}  # fmt: skip
+    models = sorted({model for model, _ in tally.verdicts_by_model})  # sorted: the same under xdist
+    confusions: dict[str, Counter[tuple[str, str]]] = {model: Counter() for model in models}
+    for (model, expected, label), count in tally.confusion_by_model.items():
+        confusions.setdefault(model, Counter())[(expected, label)] += count
+    labelled = any(sum(table.values()) for table in confusions.values())
+    return {
+        "judge_alpha": krippendorff_alpha(tally.coincidences),
+        "judge_agreement_by_model": {
+            model: ratio(sum(n for (e, g), n in confusions[model].items() if e == g), sum(confusions[model].values()))
+            for model in models
+        }
+        if labelled
+        else None,
+        "judge_kappa_by_model": {model: cohen_kappa(confusions[model]) for model in models} if labelled else None,
+        "verdict_distribution_by_model": {
+            model: {label: tally.verdicts_by_model[(model, label)] for label in JUDGE_LABELS} for model in models
+        },
+    }
 
 
 def tally_results(tally: CitationTally) -> dict[str, Any]:
@@ -380,6 +511,7 @@ def tally_results(tally: CitationTally) -> dict[str, Any]:
         "verdict_distribution": {label: tally.verdicts[label] for label in JUDGE_LABELS} if asked else None,
         "judge_confusion": confusion if labelled else None,
         "citation_catches": {key: tally.catches[key] for key in CATCHES} if asked else None,
+        **_by_model(tally),
     }
 
 
