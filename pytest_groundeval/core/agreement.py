@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
+from typing import cast
 
 __all__ = ["krippendorff_alpha", "nominal_alpha", "unit_coincidences"]
 
@@ -44,16 +45,17 @@ def unit_coincidences(values: Sequence[str]) -> Counter[tuple[str, str]]:
         values: The values the unit's observers gave (one per observer that gave one), any order.
     """
     m = len(values)
-    cells: Counter[tuple[str, str]] = Counter()
-    if m < 2:
-        return cells
-    counts = Counter(values)
-    for c, m_c in counts.items():
-        for k, m_k in counts.items():
-            pairs = m_c * (m_c - 1) if c == k else m_c * m_k
-            if pairs:
-                cells[(c, k)] += Fraction(pairs, m - 1)
-    return cells
+    cells: dict[tuple[str, str], Fraction] = {}
+    if m >= 2:
+        counts = Counter(values)
+        for c, m_c in counts.items():
+            for k, m_k in counts.items():
+                pairs = m_c * (m_c - 1) if c == k else m_c * m_k
+                if pairs:
+                    cells[(c, k)] = Fraction(pairs, m - 1)
+    # A Counter, so the cells of several units add up with ``update`` and ``+``; its counts are fractions here
+    # (typeshed types a Counter's counts as int).
+    return cast("Counter[tuple[str, str]]", Counter(cells))
 
 
 def krippendorff_alpha(coincidences: Mapping[tuple[str, str], Fraction | int]) -> float | None:
@@ -66,9 +68,9 @@ def krippendorff_alpha(coincidences: Mapping[tuple[str, str], Fraction | int]) -
         Alpha in [-1, 1], computed exactly and then rounded to a float; None when it is undefined:
         nothing pairable, or every pairable value in one category.
     """
-    totals: Counter[str] = Counter()
+    totals: dict[str, Fraction] = {}
     for (c, _), weight in coincidences.items():
-        totals[c] += weight
+        totals[c] = totals.get(c, Fraction(0)) + weight
     n = sum(totals.values(), Fraction(0))
     observed = sum((weight for (c, k), weight in coincidences.items() if c != k), Fraction(0))
     expected = n * n - sum((n_c * n_c for n_c in totals.values()), Fraction(0))  # sum_{c != k} n_c n_k

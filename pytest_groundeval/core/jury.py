@@ -38,7 +38,7 @@ POLICIES: tuple[str, ...] = ("majority", "unanimous", "strictest")
 DEFAULT_POLICY = "majority"
 """The policy when none is given."""
 
-_RANK = {verdict: rank for rank, verdict in enumerate(VERDICT_ORDER)}
+_RANK: dict[str, int] = {verdict: rank for rank, verdict in enumerate(VERDICT_ORDER)}
 
 
 def _checked(verdicts: Sequence[str]) -> None:

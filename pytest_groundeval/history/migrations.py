@@ -15,15 +15,18 @@ Versions:
 * **2**: items gain ``tool_trace`` and ``iterations``; a ``tool_calls``
   table holds one row per tool-trace entry; judgments gain ``coverage_score``,
   ``judge_model`` and ``judged_ms``.
-* **3** (current): a ``judgment_sets`` table (one set per run as recorded, one per
+* **3**: a ``judgment_sets`` table (one set per run as recorded, one per
   rejudge, each with its judge model, prompt version, time, status and whether it
   is current); judgments gain ``set_id`` and are unique per (set, item,
   paragraph). Migrating makes each run's existing judgments its first, current
   set, with the judge model the run recorded.
+* **4** (current): judgments gain ``judges``, a jury's verdict's judges, each with its
+  own verdict (docs/judges.md, "Juries"); NULL for one judge's verdict, and so for
+  every judgment recorded before.
 
-``V1_METADATA`` and ``V2_METADATA`` are versions 1 and 2 frozen as they shipped;
-tests build databases from them and migrate them. Never edit a frozen version:
-add a new one.
+``V1_METADATA``, ``V2_METADATA`` and ``V3_METADATA`` are versions 1 to 3 frozen as
+they shipped; tests build databases from them and migrate them. Never edit a frozen
+version: add a new one.
 """
 
 from __future__ import annotations
@@ -415,7 +418,33 @@ def _migrate_2_to_3(conn: Connection) -> None:
         raise HistoryError(f"migrating judgments to version 3 kept {after} of {before} rows (a judgment of no run?)")
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3}
+# --- version 3, frozen ---------------------------------------------------------------------
+
+
+def _v3_metadata() -> MetaData:
+    """Version 3: version 2's tables but ``judgments``, then ``_v3_tables`` with the indexes migrating creates."""
+    v3 = MetaData()
+    for name, table in V2_METADATA.tables.items():
+        if name != "judgments":
+            table.to_metadata(v3)
+    sets, judgments = _v3_tables(MetaData(), "judgments")
+    sets.to_metadata(v3)
+    copied = judgments.to_metadata(v3)
+    Index("ix_judgments_run", copied.c.run_id)
+    Index("ix_judgments_set", copied.c.set_id)
+    return v3
+
+
+V3_METADATA = _v3_metadata()
+"""The third schema (version 3), frozen."""
+
+
+def _migrate_3_to_4(conn: Connection) -> None:
+    """v3 → v4: judgments gain ``judges`` (a jury's judges' verdicts), NULL for every judgment so far."""
+    _add_column(conn, "judgments", "judges", _JSON)
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4}
 """``MIGRATIONS[v]`` takes a database from version ``v`` to ``v + 1``."""
 
 assert set(MIGRATIONS) == set(range(1, schema.SCHEMA_VERSION)), "every old version needs a migration"

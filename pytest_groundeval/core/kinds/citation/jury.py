@@ -51,6 +51,7 @@ class Jury:
         """How their verdicts are made one."""
         self.model: str = jury_name(models, policy)
         """The jury's name, recorded as each paragraph's ``judgeModel`` (``jury(majority: a, b)``)."""
+        self._gave_up: str | None = None
 
     def __repr__(self) -> str:
         return f"Jury({self.members!r}, policy={self.policy!r})"
@@ -62,10 +63,17 @@ class Jury:
         A jury with a judge gone goes on with the others: that judge's paragraphs are counted as
         its unjudged ones (``verdictDistributionByModel``), the jury's verdict is the others'.
         """
+        if self._gave_up is not None:
+            return self._gave_up
         reasons = [getattr(member, "gave_up", None) for member in self.members]
         if all(reasons):
             return "every judge of the jury gave up: " + "; ".join(str(reason) for reason in reasons)
         return None
+
+    @gave_up.setter
+    def gave_up(self, reason: str | None) -> None:
+        """Set as ``Judge.gave_up`` may be: a reason given here wins over the judges' own."""
+        self._gave_up = reason
 
     async def judge(self, payload: JudgeInput) -> JudgeResult:
         """Ask every judge about one paragraph, at once; the jury's result with each judge's (``core.jury.combine``)."""
