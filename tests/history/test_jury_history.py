@@ -22,18 +22,6 @@ from pytest_groundeval.history.stored_report import stored_outcomes
 from tests._support import history_records as _data
 
 
-def jury_paragraph(index: int, verdicts: list[str | None], jury: str) -> dict:
-    """A paragraph judged by a jury of judges a, b, …: its verdict ``jury`` and each judge's."""
-    entry = _data.paragraph(index, verdict=jury)
-    entry["judgeModel"] = "jury(majority: a, b)"
-    entry["judges"] = [
-        {"judgeModel": model, "verdict": verdict, "rationale": "r" if verdict else "", "judgeError": None
-         if verdict else "down", "judgeAttempts": 1, "judgeCached": False, "parseFailures": []}
-        for model, verdict in zip("ab", verdicts)
-    ]  # fmt: skip
-    return entry
-
-
 def _judges(store: HistoryStore, run_id: str) -> list:
     j, sets = schema.judgments, schema.judgment_sets
     with store.engine.connect() as conn:
@@ -44,8 +32,8 @@ def _judges(store: HistoryStore, run_id: str) -> list:
 
 def test_each_judges_verdict_is_stored_beside_the_jurys_and_read_back(store: HistoryStore) -> None:
     records = [
-        _data.citation("c1", [jury_paragraph(0, ["supported", "partial"], "partial"), _data.paragraph(1, verdict="supported")]),
-        _data.citation("c2", [jury_paragraph(0, ["unsupported", None], "unsupported")]),
+        _data.citation("c1", [_data.jury_paragraph(0, ["supported", "partial"], "partial"), _data.paragraph(1, verdict="supported")]),
+        _data.citation("c2", [_data.jury_paragraph(0, ["unsupported", None], "unsupported")]),
     ]  # fmt: skip
     run_id = _data.measured_run(store, records, started_ms=1)
     stored = _judges(store, run_id)
@@ -82,7 +70,7 @@ def test_each_judges_verdict_is_stored_beside_the_jurys_and_read_back(store: His
     ],
 )  # fmt: skip
 def test_a_bad_jury_record_is_refused_naming_the_item_and_field(store: HistoryStore, judges, message) -> None:
-    paragraph = jury_paragraph(0, ["supported", "supported"], "supported")
+    paragraph = _data.jury_paragraph(0, ["supported", "supported"], "supported")
     paragraph["judges"] = judges
     run_id = store.open_run(_data.config())
     with pytest.raises(HistoryError, match=r"item 'c1': " + message):
@@ -133,7 +121,7 @@ def test_a_stored_run_rejudged_by_a_jury_keeps_each_judges_verdict_and_its_figur
 
 
 def test_a_copy_of_a_run_is_a_new_run_with_the_same_answers_and_the_stored_run_untouched(store: HistoryStore) -> None:
-    records = [_data.citation("c1", [jury_paragraph(0, ["supported", "partial"], "partial")], tags=("a", "b"))]
+    records = [_data.citation("c1", [_data.jury_paragraph(0, ["supported", "partial"], "partial")], tags=("a", "b"))]
     run_id = _data.measured_run(store, records, started_ms=1)
     copy = copy_run(store, run_id, label="jury")
     assert copy != run_id and store.resolve_run("latest") == copy
@@ -185,6 +173,6 @@ def test_migration_from_version_3_adds_judges_null_for_every_judgment(history_ur
         (outcome,) = stored_outcomes(store, "a" * 32)
         assert "judges" not in outcome["extra"]["citationParagraphs"][0]
         # The migrated table takes a jury's verdicts.
-        new = _data.measured_run(store, [_data.citation("c", [jury_paragraph(0, ["partial", "partial"], "partial")])],
+        new = _data.measured_run(store, [_data.citation("c", [_data.jury_paragraph(0, ["partial", "partial"], "partial")])],
                                  started_ms=20)  # fmt: skip
         assert [j["judgeModel"] for j in _judges(store, new)[0]] == ["a", "b"]
