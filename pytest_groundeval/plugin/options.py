@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
 GROUP = "groundeval"
 
-# name, help, kind ("str" | "path" | "float" | "bool" | "int" | "list")
+# name, help, kind ("str" | "path" | "float" | "bool" | "int" | "list" | "multi": a value that may be repeated,
+# each one checked as a "str" is)
 OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("dataset", "Dataset directory (or its manifest.json) whose items become tests", "path"),
     ("spawn", "Command that starts the target; placeholders {port} {data_dir} {llm_url} {embed_url} {api_key}", "str"),
@@ -86,7 +87,7 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
     (
         "judge-model",
         "Model of the citation judge (with --eval-judge=mock: mock-judge); repeat it for a jury at the same URL",
-        "list",
+        "multi",
     ),
     ("judges", "JSON file of a jury's judges, a list of {url, model, apiKeyEnv} (docs/judges.md)", "path"),
     ("judge-policy", "How a jury's verdicts become one: majority (default), unanimous or strictest", "str"),
@@ -161,8 +162,8 @@ def add_options(parser: pytest.Parser) -> None:
             # Read as a string and parsed by ``_bool``: pytest's own "bool" ini type raises
             # ValueError (an INTERNALERROR) on a value such as "perhaps" or an empty one.
             parser.addini(_dest(name), help_, type="string", default=None)
-        elif kind == "list":
-            metavar = "CMD" if name == "setup" else name.split("-")[-1].upper()
+        elif kind in ("list", "multi"):
+            metavar = "CMD" if kind == "list" else name.split("-")[-1].upper()
             group.addoption(
                 flag, action="append", default=None, dest=_dest(name), metavar=metavar, help=help_ + env_help
             )
@@ -285,7 +286,7 @@ def _raw(config: pytest.Config, name: str, kind: str):
     if value is not None:
         return _not_empty(value, f"--eval-{name}", kind), f"--eval-{name}"
     ini = config.getini(_dest(name))
-    if kind == "list":
+    if kind in ("list", "multi"):
         if ini:
             return list(ini), f"ini {_dest(name)}"
     elif kind == "bool" and isinstance(ini, str) and not ini.strip():
@@ -294,8 +295,10 @@ def _raw(config: pytest.Config, name: str, kind: str):
         return _not_empty(ini, f"ini {_dest(name)}", kind), f"ini {_dest(name)}"
     env = os.environ.get(_env(name))
     if env is not None:
-        if kind == "list":
+        if kind in ("list", "multi"):
             lines = [line for line in env.splitlines() if line.strip()]
+            if kind == "multi" and not lines:
+                _not_empty(env, f"env {_env(name)}", "str")
             return (lines or None), (f"env {_env(name)}" if lines else None)
         if kind == "bool" and env == "":
             return None, None
@@ -304,6 +307,10 @@ def _raw(config: pytest.Config, name: str, kind: str):
 
 
 def _not_empty(value, source: str, kind: str):
+    if kind == "multi" and isinstance(value, list):
+        for one in value:
+            _not_empty(one, source, "str")
+        return value
     if kind not in ("bool", "list") and isinstance(value, str) and not value.strip():
         raise pytest.UsageError(f"{source} is given but empty (an unset CI variable?): give it a value or leave it out")
     return value
@@ -677,13 +684,10 @@ def _jury(values: dict, sources: dict) -> tuple[list[JudgeSpec], str]:
         pytest.UsageError: ``--eval-judges FILE`` given with ``--eval-judge``, ``--eval-judge-url``
             or ``--eval-judge-model`` (the file names its own); the file cannot be used
             (``judge.judges_file.JudgesFileError``: the file, the entry's index and the field);
-            a repeated judge model that is empty or given twice; a policy that is not one of
+            a repeated judge model given twice; a policy that is not one of
             ``core.jury.POLICIES``, or given without a jury (it would change nothing).
     """
-    models = values["judge-model"]
-    for model in models or ():
-        if not str(model).strip():
-            raise pytest.UsageError(f"{sources['judge-model']} is given but empty: give a model name or leave it out")
+    models = values["judge-model"]  # each one not empty (``_raw``)
     judges: list[JudgeSpec] = []
     if values["judges"]:
         for other in ("judge", "judge-url", "judge-model"):

@@ -315,3 +315,15 @@ def test_a_stored_run_rejudged_by_a_jury_as_a_new_run_compares_with_the_original
     assert any(line.split()[:4] == ["judgeKappa", "0.7500", "0.3182", "-0.4318"] for line in compared.splitlines())
     assert any(line.split()[:3] == ["judgeAlpha", "n/a", "0.5385"] for line in compared.splitlines())
     assert "verdicts (A -> B): supported 1 -> 0, partial 1 -> 1, unsupported 1 -> 2" in compared
+
+
+def test_an_empty_judge_model_from_the_environment_is_refused_as_before(pytester, monkeypatch):
+    from pytest_groundeval.plugin.options import resolve_settings
+
+    # The repeatable option keeps the single one's rule: an unset CI variable must not silently pick a default.
+    monkeypatch.setenv("GROUNDEVAL_JUDGE_MODEL", "  ")
+    with pytest.raises(pytest.UsageError, match="env GROUNDEVAL_JUDGE_MODEL is given but empty"):
+        resolve_settings(pytester.parseconfig("--eval-judge=mock"))
+    monkeypatch.setenv("GROUNDEVAL_JUDGE_MODEL", "mock-judge\nmock-judge-strict\n")
+    jury = resolve_settings(pytester.parseconfig("--eval-judge=mock"))
+    assert [(j.url, j.model) for j in jury.judges] == [("mock", "mock-judge"), ("mock", "mock-judge-strict")]
