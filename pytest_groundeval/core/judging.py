@@ -29,6 +29,7 @@ __all__ = [
     "RECORDED_VERDICTS",
     "UNJUDGED",
     "UNPARSEABLE",
+    "VERDICT_ORDER",
     "Judge",
     "JudgeInput",
     "JudgeResult",
@@ -53,6 +54,15 @@ UNPARSEABLE = "unparseable"
 UNJUDGED = "unjudged"
 """The label of a paragraph the judge was asked about and could not answer (a ``judgeErrors`` entry);
 never a recorded verdict (such a paragraph's ``verdict`` is null)."""
+
+VERDICT_ORDER: tuple[JudgeVerdict, ...] = tuple(JUDGE_VERDICTS[i] for i in (3, 2, 4, 1, 0))
+"""The judge verdicts from worst to best, the order a jury breaks ties by (docs/judges.md, "Juries"):
+``wrong_speaker``, ``unsupported``, ``wrong_attribution``, ``partial``, ``supported``.
+
+``wrong_speaker`` puts a source's words in another person's mouth, the error citation checks exist
+to catch; ``unsupported`` cites sources that back none of the paragraph (it may be made up);
+``wrong_attribution`` states what another source of the answer backs, but cites the wrong one;
+``partial`` is backed in part; ``supported`` in full. The same five as :data:`JUDGE_VERDICTS`."""
 
 RECORDED_VERDICTS: tuple[str, ...] = (*JUDGE_VERDICTS, UNPARSEABLE)
 """Every non-null ``verdict`` a paragraph record or a stored judgment may hold."""
@@ -146,10 +156,16 @@ class JudgeResult:
     """Why the paragraph is unjudged (a ``judgeErrors`` entry), or None."""
     parse_failures: list[str] = field(default_factory=list)
     """Why each rejected reply was rejected, in order."""
+    judges: list[JudgeResult] | None = None
+    """A jury's result (``core.kinds.citation.jury.Jury``): each judge's own result, in the jury's order;
+    None for one judge. The fields above are then the jury's (docs/judges.md, "Juries")."""
 
     def to_record(self) -> dict[str, Any]:
-        """The judge fields of a paragraph record (JSON built-ins; docs/citation.md, "Paragraph records")."""
-        return {
+        """The judge fields of a paragraph record (JSON built-ins; docs/citation.md, "Paragraph records").
+
+        A jury's record also holds ``judges``: one such record per judge (without ``judges``).
+        """
+        record: dict[str, Any] = {
             "verdict": self.verdict,
             "rationale": self.rationale,
             "judgeModel": self.model,
@@ -158,6 +174,9 @@ class JudgeResult:
             "judgeCached": self.cached,
             "parseFailures": list(self.parse_failures),
         }
+        if self.judges is not None:
+            record["judges"] = [judge.to_record() for judge in self.judges]
+        return record
 
 
 @dataclass

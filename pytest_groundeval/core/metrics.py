@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -52,6 +52,27 @@ def _table_counts(value: Any) -> Any:
                 where = key if column is None else f"{key}.{column}"
                 raise ValueError(f"{where}: expected a whole count >= 0, got {n!r}")
     return value
+
+
+def _table_figures(lowest: float) -> Callable[[Any], Any]:
+    """A table of figures: an object of numbers in [``lowest``, 1] or None (a kappa per judge model)."""
+
+    def check(value: Any) -> Any:
+        if value is None:
+            return value
+        for key, figure in value.items():
+            if figure is None:
+                continue
+            if (
+                isinstance(figure, bool)
+                or not isinstance(figure, (int, float))
+                or not math.isfinite(figure)
+                or not lowest <= figure <= 1
+            ):
+                raise ValueError(f"{key}: expected a number in [{lowest:g}, 1] or null, got {figure!r}")
+        return value
+
+    return check
 
 
 MetricValue = float | int | dict[str, Any] | None
@@ -100,8 +121,9 @@ def _build_metrics_model() -> type[MetricsBase]:
         elif spec.type_ == "count":
             fields[spec.field] = (Annotated[int, _COUNT], Field(0, description=spec.doc))
         elif spec.type_ == "table":
+            cells = _table_figures(spec.minimum) if spec.cells == "figures" else _table_counts
             fields[spec.field] = (
-                Annotated[dict[str, Any], AfterValidator(_table_counts)] | None,
+                Annotated[dict[str, Any], AfterValidator(cells)] | None,
                 Field(None, description=spec.doc),
             )
         else:
@@ -225,12 +247,15 @@ def format_table(value: Mapping[str, Any]) -> str:
     """A table metric on one line: non-zero counts as ``label n``, a nested table as ``row→column n``.
 
     Example: ``{"supported": 3, "partial": 0, "unparseable": 1}`` → ``supported 3, unparseable 1``;
-    ``{"supported": {"partial": 2}}`` → ``supported→partial 2``; nothing counted → ``none``.
+    ``{"supported": {"partial": 2}}`` → ``supported→partial 2``; nothing counted → ``none``. A table of
+    figures shows every key: ``{"judge-a": 0.75, "judge-b": None}`` → ``judge-a 0.7500, judge-b n/a``.
     """
     parts: list[str] = []
     for key, count in value.items():
         if isinstance(count, Mapping):
             parts.extend(f"{key}→{column} {n}" for column, n in count.items() if n)
+        elif isinstance(count, float) or count is None:  # a table of figures: each one shown
+            parts.append(f"{key} {'n/a' if count is None else f'{count:.4f}'}")
         elif count:
             parts.append(f"{key} {count}")
     return ", ".join(parts) or "none"

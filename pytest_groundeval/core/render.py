@@ -19,6 +19,7 @@ __all__ = [
     "format_report",
     "format_value",
     "judge_problem_lines",
+    "jury_lines",
     "unbounded_lines",
 ]
 
@@ -101,6 +102,31 @@ def citation_lines(metrics: Any, judge_model: str | None = None) -> list[str]:
     ]
     if metrics.judge_confusion:
         lines.append(f"judge vs human labels (expected→judge): {format_table(metrics.judge_confusion)}")
+    return lines + jury_lines(metrics)
+
+
+def jury_lines(metrics: Any) -> list[str]:
+    """A jury's lines of the summary (docs/judges.md, "Juries"): each judge's verdicts and which judge
+    disagrees with the human labels most (the lowest kappa); ``judgeAlpha`` has its own line among the
+    metrics. Empty without a jury. Example::
+
+        jury judge mock-judge: supported 1, partial 1, unsupported 1, wrong_speaker 1, wrong_attribution 1
+        jury judge mock-judge-strict: partial 1, unsupported 2, wrong_speaker 1, wrong_attribution 1
+        judge vs human labels by judge (kappa): mock-judge 0.7500, mock-judge-strict 0.3182; most in disagreement
+        with the humans: mock-judge-strict (kappa 0.3182)
+    """
+    by_model = metrics.verdict_distribution_by_model
+    if not by_model:
+        return []
+    lines = [f"jury judge {model}: {format_table(counts)}" for model, counts in by_model.items()]
+    kappas = metrics.judge_kappa_by_model
+    if kappas:
+        line = f"judge vs human labels by judge (kappa): {format_table(kappas)}"
+        measured = [(kappa, model) for model, kappa in kappas.items() if kappa is not None]
+        if measured:
+            kappa, model = min(measured, key=lambda pair: pair[0])
+            line += f"; most in disagreement with the humans: {model} (kappa {kappa:.4f})"
+        lines.append(line)
     return lines
 
 
@@ -126,6 +152,14 @@ def judge_problem_lines(metrics: Any) -> list[str]:
             f"judge: {verdicts['unparseable']} of {asked} paragraph(s) unparseable (unparseableRate "
             f"{format_value('unparseableRate', metrics.unparseable_rate)}): no reply could be read as a verdict"
         )
+    for model, counts in (metrics.verdict_distribution_by_model or {}).items():
+        missed = [f"{counts[label]} {what}" for label, what in (("unjudged", "left unjudged"),
+                  ("unparseable", "unparseable")) if counts.get(label)]  # fmt: skip
+        if missed:
+            lines.append(
+                f"jury judge {model}: {' and '.join(missed)} of {sum(counts.values())} paragraph(s): no vote in the "
+                "jury's verdict, counted as its disagreements with the human labels"
+            )
     if metrics.scorer_errors:
         lines.append(f"coverage scorer: {metrics.scorer_errors} paragraph(s) got no score (scorerErrors)")
     return lines

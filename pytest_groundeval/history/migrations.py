@@ -20,10 +20,13 @@ Versions:
   is current); judgments gain ``set_id`` and are unique per (set, item,
   paragraph). Migrating makes each run's existing judgments its first, current
   set, with the judge model the run recorded.
-* **4** (current): ``runs`` and ``judgment_sets`` gain ``confidence``, the report's
+* **4**: ``runs`` and ``judgment_sets`` gain ``confidence``, the report's
   confidence intervals (docs/statistics.md); NULL for runs recorded before.
+* **5** (current): judgments gain ``judges``, a jury's verdict's judges, each with its
+  own verdict (docs/judges.md, "Juries"); NULL for one judge's verdict, and so for
+  every judgment recorded before.
 
-``V1_METADATA``, ``V2_METADATA`` and ``V3_METADATA`` are versions 1 to 3 frozen as they shipped;
+``V1_METADATA`` to ``V4_METADATA`` are versions 1 to 4 frozen as they shipped;
 tests build databases from them and migrate them. Never edit a frozen version:
 add a new one.
 """
@@ -435,7 +438,29 @@ def _migrate_3_to_4(conn: Connection) -> None:
     _add_column(conn, "judgment_sets", "confidence", _JSON)
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4}
+# --- version 4, frozen ---------------------------------------------------------------------
+
+V4_METADATA = MetaData()
+"""The fourth schema (version 4), frozen: version 3's tables, ``runs`` and ``judgment_sets``
+each with a ``confidence`` column."""
+
+for _table in V3_METADATA.sorted_tables:
+    _copied = _table.to_metadata(V4_METADATA)
+    if _table.name in ("runs", "judgment_sets"):
+        _copied.append_column(Column("confidence", _JSON, nullable=True))
+
+
+def _migrate_4_to_5(conn: Connection) -> None:
+    """v4 → v5: judgments gain ``judges`` (a jury's judges' verdicts), NULL for every judgment so far."""
+    _add_column(conn, "judgments", "judges", _JSON)
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {
+    1: _migrate_1_to_2,
+    2: _migrate_2_to_3,
+    3: _migrate_3_to_4,
+    4: _migrate_4_to_5,
+}
 """``MIGRATIONS[v]`` takes a database from version ``v`` to ``v + 1``."""
 
 assert set(MIGRATIONS) == set(range(1, schema.SCHEMA_VERSION)), "every old version needs a migration"

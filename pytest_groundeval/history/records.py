@@ -16,8 +16,9 @@ Citation paragraphs come from ``extra.citationParagraphs`` (what
 ``pytest_groundeval.citation`` writes: ``index``, ``text``, ``markers``,
 ``metadataMismatch``, ``missingMarkers``, ``deterministicPass``) and may carry the
 judge's ``verdict``, ``rationale``, ``coverageScore``, ``judgeModel`` and a human
-``expectedVerdict``. They become ``judgments`` rows and are left out of the
-stored ``outcome`` JSON, which ``outcome_from_rows`` rebuilds.
+``expectedVerdict``, and a jury's verdict its judges' own (``judges``: each one's
+``judgeModel``, ``verdict``, ``rationale`` and ``judgeError``). They become ``judgments``
+rows and are left out of the stored ``outcome`` JSON, which ``outcome_from_rows`` rebuilds.
 """
 
 from __future__ import annotations
@@ -122,6 +123,44 @@ def tool_rows(item: str, trace: Any) -> list[dict[str, Any]]:
     return rows
 
 
+JUDGE_KEYS = ("judgeModel", "verdict", "rationale", "judgeError")
+"""What the history keeps of each judge of a jury's verdict (``judgments.judges``)."""
+
+
+def jury_judges(item: str, where: str, value: Any) -> list[dict[str, Any]] | None:
+    """A jury's judges of one paragraph as stored (``JUDGE_KEYS`` of each), or None for one judge's verdict.
+
+    Raises:
+        HistoryError: not a list of objects, each with a distinct non-empty ``judgeModel``, a
+            ``verdict`` of ``RECORDED_VERDICTS`` or null, and a ``rationale`` and ``judgeError``
+            that are strings or null.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise _fail(item, where, "a list of judge objects or null", value)
+    judges: list[dict[str, Any]] = []
+    for n, judge in enumerate(value):
+        at = f"{where}[{n}]"
+        if not isinstance(judge, Mapping):
+            raise _fail(item, at, "an object", judge)
+        model = judge.get("judgeModel")
+        if not isinstance(model, str) or not model or any(j["judgeModel"] == model for j in judges):
+            raise _fail(item, f"{at}.judgeModel", "a judge model named once", model)
+        verdict = judge.get("verdict")
+        if verdict is not None and verdict not in RECORDED_VERDICTS:
+            raise _fail(item, f"{at}.verdict", "one of " + ", ".join(RECORDED_VERDICTS) + " or null", verdict)
+        judges.append(
+            {
+                "judgeModel": model,
+                "verdict": verdict,
+                "rationale": _opt_str(item, f"{at}.rationale", judge.get("rationale")),
+                "judgeError": _opt_str(item, f"{at}.judgeError", judge.get("judgeError")),
+            }
+        )
+    return judges
+
+
 def judgment_rows(item: str, paragraphs: Any) -> list[dict[str, Any]]:
     """One row per entry of ``extra.citationParagraphs``.
 
@@ -176,6 +215,7 @@ def judgment_rows(item: str, paragraphs: Any) -> list[dict[str, Any]]:
                 "expected_verdict": expected,
                 "coverage_score": None if score is None else float(score),
                 "judge_model": _opt_str(item, f"{where}.judgeModel", para.get("judgeModel")),
+                "judges": jury_judges(item, f"{where}.judges", para.get("judges")),
             }
         )
     return rows
@@ -246,8 +286,8 @@ def item_row(record: Any, position: int) -> tuple[dict[str, Any], list[str], lis
 
 
 def paragraph_extra(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A ``judgments`` row back as an ``extra.citationParagraphs`` entry (camelCase)."""
-    return {
+    """A ``judgments`` row back as an ``extra.citationParagraphs`` entry (camelCase); ``judges`` only for a jury's."""
+    extra = {
         "index": row["paragraph"],
         "text": row["text"],
         "markers": list(row["markers"] or []),
@@ -260,6 +300,10 @@ def paragraph_extra(row: Mapping[str, Any]) -> dict[str, Any]:
         "coverageScore": row["coverage_score"],
         "judgeModel": row["judge_model"],
     }
+    judges = row.get("judges")
+    if judges is not None:
+        extra["judges"] = [dict(judge) for judge in judges]
+    return extra
 
 
 def outcome_from_rows(outcome: Mapping[str, Any], judgments: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -155,6 +155,15 @@ class Controller:
             "judgeCache": s.judge_cache is not None,
             "scorerUrl": s.scorer_url,
             "scorerModel": s.scorer_model,
+            # A jury's judges by URL, model and key variable, and its policy (docs/judges.md); never a key.
+            **(
+                {
+                    "judges": [{"url": j.url, "model": j.model, "apiKeyEnv": j.api_key_env} for j in s.judges],
+                    "judgePolicy": s.judge_policy,
+                }
+                if s.judges
+                else {}
+            ),
         }
 
     @pytest.hookimpl

@@ -158,6 +158,9 @@ class MetricSpec:
         only_when_measured: Left out of the report's ``metrics`` while None, so that runs which
             cannot measure it keep the report shape they always had (``passAtK`` and
             ``passHatK`` exist only under ``--eval-repeat N`` with N > 1).
+        cells: What a ``"table"`` holds: ``"counts"`` (whole counts >= 0, one level of nesting
+            allowed) or ``"figures"`` (per key, a number in [``minimum``, 1] or None: a kappa
+            per judge model).
     """
 
     field: str
@@ -173,6 +176,7 @@ class MetricSpec:
     useless_reason: str = ""
     minimum: float = 0.0
     only_when_measured: bool = False
+    cells: Literal["counts", "figures"] = "counts"
 
     @property
     def value_range(self) -> tuple[float, float | None]:
