@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from ...judging import JUDGE_LABELS, JUDGE_VERDICTS, RECORDED_VERDICTS, paragraph_label
+from ...judging import JUDGE_LABELS, JUDGE_VERDICTS, RECORDED_VERDICTS, USAGE_KEYS, paragraph_label, record_usage
 from ...outcome import ItemOutcome
 from ..base import CEILING_RATE, MetricDirection, MetricSpec, Tally, ratio
 from .assess import with_assessment
@@ -31,6 +31,7 @@ __all__ = [
     "UNPARSEABLE_CEILING",
     "CitationTally",
     "cohen_kappa",
+    "judge_tokens",
     "paragraph_catches",
     "paragraph_metrics",
     "tally_outcome",
@@ -229,6 +230,11 @@ class CitationTally(Tally):
     """``(expectedVerdict, label)`` → labelled paragraphs the judge was asked about."""
     catches: Counter[str] = field(default_factory=_counter)
     """``CATCHES`` key → paragraphs."""
+    judge_usage: Counter[tuple[str, str]] = field(default_factory=_counter)
+    """``(judge model, USAGE_KEYS key)`` → tokens or replies over asked paragraphs (a record without usage: one
+    reply without usage)."""
+    usage_records: int = 0
+    """Asked paragraph records that carry usage (``judgeReplies``); with none, ``judgeTokens`` is null."""
 
 
 METRICS: tuple[MetricSpec, ...] = (
@@ -313,6 +319,14 @@ METRICS: tuple[MetricSpec, ...] = (
         direction=None,
         type_="table",
     ),
+    MetricSpec(
+        "judge_tokens",
+        "Tokens the judge's replies reported, per judge model: {model: {promptTokens, completionTokens, replies, "
+        "repliesWithoutUsage}}; a reply without usage is counted there, never as 0 tokens (docs/judges.md); "
+        "null without a judge.",
+        direction=None,
+        type_="table",
+    ),
 )
 """The citation kind's metrics, in report order (docs/citation.md, "Metrics")."""
 
@@ -350,11 +364,23 @@ def tally_outcome(tally: CitationTally, outcome: ItemOutcome) -> None:
     scores = _extra_scores(outcome)
     tally.coverage_scores += len(scores)
     tally.coverage_score_sum += sum(map(Fraction, scores), Fraction(0))
-    for label, expected, record in _asked_records(outcome):
+    for i, (label, expected, record) in enumerate(_asked_records(outcome)):
         tally.verdicts[label] += 1
         if expected is not None:
             tally.confusion[(expected, label)] += 1
         tally.catches.update(paragraph_catches(record))
+        try:
+            usage = record_usage(record)
+        except ValueError as exc:
+            raise ValueError(f"item {outcome.id!r}: extra.citationParagraphs (asked record {i}): {exc}") from None
+        if usage is None:
+            # Written before usage was recorded: one reply of unknown tokens (shown only beside records that carry usage).
+            usage = (0, 0, 1, 1)
+        else:
+            tally.usage_records += 1
+        model = str(record.get("judgeModel"))
+        for key, count in zip(USAGE_KEYS, usage):
+            tally.judge_usage[(model, key)] += count
 
 
 def tally_results(tally: CitationTally) -> dict[str, Any]:
@@ -380,7 +406,20 @@ def tally_results(tally: CitationTally) -> dict[str, Any]:
         "verdict_distribution": {label: tally.verdicts[label] for label in JUDGE_LABELS} if asked else None,
         "judge_confusion": confusion if labelled else None,
         "citation_catches": {key: tally.catches[key] for key in CATCHES} if asked else None,
+        "judge_tokens": judge_tokens(tally),
     }
+
+
+def judge_tokens(tally: CitationTally) -> dict[str, dict[str, int]] | None:
+    """``judgeTokens``: per judge model (sorted), its ``USAGE_KEYS`` counts; None when no asked record carries usage.
+
+    A paragraph record written before usage was recorded (an earlier report or history) carries none;
+    a run holding only such records has no ``judgeTokens`` (its judge cost is unknown, docs/judges.md).
+    """
+    if not tally.usage_records:
+        return None
+    models = sorted({model for model, _ in tally.judge_usage})
+    return {model: {key: tally.judge_usage[(model, key)] for key in USAGE_KEYS} for model in models}
 
 
 def paragraph_metrics(records: Sequence[Mapping[str, Any]], *, judged: bool, scored: bool) -> dict[str, Any]:
