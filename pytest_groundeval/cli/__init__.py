@@ -37,6 +37,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "history": ("pytest_groundeval.cli.history", "history_main", "List, show and compare recorded runs"),
     "rejudge": ("pytest_groundeval.cli.rejudge", "rejudge_main", "Judge a recorded run's answers again"),
+    "calibrate": (
+        "pytest_groundeval.cli.calibrate",
+        "calibrate_main",
+        "Measure a citation judge against a dataset's human labels, with intervals",
+    ),
     "import": (
         "pytest_groundeval.cli.importer",
         "import_main",
