@@ -65,14 +65,20 @@ class _Usage(Exception):
 
 def _parser() -> Parser:
     parser = Parser(prog=PROG, description="Measure a citation judge against a dataset's human labels")
-    parser.add_argument("--dataset", required=True, metavar="DIR", help="Dataset whose citation items carry paragraphLabels")
+    parser.add_argument(
+        "--dataset", required=True, metavar="DIR", help="Dataset whose citation items carry paragraphLabels"
+    )
     parser.add_argument("--judge", metavar="mock", help="mock: the mock provider's heuristic judge, started here")
-    parser.add_argument("--judge-url", metavar="URL", help="OpenAI-compatible base URL of the judge, e.g. https://host/v1")
+    parser.add_argument(
+        "--judge-url", metavar="URL", help="OpenAI-compatible base URL of the judge, e.g. https://host/v1"
+    )
     parser.add_argument("--judge-model", metavar="M", help="Judge model (with --judge mock: mock-judge)")
     parser.add_argument("--judge-cache", metavar="DIR", help="Directory of the judge cache (default: no cache)")
     parser.add_argument("--judge-concurrency", metavar="N", type=int, default=4, help="Requests in flight (default 4)")
     parser.add_argument("--judge-max-tokens", metavar="N", type=int, help="Completion-token cap of each request")
-    parser.add_argument("--min-kappa", metavar="K", type=float, help="Fail when kappa's interval lower bound is under K")
+    parser.add_argument(
+        "--min-kappa", metavar="K", type=float, help="Fail when kappa's interval lower bound is under K"
+    )
     parser.add_argument("--min-agreement", metavar="A", type=float, help="Fail when agreement's lower bound is under A")
     parser.add_argument("--confidence", metavar="C", type=float, default=DEFAULT_CONFIDENCE,
                         help=f"Confidence level of the intervals (default {DEFAULT_CONFIDENCE})")  # fmt: skip
@@ -90,11 +96,15 @@ def _checked(args: argparse.Namespace) -> None:
         _Usage: naming the option and what is valid.
     """
     if args.judge is not None and args.judge.strip().lower() != MOCK:
-        raise _Usage(f"--judge {args.judge!r}: the only value is mock; for a real judge give --judge-url and --judge-model")
+        raise _Usage(
+            f"--judge {args.judge!r}: the only value is mock; for a real judge give --judge-url and --judge-model"
+        )
     if args.judge is not None and args.judge_url:
         raise _Usage("--judge and --judge-url both given: calibrate measures one judge; drop one of them")
     if args.judge is None and not args.judge_url:
-        raise _Usage("no judge: give --judge-url URL --judge-model M (key in GROUNDEVAL_JUDGE_API_KEY), or --judge mock")
+        raise _Usage(
+            "no judge: give --judge-url URL --judge-model M (key in GROUNDEVAL_JUDGE_API_KEY), or --judge mock"
+        )
     if args.judge_url:
         if not args.judge_model:
             raise _Usage("--judge-url needs --judge-model")
@@ -250,7 +260,9 @@ def text_lines(result: Calibration, info: Mapping[str, Any]) -> list[str]:
         lines.append(f"judge: {result.unjudged} paragraph(s) unjudged, {result.unparseable} unparseable "
                      "(counted as disagreements)")  # fmt: skip
     for model, cell in info["usage"].items():
-        unknown = f"; {cell['repliesWithoutUsage']} without usage: tokens unknown" if cell["repliesWithoutUsage"] else ""
+        unknown = (
+            f"; {cell['repliesWithoutUsage']} without usage: tokens unknown" if cell["repliesWithoutUsage"] else ""
+        )
         lines.append(f"judge tokens {model}: prompt {cell['promptTokens']}, completion {cell['completionTokens']} "
                      f"({cell['replies']} replies{unknown})")  # fmt: skip
     for check in result.checks:

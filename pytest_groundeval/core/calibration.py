@@ -109,7 +109,12 @@ class VerdictFigures:
 
     def to_wire(self) -> dict[str, Any]:
         """JSON built-ins, camelCase."""
-        return {"precision": self.precision, "recall": self.recall, "support": self.support, "predicted": self.predicted}
+        return {
+            "precision": self.precision,
+            "recall": self.recall,
+            "support": self.support,
+            "predicted": self.predicted,
+        }
 
 
 def per_verdict(pairs: Sequence[Pair]) -> dict[str, VerdictFigures]:
@@ -268,7 +273,11 @@ class Calibration:
 
 
 def _estimate(
-    pairs: Sequence[Pair], statistic: Callable[[Sequence[Pair]], float | None], confidence: float, resamples: int, seed: int
+    pairs: Sequence[Pair],
+    statistic: Callable[[Sequence[Pair]], float | None],
+    confidence: float,
+    resamples: int,
+    seed: int,
 ) -> Estimate:
     interval = bootstrap_interval(pairs, statistic, confidence=confidence, resamples=resamples, seed=seed)
     low, high = interval if interval is not None else (None, None)

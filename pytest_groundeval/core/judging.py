@@ -262,7 +262,12 @@ class Scorer(Protocol):
 USAGE_KEYS: tuple[str, ...] = ("promptTokens", "completionTokens", "replies", "repliesWithoutUsage")
 """The keys of one judge model's cell of ``judgeTokens`` (docs/judges.md, "Tokens and cost"), in order."""
 
-USAGE_RECORD_KEYS: tuple[str, ...] = ("judgePromptTokens", "judgeCompletionTokens", "judgeReplies", "judgeRepliesWithoutUsage")
+USAGE_RECORD_KEYS: tuple[str, ...] = (
+    "judgePromptTokens",
+    "judgeCompletionTokens",
+    "judgeReplies",
+    "judgeRepliesWithoutUsage",
+)
 """The paragraph record's keys (``JudgeResult.to_record``) behind ``USAGE_KEYS``, in the same order."""
 
 

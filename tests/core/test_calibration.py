@@ -59,7 +59,14 @@ def test_unjudged_and_unparseable_lower_recall_and_have_no_row():
 
 def test_the_point_figures_are_the_runs_judge_agreement_and_kappa():
     records = [
-        {"index": i, "deterministicPass": True, "judgeModel": "m", "verdict": got, "rationale": "r", "expectedVerdict": human}
+        {
+            "index": i,
+            "deterministicPass": True,
+            "judgeModel": "m",
+            "verdict": got,
+            "rationale": "r",
+            "expectedVerdict": human,
+        }
         for i, (human, got) in enumerate(PAIRS)
     ]
     run = paragraph_metrics(records, judged=True, scored=False)
@@ -89,7 +96,10 @@ def test_bootstrap_is_seeded_and_is_the_percentile_method():
     # The 5th and 95th percentiles of the replicates (90 % interval), linear interpolation.
     rng = random.Random(5)
     replicates = sorted(agreement(rng.choices(PAIRS, k=8)) for _ in range(101))
-    assert bootstrap_interval(PAIRS, agreement, confidence=0.9, resamples=101, seed=5) == (replicates[5], replicates[95])
+    assert bootstrap_interval(PAIRS, agreement, confidence=0.9, resamples=101, seed=5) == (
+        replicates[5],
+        replicates[95],
+    )
 
 
 def test_bootstrap_edges():
@@ -106,7 +116,12 @@ def test_a_minimum_gates_the_lower_bound_not_the_point():
     assert result.kappa.value == pytest.approx(0.4) and result.agreement.value == 5 / 8
     assert result.kappa.low < 0.3 and result.agreement.low < 0.5  # eight paragraphs: wide intervals
     outcomes = {check.metric: check.outcome for check in result.checks}
-    assert outcomes == {"judgeAgreement": "FAIL", "judgeKappa": "FAIL", "judgeErrors": "PASS", "unparseableRate": "PASS"}
+    assert outcomes == {
+        "judgeAgreement": "FAIL",
+        "judgeKappa": "FAIL",
+        "judgeErrors": "PASS",
+        "unparseableRate": "PASS",
+    }
     assert not result.passed
     only_kappa = calibrate(PAIRS, min_kappa=0.3, min_agreement=0.0, resamples=500)
     assert [c.metric for c in only_kappa.checks if c.outcome == "FAIL"] == ["judgeKappa"]
