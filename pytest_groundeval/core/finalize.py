@@ -24,6 +24,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .cost import price_metrics
 from .gate import (
     GateCheck,
     GateResult,
@@ -40,6 +41,13 @@ from .outcome import ItemOutcome
 
 if TYPE_CHECKING:
     from .report import Report  # annotations only: a baseline report is read through its fields
+
+
+def generate_model(models: Mapping[str, Any] | ModelLineage) -> str | None:
+    """The lineage's generate model (which prices the target's tokens, docs/gate.md "Cost"), or None."""
+    found = models.get("generate") if isinstance(models, Mapping) else models.generate
+    return found if isinstance(found, str) else None
+
 
 EXTRA_CHECKS = ("notRun", "run", "items")
 """The checks ``finalize_run`` adds after ``evaluate_gate``, in order; each only ever FAILs."""
@@ -148,6 +156,7 @@ def finalize_run(
     gated: bool = True,
     flags: RunFlags = RunFlags(),
     metrics: Metrics | None = None,
+    prices: Mapping[str, Mapping[str, float]] | None = None,
 ) -> Finalized:
     """Metrics, baseline record and gate of a finished run (docs/gate.md).
 
@@ -170,6 +179,9 @@ def finalize_run(
         metrics: The metrics when already known (a saved report's, which
             ``core.report.check_metrics`` proved to be its items'); else computed from
             ``outcomes``.
+        prices: The checked prices of ``--eval-prices`` (``core.cost``): computed metrics
+            gain ``judgeCostUsd``, ``targetCostUsd`` and ``unpricedModels`` (the target's
+            tokens at the price of ``models``' generate model); None leaves them null.
 
     Returns:
         ``Finalized(metrics, gate, baseline)``.
@@ -178,7 +190,7 @@ def finalize_run(
         ValueError: ``outcomes`` were only counted and no ``metrics`` were given.
     """
     if metrics is None:
-        metrics = outcomes.metrics()
+        metrics = price_metrics(outcomes.metrics(), prices, generate_model(models))
     if baseline is None or isinstance(baseline, BaselineInfo):
         record = baseline
     else:

@@ -26,6 +26,7 @@ from typing import IO, Any
 
 from pydantic import ConfigDict, Field, ValidationError, model_serializer
 
+from .cost import Prices, PricesError, check_prices, price_metrics
 from .finalize import EXTRA_CHECKS, RunFlags, RunOutcomes, finalize_run
 from .gate import RETRIEVAL_RECALL, FloorsError, GateResult, check_recorded_floors
 from .kinds import on_change
@@ -127,6 +128,10 @@ class Report(WireModel):
     """The baseline the run compared retrieval recall with; None when it had none, and in
     reports written before it was recorded (``groundeval gate`` then has no baseline unless
     given ``--baseline``)."""
+    prices: dict[str, dict[str, float]] | None = None
+    """The prices the run's costs were computed with (``--eval-prices``, docs/gate.md "Cost"): model ->
+    ``{"input", "output"}`` US dollars per 1M tokens; None without prices (every cost null), and in
+    reports written before it was recorded. Readers recompute the costs with them."""
     extensions: dict[str, Any] | None = None
     """What extensions added to the report (docs/extending.md): extension name -> any JSON value,
     set by a ``pytest_groundeval_report`` hook. Kept by every reader, checked by none; written only
@@ -139,6 +144,8 @@ class Report(WireModel):
         data: dict[str, Any] = handler(self)
         if self.extensions is None:
             data.pop("extensions", None)
+        if self.prices is None:  # a run without prices keeps the shape reports always had
+            data.pop("prices", None)
         return data
 
 
@@ -212,6 +219,24 @@ def _same_figure(stored: Any, recomputed: Any) -> bool:
     return bool(stored == recomputed)
 
 
+ADDED_METRICS = frozenset({"target_tokens"})
+"""Metrics (field names) added to report schema 1 after reports were first written that an older
+report's items still give a value: a stored report without the key (written before it existed,
+e.g. a dataset's committed baseline) reads it as null and is not refused for it. Every other
+metric, and these when the report holds them, is compared (``check_metrics``)."""
+
+
+def recomputed_metrics(report: Report) -> Metrics:
+    """The metrics of ``report``'s items (``core.metrics.compute_metrics``), priced with its recorded
+    ``prices`` at its lineage's generate model (``core.cost.price_metrics``).
+
+    Raises:
+        ValueError: the items cannot be aggregated, or the recorded prices are invalid.
+    """
+    prices = check_prices(report.prices, "the report's prices") if report.prices is not None else None
+    return price_metrics(compute_metrics(report.items), prices, report.models.generate)
+
+
 def check_metrics(report: Report, source: str) -> None:
     """Refuse a report whose metrics are not the metrics of its items (docs/gate.md).
 
@@ -228,11 +253,18 @@ def check_metrics(report: Report, source: str) -> None:
             stored and the recomputed value; the message starts with ``source``.
     """
     try:
-        recomputed = compute_metrics(report.items).to_wire()
+        recomputed = recomputed_metrics(report).to_wire()
+    except PricesError as exc:
+        raise ReportError(f"{source}: prices: {exc}") from exc
     except ValueError as exc:
         raise ReportError(f"{source}: the items cannot be aggregated: {exc}") from exc
     stored = report.metrics.to_wire()
-    for key in ["items", *(k for k in stored if k != "items")]:
+    unrecorded = {
+        type(report.metrics).model_fields[name].alias or name
+        for name in ADDED_METRICS - report.metrics.model_fields_set
+        if name in type(report.metrics).model_fields
+    }
+    for key in ["items", *(k for k in stored if k != "items" and k not in unrecorded)]:
         if not _same_figure(stored.get(key), recomputed.get(key)):
             raise ReportError(
                 f"{source}: metrics.{key} is {json.dumps(stored.get(key))} but the report's "
@@ -533,6 +565,7 @@ class ReportWriter:
         shard: ShardInfo | dict[str, Any] | None = None,
         baseline: BaselineInfo | dict[str, Any] | None = None,
         extensions: dict[str, Any] | None = None,
+        prices: Prices | None = None,
     ) -> Path:
         """Write the report (header, every added item, trailer) and move it into place atomically.
 
@@ -549,6 +582,7 @@ class ReportWriter:
             shard: The part of the dataset this run covered (``Report.shard``).
             baseline: The baseline recall check's input (``core.gate.summarize_baseline``).
             extensions: What extensions added (``Report.extensions``, docs/extending.md), or None.
+            prices: The prices the costs were computed with (``Report.prices``), or None.
 
         Returns:
             The report path.
@@ -574,6 +608,7 @@ class ReportWriter:
                 "shard": shard,
                 "baseline": baseline,
                 "extensions": extensions,
+                "prices": prices,
             }
         ).to_wire()
         del header["items"]

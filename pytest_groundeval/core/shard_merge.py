@@ -2,7 +2,7 @@
 
 ``merge_reports`` combines the saved reports of shards ``1..N`` of one run. It
 refuses what cannot be one run — different dataset versions, model lineages,
-floors, plugin versions or git commits, shard counts or datasets, a shard given
+floors, prices, plugin versions or git commits, shard counts or datasets, a shard given
 twice, an item in two reports, an item in the wrong shard — and accounts for
 every dataset item exactly once: what no report covers is recorded in the
 merged report's ``merge`` block and fails the gate with a check naming it. The
@@ -92,6 +92,7 @@ def _check_compatible(reports: list[tuple[str, Report]], floors_given: bool) -> 
     _same(reports, "plugin version", lambda r: r.environment.plugin_version)
     _same(reports, "git commit", lambda r: r.environment.git_commit)
     _same(reports, "floors", lambda r: r.floors)
+    _same(reports, "prices", lambda r: r.prices)
     if reports[0][1].floors is None and not floors_given:
         raise MergeError(
             f"cannot merge: {reports[0][0]} records no floors, so the gate cannot be re-applied as the shards "
@@ -271,6 +272,8 @@ def merge_reports(
         models=first.models,
         # A shard whose items never ran was interrupted: the merged run's interrupted check covers them.
         flags=RunFlags(interrupted=interrupted, not_run_check=False, merge=info),
+        # The shards' token counts are summed from their items, then priced once (docs/gate.md, "Cost").
+        prices=first.prices,
     )
     started = min(report.started_at_ms for _, report in validated)
     ended = max(report.started_at_ms + report.duration_ms for _, report in validated)
@@ -288,5 +291,6 @@ def merge_reports(
         shard=None,
         merge=info,
         baseline=end.baseline,
+        prices=first.prices,
     )
     return merged.to_wire()

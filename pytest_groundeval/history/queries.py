@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from sqlalchemy import func, select
 
+from ..core.cost import PricesError, check_prices
 from ..core.floors import RECALL_MARGIN_KEY, FloorsError
 from ..core.gate import DEFAULT_FLOORS, DEFAULT_RECALL_MARGIN, parse_floors, same_lineage
 from ..core.judging import RECORDED_VERDICTS, UNJUDGED, JudgeVerdict
@@ -505,6 +506,21 @@ def recorded_floors(config: Mapping[str, Any] | None, run_id: str) -> dict[str, 
     except FloorsError as exc:
         raise HistoryError(str(exc)) from exc
     return {name: float(value) for name, value in recorded.items() if value is not None}
+
+
+def recorded_prices(config: Mapping[str, Any]) -> dict[str, dict[str, float]] | None:
+    """The prices a stored run recorded (``config.prices``), checked; None when it recorded none.
+
+    Raises:
+        HistoryError: the recorded prices are invalid (naming the model and field).
+    """
+    prices = config.get("prices")
+    if prices is None:
+        return None
+    try:
+        return check_prices(prices, "the run's recorded prices")
+    except PricesError as exc:
+        raise HistoryError(str(exc)) from None
 
 
 def compare_runs(

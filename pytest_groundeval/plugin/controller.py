@@ -60,7 +60,7 @@ from .nodeids import dataset_key, eval_node_kind
 from .options import STEP_SUMMARY_ENV, Settings, step_summary_path
 from .record import GATE_ATTR, NOTICES_ATTR, OUTCOME_ATTR, RUN_ATTR
 from .session import GateSession
-from .state import UNKNOWN, DatasetRun, dataset_baseline, load_baseline, load_floors_layer
+from .state import UNKNOWN, UNKNOWN_MODELS, DatasetRun, dataset_baseline, load_baseline, load_floors_layer
 from .summary import write_summary
 
 SHARD_DECIDING = frozenset({"errors", "notRun", "run"})
@@ -147,6 +147,8 @@ class Controller:
             "judgeCache": s.judge_cache is not None,
             "scorerUrl": s.scorer_url,
             "scorerModel": s.scorer_model,
+            # The prices the run's costs were computed with (docs/gate.md, "Cost"), so a rejudge prices alike.
+            "prices": s.prices,
         }
 
     @pytest.hookimpl
@@ -277,6 +279,7 @@ class Controller:
             "floors": self.run_floors(run),
             "baseline": self._spooled_baseline(run),
             "items": dict(run.expected),
+            "prices": self.settings.prices,
         }
 
     def _spooled_baseline(self, run: DatasetRun) -> dict[str, Any] | None:
@@ -393,6 +396,16 @@ class Controller:
             run.models = info.get("models")
             if run.writer is not None:
                 run.writer.set_context(self._context(run))
+        elif (run.models == UNKNOWN_MODELS and info.get("models") not in (None, UNKNOWN_MODELS)) and info.get(
+            "datasetVersion"
+        ) == run.version:
+            # A recorded answer (no target: lineage unknown) reported first; the target's items know the
+            # lineage, which prices the target's tokens and arms the baseline (docs/gate.md).
+            run.models = info.get("models")
+            if run.writer is not None:
+                run.writer.set_context(self._context(run))
+        elif info.get("models") == UNKNOWN_MODELS and info.get("datasetVersion") == run.version:
+            pass  # a recorded answer among the target's items: it knows no lineage, it contradicts none
         elif info.get("models") != run.models or info.get("datasetVersion") != run.version:
             run.lineage_conflict = (
                 f"items report different datasets or lineages: {run.version} {run.models} "
@@ -484,6 +497,7 @@ class Controller:
                 models=run.lineage(),
                 gated=not self.settings.no_gate,
                 flags=RunFlags(interrupted=interrupted),
+                prices=self.settings.prices,
             )
             run.metrics, run.gate, run.baseline_record = end.metrics, end.gate, end.baseline
             run.shard = self._shard_block(run)
@@ -580,6 +594,7 @@ class Controller:
                         floors=self.run_floors(run),
                         shard=run.shard,
                         baseline=run.baseline_record,
+                        prices=self.settings.prices,
                     ),
                 )
             )

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from ..core.cost import PricesError, read_prices
 from ..core.sharding import parse_shard
 from ..history.urls import HistoryError, describe_url, resolve_url
 from ..targets.placeholders import check_placeholders
@@ -97,6 +98,12 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("scorer-url", "vLLM score API of the citation coverage scorer (server root, .../v1 or .../score), or mock", "str"),
     ("scorer-model", "Model name sent to the coverage scorer (default: none; with mock: mock-score)", "str"),
     ("scorer-cap", "Characters of the cited sources' texts scored per paragraph (default 28000)", "int"),
+    (
+        "prices",
+        'JSON file of model prices, {"model": {"input": USD, "output": USD}} per 1M tokens: adds judgeCostUsd and '
+        "targetCostUsd (docs/gate.md)",
+        "path",
+    ),
 )
 
 MOCK = "mock"
@@ -243,6 +250,9 @@ class Settings:
     """Model name sent to the scorer, or None."""
     scorer_cap: int = DEFAULT_SCORER_CAP
     """Characters of the cited sources' texts scored per paragraph."""
+    prices: dict[str, dict[str, float]] | None = None
+    """The checked prices of ``--eval-prices`` (``core.cost``): model -> ``{"input", "output"}`` US dollars
+    per 1M tokens, or None: no cost is computed (docs/gate.md, "Cost")."""
 
     @property
     def judging(self) -> bool:
@@ -483,7 +493,22 @@ def resolve_settings(config: pytest.Config) -> Settings:
         ),
         history=history,
         label=values["label"].strip() if values["label"] else None,
+        prices=_prices(values["prices"], sources["prices"]) if values["prices"] else None,
     )
+
+
+def _prices(value: str, source: str) -> dict[str, dict[str, float]]:
+    """The checked prices file of ``--eval-prices`` (``core.cost.read_prices``, docs/gate.md "Cost").
+
+    Raises:
+        pytest.UsageError: the file cannot be read or is not a prices file; the message names the
+            file, the model and the field at fault.
+    """
+    path = Path(value)
+    try:
+        return read_prices(path if path.is_absolute() else Path.cwd() / path)
+    except PricesError as exc:
+        raise pytest.UsageError(f"{source}: {exc}") from None
 
 
 def _mock_noise(values: dict, sources: dict) -> dict:

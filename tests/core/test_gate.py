@@ -34,7 +34,14 @@ def check_for(result, metric: str) -> GateCheck:
 
 
 def test_directions_cover_every_metric_field_except_counts_and_tables():
-    tables = {"verdictDistribution", "judgeConfusion", "citationCatches"}
+    tables = {
+        "verdictDistribution",
+        "judgeConfusion",
+        "citationCatches",
+        "judgeTokens",
+        "targetTokens",
+        "unpricedModels",
+    }
     wire_names = set(Metrics().to_wire()) - {"items", "itemsByKind", "qaClaims"} - tables
     assert set(METRIC_DIRECTIONS) == wire_names
     assert METRIC_DIRECTIONS["claimSupportPrecision"].op == ">="
