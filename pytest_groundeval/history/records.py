@@ -26,12 +26,15 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core.judging import RECORDED_VERDICTS
+from ..core.judging import RECORDED_VERDICTS, USAGE_RECORD_KEYS, record_usage
 from ..core.kinds import KIND_NAMES
 from .errors import HistoryError
 
 ITEM_CONTEXT_KEYS = ("question", "answer", "tags", "sources", "trace", "toolTrace", "iterations")
 """Keys an item record may carry besides the outcome's own, at the top level or in ``extra``."""
+
+USAGE_COLUMNS = ("prompt_tokens", "completion_tokens", "replies", "replies_without_usage")
+"""The ``judgments`` columns of a paragraph's judge tokens, in ``core.judging.USAGE_RECORD_KEYS`` order."""
 
 PARAGRAPHS_KEY = "citationParagraphs"
 """``extra`` key holding the citation paragraph judgments."""
@@ -156,6 +159,11 @@ def judgment_rows(item: str, paragraphs: Any) -> list[dict[str, Any]]:
             isinstance(score, bool) or not isinstance(score, (int, float)) or not 0.0 <= score <= 1.0
         ):
             raise _fail(item, f"{where}.coverageScore", "a number in [0, 1] or null", score)
+        try:
+            # Kept as record_usage reads it, so a record of a judge that reports no usage rebuilds the same figures.
+            usage = record_usage(para) if para.get("judgeModel") else None
+        except ValueError as exc:
+            raise HistoryError(f"item {item!r}: {where}: {exc}") from None
         mismatch = _str_list(item, f"{where}.metadataMismatch", para.get("metadataMismatch"))
         missing = _str_list(item, f"{where}.missingMarkers", para.get("missingMarkers"))
         deterministic = para.get("deterministicPass")
@@ -176,6 +184,7 @@ def judgment_rows(item: str, paragraphs: Any) -> list[dict[str, Any]]:
                 "expected_verdict": expected,
                 "coverage_score": None if score is None else float(score),
                 "judge_model": _opt_str(item, f"{where}.judgeModel", para.get("judgeModel")),
+                **dict(zip(USAGE_COLUMNS, usage if usage is not None else (None,) * len(USAGE_COLUMNS))),
             }
         )
     return rows
@@ -246,8 +255,12 @@ def item_row(record: Any, position: int) -> tuple[dict[str, Any], list[str], lis
 
 
 def paragraph_extra(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A ``judgments`` row back as an ``extra.citationParagraphs`` entry (camelCase)."""
-    return {
+    """A ``judgments`` row back as an ``extra.citationParagraphs`` entry (camelCase).
+
+    The judge's token fields are put back only when the row holds them (recorded since schema
+    version 4); a row without them reads as a record written before usage was recorded.
+    """
+    record = {
         "index": row["paragraph"],
         "text": row["text"],
         "markers": list(row["markers"] or []),
@@ -260,6 +273,9 @@ def paragraph_extra(row: Mapping[str, Any]) -> dict[str, Any]:
         "coverageScore": row["coverage_score"],
         "judgeModel": row["judge_model"],
     }
+    if row.get("replies") is not None:
+        record.update({key: row.get(column) or 0 for key, column in zip(USAGE_RECORD_KEYS, USAGE_COLUMNS)})
+    return record
 
 
 def outcome_from_rows(outcome: Mapping[str, Any], judgments: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -33,8 +33,8 @@ from ..core.gate import GateResult
 from ..core.judging import RECORDED_VERDICTS
 from . import schema
 from .engine import HistoryError
-from .queries import recorded_floors
-from .records import PARAGRAPHS_KEY, outcome_from_rows
+from .queries import recorded_floors, recorded_prices
+from .records import PARAGRAPHS_KEY, USAGE_COLUMNS, outcome_from_rows
 from .store import HistoryStore, now_ms
 
 WRITE_BATCH = 50
@@ -79,6 +79,9 @@ class JudgeVerdict:
     """The model (or judge name) that decided."""
     coverage_score: float | None = None
     """Coverage score in [0, 1] when a scorer ran; None keeps the stored one."""
+    usage: tuple[int, int, int, int] | None = None
+    """The judge's tokens for the paragraph, ``(prompt, completion, replies, replies without usage)`` as
+    ``core.judging.record_usage`` reads a record (docs/judges.md); None: unknown (stored as NULL)."""
 
 
 Judge = Callable[[JudgeRequest], "JudgeVerdict | Mapping[str, Any]"]
@@ -278,7 +281,7 @@ def rejudge_run(
                 result.error_messages.append(f"{row.item_id}#{row.paragraph}: {raw}")
             # In the new set only: the current set keeps its verdict.
             pending.append({**key, "verdict": None, "rationale": None, "judge_model": None, "judged_ms": None,
-                            "keep_score": True, "coverage_score": None})  # fmt: skip
+                            "keep_score": True, "coverage_score": None, "usage": None})  # fmt: skip
         else:
             verdict = _verdict(raw, where)
             if verdict.verdict == "unparseable":
@@ -297,6 +300,7 @@ def rejudge_run(
                     "judged_ms": now_ms(),
                     "keep_score": verdict.coverage_score is None,
                     "coverage_score": verdict.coverage_score,
+                    "usage": verdict.usage,
                 }
             )
         if len(pending) >= WRITE_BATCH:
@@ -353,6 +357,8 @@ def _write(store: HistoryStore, set_id: int, pending: Sequence[dict[str, Any]]) 
     with store.write() as conn:
         for entry in pending:
             values = {k: entry[k] for k in ("verdict", "rationale", "judge_model", "judged_ms")}
+            # The new verdict's tokens replace the copied ones (NULL when unknown): never the old judge's.
+            values.update(zip(USAGE_COLUMNS, entry["usage"] or (None,) * len(USAGE_COLUMNS)))
             if not entry["keep_score"]:
                 values["coverage_score"] = entry["coverage_score"]
             conn.execute(
@@ -398,6 +404,8 @@ def default_recompute(
         models=config.get("models") or {},
         # The flags add no check: the stored run's interrupted (``run``) check is kept below, as stored.
         flags=RunFlags(not_run_check=False),
+        # The prices the run recorded (docs/gate.md, "Cost"): a rejudged set's judge tokens are priced alike.
+        prices=recorded_prices(config),
     )
     metrics, fresh = end.metrics, end.gate.to_wire()
     checks = fresh["checks"]

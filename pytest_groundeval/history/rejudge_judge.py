@@ -22,7 +22,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ..core.dataset import Dataset, load_dataset
-from ..core.judging import Judge, JudgeInput, JudgeResult
+from ..core.judging import Judge, JudgeInput, JudgeResult, record_usage
 from ..core.kinds.citation import judge_payload, paragraphs, source_details
 from ..judge.client import JudgeClient
 from ..judge.prompt import PROMPT_VERSION
@@ -143,7 +143,7 @@ class RejudgeJudge:
         if result.verdict is None:
             return HistoryError(result.error or "the judge gave no verdict")
         return JudgeVerdict(verdict=result.verdict, rationale=result.rationale or "(no rationale)",
-                            judge_model=result.model)  # fmt: skip
+                            judge_model=result.model, usage=record_usage(result.to_record()))  # fmt: skip
 
     def judge_many(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict | Exception]:
         """Judge several paragraphs concurrently; one verdict or exception per request, in order."""

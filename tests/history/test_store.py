@@ -448,7 +448,7 @@ def test_migration_from_the_first_released_schema(history_url: str) -> None:
 
     with HistoryStore.open(history_url) as store:
         with store.engine.connect() as conn:
-            assert stored_version(conn) == schema.SCHEMA_VERSION == 3
+            assert stored_version(conn) == schema.SCHEMA_VERSION == 4
             old = conn.execute(select(schema.judgments)).mappings().one()
         assert old["verdict"] == "supported" and old["judge_model"] is None and old["coverage_score"] is None
         detail = show_run(store, "latest")
@@ -529,7 +529,7 @@ def test_migration_from_version_2_makes_the_judgments_each_runs_first_current_se
 
     with HistoryStore.open(history_url) as store:
         with store.engine.connect() as conn:
-            assert stored_version(conn) == 3
+            assert stored_version(conn) == schema.SCHEMA_VERSION == 4
         # One set per run, current, with the judge model the run recorded; complete only when finished and judged.
         sets = {run_id: _sets(store, run_id) for run_id in (judged, unjudged, killed)}
         assert [row[1:] for row in sets[judged]] == [("run", "judge-x", "complete", True, 2, 0)]
