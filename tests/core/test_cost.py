@@ -199,3 +199,22 @@ def test_read_prices(tmp_path):
     assert read_prices(path) == PRICES
     with pytest.raises(PricesError, match=f"cannot read prices file {tmp_path / 'nope.json'}"):
         read_prices(tmp_path / "nope.json")
+
+
+def test_a_killed_runs_spool_is_recovered_with_its_prices(tmp_path):
+    from pytest_groundeval.core.recover import recover_report
+    from pytest_groundeval.core.report import ReportWriter, read_report
+
+    path = tmp_path / "r.json"
+    writer = ReportWriter(path)
+    writer.set_context({"session": "1", "dataset": "d", "manifest": str(tmp_path / "gone.json"),
+                        "datasetVersion": "v", "models": MODELS, "startedAtMs": 0, "floors": {"errors": 0},
+                        "baseline": None, "items": {i.id: i.kind for i in ITEMS}, "prices": PRICES})  # fmt: skip
+    for item in ITEMS:
+        writer.add_item(item)
+    writer._items.close()  # killed here: the spool stays, no report  # type: ignore[union-attr]
+    recover_report(path)
+    report = read_report(path)
+    assert report.prices == PRICES and report.interrupted
+    assert report.metrics.judge_cost_usd == priced(ITEMS).judge_cost_usd > 0
+    assert report.metrics.target_cost_usd == priced(ITEMS).target_cost_usd
