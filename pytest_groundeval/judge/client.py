@@ -42,6 +42,7 @@ text, rationale or notice (which are scrubbed of it, ``core.secrets``, in case a
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -247,7 +248,7 @@ class JudgeClient:
             rate limiting or talking nonsense (those become ``error`` or ``unparseable``).
         """
         messages = judge_messages(payload)
-        key = cache_key(self.model, messages, PROMPT_VERSION)
+        key = cache_key(self.model, messages, PROMPT_VERSION) if self.cache is not None else ""
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
@@ -322,8 +323,15 @@ class JudgeClient:
                 result.attempts += 1
                 tries += 1
                 try:
-                    completion = await self._client.chat.completions.create(
-                        model=self.model, messages=messages, **params
+                    # The SDK's public ``post`` with the body as built here: the same request and the
+                    # same errors as ``chat.completions.create``, without that method's typed-parameter
+                    # transform and its response model (benchmarks/README.md, "Judge CPU").
+                    completion = _decoded(
+                        await self._client.post(
+                            "/chat/completions",
+                            body={"model": self.model, "messages": messages, **params},
+                            cast_to=object,
+                        )
                     )
                 except openai.BadRequestError as exc:
                     slot.succeeded()  # the endpoint answered: it is not overloaded
@@ -424,6 +432,22 @@ class JudgeClient:
 
 class _Gone(Exception):
     """The judge counted as gone before the paragraph was sent; the message is ``JudgeClient.gone``."""
+
+
+def _decoded(body: object) -> object:
+    """A chat completion as ``post(..., cast_to=object)`` returned it: the decoded JSON body, or its text.
+
+    The SDK decodes a JSON content type and hands any other body over as text; as
+    ``chat.completions.create`` does, a text body that is a JSON object is decoded too (a proxy
+    that labels JSON ``text/plain``). Anything else stays text, which ``reply_content`` refuses.
+    """
+    if isinstance(body, str) and body.lstrip().startswith("{"):
+        try:
+            decoded = json.loads(body)
+        except ValueError:
+            return body
+        return decoded if isinstance(decoded, dict) else body
+    return body
 
 
 def _no_quota(exc: BaseException) -> bool:
