@@ -125,3 +125,42 @@ def test_judge_tokens_per_model_and_null_for_records_without_usage():
     assert mixed["a"] == {"promptTokens": 0, "completionTokens": 0, "replies": 1, "repliesWithoutUsage": 1}
     with pytest.raises(ValueError, match="item 'paragraphs'.*judgeCompletionTokens"):
         paragraph_metrics([record("a", completion="many")], judged=True, scored=False)
+
+
+def test_a_json_reply_labelled_as_text_is_read_with_its_usage():
+    # A proxy that sends the completion as text/plain: read as the SDK's create reads it (decoded), tokens counted.
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Proxy(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            said = json.dumps({"verdict": "partial", "rationale": "half of it"})
+            body = json.dumps({"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+                               "choices": [{"index": 0, "finish_reason": "stop",
+                                            "message": {"role": "assistant", "content": said}}],
+                               "usage": {"prompt_tokens": 40, "completion_tokens": 9}}).encode()  # fmt: skip
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    async def run():
+        async with JudgeClient(f"http://127.0.0.1:{server.server_address[1]}/v1", "m") as judge:
+            return await judge.judge(PAYLOADS[0])
+
+    try:
+        result = asyncio.run(run())
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert (result.verdict, result.rationale) == ("partial", "half of it")
+    assert (result.replies, result.prompt_tokens, result.completion_tokens) == (1, 40, 9)

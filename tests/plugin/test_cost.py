@@ -90,6 +90,11 @@ def test_costs_come_from_the_replies_usage_and_are_reported(run, pytester, mixed
     )
     assert f"judgeCostUsd {metrics['judgeCostUsd']:.6f} USD".split()[1] in out
     assert "INFO  reported; no bound set" in out
+    target = metrics["targetTokens"]
+    assert (
+        f"target tokens: prompt {target['promptTokens']}, completion {target['completionTokens']} (2 generate calls)"
+        in out
+    )
     assert "warning: items report different" not in out  # the recorded answers know no lineage: no conflict
     assert groundeval(["gate", "--report", str(report)]) == 0  # a reader recomputes the costs with the recorded prices
 
