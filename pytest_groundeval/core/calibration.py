@@ -57,9 +57,10 @@ DEFAULT_CONFIDENCE = 0.95
 """Confidence level of the intervals unless ``--confidence`` says otherwise."""
 
 DEFAULT_RESAMPLES = 2000
-"""Bootstrap resamples per interval: Efron & Tibshirani (1993, §13.3) suggest 1000 or more for a
-percentile interval; 2000 keeps the bounds of 600 paragraphs stable to about 0.005 and costs
-well under a second."""
+"""Bootstrap resamples per interval: Efron & Tibshirani (1993) advise a thousand or more for a
+percentile interval (against tens to a few hundred for a standard error). Measured on 600 paragraphs,
+the lower bounds of agreement and κ move by at most 0.006 across ten seeds at 2000, and both
+intervals of 652 paragraphs take about 0.6 s of CPU."""
 
 Pair = tuple[str, str]
 """``(human expectedVerdict, judge label)`` of one labelled paragraph."""
