@@ -103,7 +103,9 @@ def combine(results: Sequence[JudgeResult], policy: str, name: str) -> JudgeResu
         A :class:`JudgeResult` whose ``judges`` are ``results``; ``verdict`` by the policy over
         the judges that gave a verdict (else :data:`UNPARSEABLE` when one replied unreadably,
         else None with ``error`` naming each judge's error); ``rationale`` lists each judge's
-        label; ``attempts`` sums the judges' requests; ``cached`` when every judge's was.
+        label; ``attempts`` sums the judges' requests; ``cached`` when every judge's was; the
+        tokens and replies sum the judges' (a judge that reports no usage counts as one reply
+        without usage, as ``core.judging.record_usage`` reads its record).
 
     Raises:
         ValueError: no result, or an unknown policy.
@@ -121,6 +123,15 @@ def combine(results: Sequence[JudgeResult], policy: str, name: str) -> JudgeResu
         cached=all(result.cached for result in results),
         judges=list(results),
     )
+    for result in results:
+        if result.replies is None:
+            out.replies = (out.replies or 0) + 1
+            out.replies_without_usage += 1
+        else:
+            out.replies = (out.replies or 0) + result.replies
+            out.replies_without_usage += result.replies_without_usage
+            out.prompt_tokens += result.prompt_tokens
+            out.completion_tokens += result.completion_tokens
     if answered:
         verdict = jury_verdict([v for v in answered if v is not None], policy)
         out.verdict = verdict

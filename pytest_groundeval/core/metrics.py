@@ -275,6 +275,8 @@ def format_value(metric: str, value: float | Mapping[str, Any] | None) -> str:
         return str(int(value))
     if direction is None or direction.rate:
         return f"{value:.4f}"
+    if direction.unit == "USD":  # a run's cost is often cents: six decimals, to the micro-dollar
+        return f"{value:.6f} USD"
     return f"{value:.1f}" + (f" {direction.unit}" if direction.unit else "")
 
 
@@ -343,6 +345,12 @@ class MetricsAccumulator:
     review_score_sum: Fraction = Fraction(0)
     token_calls: int = 0
     token_sum: int = 0
+    target_calls: int = 0
+    """Generate calls (outcomes with a latency or token counts): ``targetTokens.calls``."""
+    target_calls_without_usage: int = 0
+    """Of them, calls that reported no tokens at all: ``targetTokens.callsWithoutUsage``."""
+    target_prompt_tokens: int = 0
+    target_completion_tokens: int = 0
     latencies_ms: array[float] = field(default_factory=lambda: array("d"))
     tallies: dict[str, Any] = field(default_factory=lambda: {kind.name: kind.new_tally() for kind in all_kinds()})
     repeated_items: int = 0
@@ -399,6 +407,13 @@ class MetricsAccumulator:
         if outcome.prompt_tokens is not None or outcome.completion_tokens is not None:
             self.token_calls += 1
             self.token_sum += (outcome.prompt_tokens or 0) + (outcome.completion_tokens or 0)
+            self.target_prompt_tokens += outcome.prompt_tokens or 0
+            self.target_completion_tokens += outcome.completion_tokens or 0
+            self.target_calls += 1
+        elif latency is not None:
+            # A generate call that reported no usage: its tokens are unknown, never 0 (docs/gate.md, "Cost").
+            self.target_calls += 1
+            self.target_calls_without_usage += 1
 
     def merge(self, other: MetricsAccumulator) -> MetricsAccumulator:
         """Add another accumulator's counts into this one (xdist workers); returns ``self``."""
@@ -408,6 +423,10 @@ class MetricsAccumulator:
         self.review_score_sum += other.review_score_sum
         self.token_calls += other.token_calls
         self.token_sum += other.token_sum
+        self.target_calls += other.target_calls
+        self.target_calls_without_usage += other.target_calls_without_usage
+        self.target_prompt_tokens += other.target_prompt_tokens
+        self.target_completion_tokens += other.target_completion_tokens
         self.latencies_ms.extend(other.latencies_ms)
         for name, tally in other.tallies.items():
             self.tallies[name].merge(tally)
@@ -428,6 +447,7 @@ class MetricsAccumulator:
             latency_ms_p50=percentile(latencies, 50),
             latency_ms_p95=percentile(latencies, 95),
             tokens_per_query=ratio(self.token_sum, self.token_calls),
+            target_tokens=self._target_tokens(),
             errors=self.errors,
             items=self.items,
             items_by_kind={name: tally.items for name, tally in self.tallies.items()},
@@ -438,6 +458,17 @@ class MetricsAccumulator:
                 pass_hat_k=ratio(self.items_all_passed, self.whole_items),
             )
         return Metrics(**values)
+
+    def _target_tokens(self) -> dict[str, int] | None:
+        """``targetTokens``, or None when no generate call was made."""
+        if not self.target_calls:
+            return None
+        return {
+            "promptTokens": self.target_prompt_tokens,
+            "completionTokens": self.target_completion_tokens,
+            "calls": self.target_calls,
+            "callsWithoutUsage": self.target_calls_without_usage,
+        }
 
 
 def compute_metrics(outcomes: Iterable[ItemOutcome | dict[str, Any]]) -> Metrics:

@@ -21,6 +21,7 @@ __all__ = [
     "judge_problem_lines",
     "jury_lines",
     "unbounded_lines",
+    "usage_lines",
 ]
 
 DETAIL_CHARS = 200
@@ -128,6 +129,43 @@ def jury_lines(metrics: Any) -> list[str]:
             line += f"; most in disagreement with the humans: {model} (kappa {kappa:.4f})"
         lines.append(line)
     return lines
+
+
+def _unknown(count: int) -> str:
+    return f"; {count} without usage: tokens unknown" if count else ""
+
+
+def usage_lines(metrics: Any) -> tuple[list[str], list[str]]:
+    """The summary's token lines, and its warnings about what could not be priced (docs/gate.md, "Cost").
+
+    Returns:
+        ``(lines, warnings)``. Lines: one per judge model (``judgeTokens``), a judge total when
+        there are several, one for the target (``targetTokens``). Warnings: models missing
+        from the prices file (``unpricedModels``), named with their tokens. Example::
+
+            judge tokens mock-judge: prompt 427295, completion 19860 (652 replies)
+            target tokens: prompt 88120, completion 9311 (120 generate calls)
+            cost: not priced: judge model 'gpt-x' (447155 tokens): not in the prices file; its cost is n/a
+    """
+    lines = []
+    judge = metrics.judge_tokens or {}
+    for model, cell in judge.items():
+        lines.append(f"judge tokens {model}: prompt {cell['promptTokens']}, completion {cell['completionTokens']} "
+                     f"({cell['replies']} replies{_unknown(cell['repliesWithoutUsage'])})")  # fmt: skip
+    if len(judge) > 1:
+        total = {key: sum(cell[key] for cell in judge.values()) for key in next(iter(judge.values()))}
+        lines.append(f"judge tokens, all models: prompt {total['promptTokens']}, completion "
+                     f"{total['completionTokens']} ({total['replies']} replies{_unknown(total['repliesWithoutUsage'])})")  # fmt: skip
+    target = metrics.target_tokens
+    if target:
+        lines.append(f"target tokens: prompt {target['promptTokens']}, completion {target['completionTokens']} "
+                     f"({target['calls']} generate calls{_unknown(target['callsWithoutUsage'])})")  # fmt: skip
+    warnings = []
+    for role, models in (metrics.unpriced_models or {}).items():
+        for model, tokens in models.items():
+            warnings.append(f"cost: not priced: {role} model {model!r} ({tokens} tokens) is not in the prices file; "
+                            f"{role}CostUsd is n/a, never 0")  # fmt: skip
+    return lines, warnings
 
 
 def judge_problem_lines(metrics: Any) -> list[str]:

@@ -35,8 +35,8 @@ from ..core.judging import RECORDED_VERDICTS
 from ..core.metrics import Metrics
 from . import schema
 from .engine import HistoryError
-from .queries import recorded_confidence, recorded_floors
-from .records import PARAGRAPHS_KEY, jury_judges, outcome_from_rows
+from .queries import recorded_confidence, recorded_floors, recorded_prices
+from .records import PARAGRAPHS_KEY, USAGE_COLUMNS, jury_judges, outcome_from_rows
 from .store import HistoryStore, now_ms
 
 WRITE_BATCH = 50
@@ -84,6 +84,9 @@ class JudgeVerdict:
     judges: list[dict[str, Any]] | None = None
     """A jury's verdict: each judge's ``{"judgeModel", "verdict", "rationale", "judgeError"}`` (docs/judges.md,
     "Juries"), stored beside it; None for one judge's verdict."""
+    usage: tuple[int, int, int, int] | None = None
+    """The judge's tokens for the paragraph, ``(prompt, completion, replies, replies without usage)`` as
+    ``core.judging.record_usage`` reads a record (docs/judges.md; a jury's: its judges' summed); None: unknown (stored as NULL)."""
 
 
 Judge = Callable[[JudgeRequest], "JudgeVerdict | Mapping[str, Any]"]
@@ -294,7 +297,8 @@ def rejudge_run(
                 result.error_messages.append(f"{row.item_id}#{row.paragraph}: {raw}")
             # In the new set only: the current set keeps its verdict.
             pending.append({**key, "verdict": None, "rationale": None, "judge_model": None, "judged_ms": None,
-                            "keep_score": True, "coverage_score": None, "judges": None})  # fmt: skip
+                            "keep_score": True, "coverage_score": None, "judges": None,
+                            "usage": None})  # fmt: skip
         else:
             verdict = _verdict(raw, where, row.item_id, row.paragraph)
             if verdict.verdict == "unparseable":
@@ -314,6 +318,7 @@ def rejudge_run(
                     "keep_score": verdict.coverage_score is None,
                     "coverage_score": verdict.coverage_score,
                     "judges": verdict.judges,
+                    "usage": verdict.usage,
                 }
             )
         if len(pending) >= WRITE_BATCH:
@@ -371,6 +376,8 @@ def _write(store: HistoryStore, set_id: int, pending: Sequence[dict[str, Any]]) 
         for entry in pending:
             # A new verdict replaces the judges of the copied one too (None: one judge's, or no verdict).
             values = {k: entry[k] for k in ("verdict", "rationale", "judge_model", "judged_ms", "judges")}
+            # The new verdict's tokens replace the copied ones (NULL when unknown): never the old judge's.
+            values.update(zip(USAGE_COLUMNS, entry["usage"] or (None,) * len(USAGE_COLUMNS)))
             if not entry["keep_score"]:
                 values["coverage_score"] = entry["coverage_score"]
             conn.execute(
@@ -420,6 +427,8 @@ def default_recompute(
         models=config.get("models") or {},
         # The flags add no check: the stored run's interrupted (``run``) check is kept below, as stored.
         flags=RunFlags(not_run_check=False),
+        # The prices the run recorded (docs/gate.md, "Cost"): a rejudged set's judge tokens are priced alike.
+        prices=recorded_prices(config),
     )
     metrics, fresh = end.metrics, end.gate.to_wire()
     checks = fresh["checks"]

@@ -24,7 +24,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ..core.dataset import Dataset, load_dataset
-from ..core.judging import Judge, JudgeInput, JudgeResult
+from ..core.judging import USAGE_RECORD_KEYS, Judge, JudgeInput, JudgeResult, record_usage
 from ..core.jury import DEFAULT_POLICY, POLICIES
 from ..core.kinds.citation import Jury, judge_payload, paragraphs, source_details
 from ..judge.client import JudgeClient
@@ -149,9 +149,11 @@ class RejudgeJudge:
             return HistoryError(result.error or "the judge gave no verdict")
         judges = None
         if result.judges is not None:  # a jury's: each judge's own verdict is stored beside it
-            judges = [{key: record.get(key) for key in JUDGE_KEYS} for record in (j.to_record() for j in result.judges)]
+            # Each judge's verdict and its tokens (docs/judges.md), as the plugin's records carry them.
+            keys = (*JUDGE_KEYS, *USAGE_RECORD_KEYS)
+            judges = [{key: record.get(key) for key in keys} for record in (j.to_record() for j in result.judges)]
         return JudgeVerdict(verdict=result.verdict, rationale=result.rationale or "(no rationale)",
-                            judge_model=result.model, judges=judges)  # fmt: skip
+                            judge_model=result.model, judges=judges, usage=record_usage(result.to_record()))  # fmt: skip
 
     def judge_many(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict | Exception]:
         """Judge several paragraphs concurrently; one verdict or exception per request, in order."""

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from ..core.cost import PricesError, read_prices
 from ..core.intervals import DEFAULT_CONFIDENCE, GATE_ON, GateOn
 from ..core.jury import DEFAULT_POLICY, POLICIES, jury_name
 from ..core.sharding import parse_shard
@@ -25,6 +26,7 @@ from ..history.urls import HistoryError, describe_url, resolve_url
 from ..judge.judges_file import JudgesFileError, JudgeSpec, load_judges
 from ..targets.placeholders import check_placeholders
 from ..targets.protocol import DEFAULT_MAX_RESPONSE_BYTES
+from .mock_options import mock_noise
 
 if TYPE_CHECKING:
     from ..targets.mapping import TargetMap
@@ -122,6 +124,12 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("scorer-url", "vLLM score API of the citation coverage scorer (server root, .../v1 or .../score), or mock", "str"),
     ("scorer-model", "Model name sent to the coverage scorer (default: none; with mock: mock-score)", "str"),
     ("scorer-cap", "Characters of the cited sources' texts scored per paragraph (default 28000)", "int"),
+    (
+        "prices",
+        'JSON file of model prices, {"model": {"input": USD, "output": USD}} per 1M tokens: adds judgeCostUsd and '
+        "targetCostUsd (docs/gate.md)",
+        "path",
+    ),
 )
 
 MOCK = "mock"
@@ -286,6 +294,9 @@ class Settings:
     """Model name sent to the scorer, or None."""
     scorer_cap: int = DEFAULT_SCORER_CAP
     """Characters of the cited sources' texts scored per paragraph."""
+    prices: dict[str, dict[str, float]] | None = None
+    """The checked prices of ``--eval-prices`` (``core.cost``): model -> ``{"input", "output"}`` US dollars
+    per 1M tokens, or None: no cost is computed (docs/gate.md, "Cost")."""
 
     @property
     def judging(self) -> bool:
@@ -525,7 +536,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
     judging = _judging(values, sources)
     return Settings(
         **judging,
-        **_mock_noise(values, sources),
+        **mock_noise(values, sources),
         dataset=dataset,
         spawn=values["spawn"],
         setup=tuple(values["setup"] or ()),
@@ -567,48 +578,22 @@ def resolve_settings(config: pytest.Config) -> Settings:
         repeat=_count(values["repeat"], sources["repeat"]) if values["repeat"] else 1,
         history=history,
         label=values["label"].strip() if values["label"] else None,
+        prices=_prices(values["prices"], sources["prices"]) if values["prices"] else None,
     )
 
 
-def _mock_noise(values: dict, sources: dict) -> dict:
-    """``mock_noise`` and ``mock_seed``, checked (docs/options.md).
+def _prices(value: str, source: str) -> dict[str, dict[str, float]]:
+    """The checked prices file of ``--eval-prices`` (``core.cost.read_prices``, docs/gate.md "Cost").
 
     Raises:
-        pytest.UsageError: the noise is not a number in [0, 1] or the seed not a whole number;
-            a seed without a noise (it would change nothing); noise with ``--eval-url`` (no
-            mock generates for a target that is already running).
+        pytest.UsageError: the file cannot be read or is not a prices file; the message names the
+            file, the model and the field at fault.
     """
-    noise, seed = values["mock-noise"], values["mock-seed"]
-    if seed is not None and noise is None:
-        raise pytest.UsageError(
-            f"{sources['mock-seed']} given, but no --eval-mock-noise: the seed would change nothing; "
-            "give --eval-mock-noise P, or drop it"
-        )
-    if noise is None:
-        return {}
-    for running in ("url", "target-map"):
-        if values[running]:
-            raise pytest.UsageError(
-                f"{sources['mock-noise']} makes the mock provider's generations noisy, but the {sources[running]} "
-                "target answers with its own provider (no mock generates for it): drop one of them"
-            )
+    path = Path(value)
     try:
-        probability = float(noise)
-    except (TypeError, ValueError):
-        probability = math.nan
-    if not 0 <= probability <= 1:  # NaN fails too
-        raise pytest.UsageError(
-            f"{noise!r} is not a valid value for {sources['mock-noise']}: expected a probability in [0, 1]"
-        )
-    number = 0
-    if seed is not None:
-        text = str(seed).strip()
-        if not re.fullmatch(r"[+-]?[0-9]+", text):
-            raise pytest.UsageError(
-                f"{seed!r} is not a valid value for {sources['mock-seed']}: expected a whole number"
-            )
-        number = int(text)
-    return {"mock_noise": probability, "mock_seed": number}
+        return read_prices(path if path.is_absolute() else Path.cwd() / path)
+    except PricesError as exc:
+        raise pytest.UsageError(f"{source}: {exc}") from None
 
 
 def _target_map(values: dict, sources: dict) -> TargetMap:

@@ -268,6 +268,35 @@ def test_the_per_judge_figures_are_the_same_however_the_outcomes_are_split():
         assert merged.result() == whole  # exact: alpha from fraction cells, kappa from integer cells
 
 
+def _judged_outcome(judged: JudgeResult) -> ItemOutcome:
+    record = {"index": 0, "text": "p", "markers": ["1"], "metadataMismatch": [], "missingMarkers": [],
+              "deterministicPass": True, **judged.to_record(), "expectedVerdict": None}  # fmt: skip
+    base = ItemOutcome(id="t", kind="citation", passed=True, detail="ok",
+                       extra={"citationParagraphsJudged": 1, "citationParagraphsMismatched": 0})  # fmt: skip
+    return with_assessment(base, [record], judged=True, scored=False)
+
+
+def test_a_jurys_tokens_are_its_judges_summed_and_counted_per_judge_model():
+    a = JudgeResult(verdict=S, rationale="r", model="a", replies=2, replies_without_usage=1, prompt_tokens=100,
+                    completion_tokens=10)  # fmt: skip
+    b = JudgeResult(verdict=P, rationale="r", model="b", replies=1, prompt_tokens=50, completion_tokens=5)
+    c = JudgeResult(verdict=P, rationale="r", model="c")  # a judge that reports no usage at all
+    out = combine([a, b, c], "majority", jury_name(["a", "b", "c"]))
+    # The jury's record holds the sum (c: one reply without usage, its tokens unknown, never 0 counted as known).
+    assert (out.prompt_tokens, out.completion_tokens, out.replies, out.replies_without_usage) == (150, 15, 4, 2)
+    tokens = compute_metrics([_judged_outcome(out)]).judge_tokens
+    # judgeTokens names each judge's model (what a prices file prices), never the jury's name.
+    assert tokens == {
+        "a": {"promptTokens": 100, "completionTokens": 10, "replies": 2, "repliesWithoutUsage": 1},
+        "b": {"promptTokens": 50, "completionTokens": 5, "replies": 1, "repliesWithoutUsage": 0},
+        "c": {"promptTokens": 0, "completionTokens": 0, "replies": 1, "repliesWithoutUsage": 1},
+    }
+    bad = _judged_outcome(out)
+    bad.extra["citationParagraphs"][0]["judges"][1]["judgePromptTokens"] = -1
+    with pytest.raises(ValueError, match=r"asked record 0\)\.judges\[1\]: judgePromptTokens must be"):
+        compute_metrics([bad])
+
+
 def test_one_judge_adds_no_jury_figure():
     one = JURY[0].model_copy(deep=True)
     for record in one.extra["citationParagraphs"]:

@@ -166,7 +166,7 @@ def test_migration_from_version_4_adds_judges_null_for_every_judgment(history_ur
     engine.dispose()
     with HistoryStore.open(history_url) as store:
         with store.engine.connect() as conn:
-            assert stored_version(conn) == schema.SCHEMA_VERSION == 5
+            assert stored_version(conn) == schema.SCHEMA_VERSION == 6
             # Version 4's own column keeps what it held.
             assert conn.execute(select(schema.runs.c.confidence)).scalar() == interval
             migrated = inspect(conn)

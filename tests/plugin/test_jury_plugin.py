@@ -18,6 +18,7 @@ import pytest
 import pytest_groundeval.history.migrations
 import pytest_groundeval.history.rejudge_judge  # noqa: F401
 from pytest_groundeval.cli import main as groundeval
+from pytest_groundeval.core.judging import USAGE_RECORD_KEYS
 from pytest_groundeval.mock import ThreadedMockProvider
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -186,13 +187,21 @@ def test_a_judges_file_jury_with_keys_from_the_environment(run, pytester, cites,
     conn = sqlite3.connect(db)
     try:
         rows = conn.execute("SELECT verdict, judge_model, judges FROM judgments ORDER BY paragraph").fetchall()
+        tokens = conn.execute("SELECT prompt_tokens, replies, judges FROM judgments ORDER BY paragraph").fetchall()
         (config,) = conn.execute("SELECT config FROM runs").fetchone()
         (set_judge,) = conn.execute("SELECT judge_model FROM judgment_sets").fetchone()
     finally:
         conn.close()
     assert [json.loads(js)[1]["verdict"] for _, _, js in rows] == [b for _, _, b, _ in PARAGRAPHS]
-    assert all(set(j) == {"judgeModel", "verdict", "rationale", "judgeError"} for *_, js in rows
-               for j in json.loads(js))  # fmt: skip
+    # Each judge's verdict, rationale and error, and its own tokens (docs/judges.md, "Tokens and cost").
+    kept = {"judgeModel", "verdict", "rationale", "judgeError", *USAGE_RECORD_KEYS}
+    assert all(set(j) == kept for *_, js in rows for j in json.loads(js))
+    # The jury's row holds its judges' tokens summed; the report's judgeTokens is keyed by each judge's model.
+    for prompt, replies, js in tokens:
+        judged = json.loads(js)
+        assert prompt == sum(j["judgePromptTokens"] for j in judged) > 0
+        assert replies == sum(j["judgeReplies"] for j in judged) == 2
+    assert set(read(report)["metrics"]["judgeTokens"]) == {"mock-judge", "mock-judge-strict"}
     assert {model for _, model, _ in rows} == {"jury(unanimous: mock-judge, mock-judge-strict)"} == {set_judge}
     options = json.loads(config)["options"]
     assert options["judgePolicy"] == "unanimous" and options["judges"][1] == {

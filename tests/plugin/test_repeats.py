@@ -172,11 +172,13 @@ MAIN_METRICS_KEYS = [
     "temporalAccuracy", "citationMetadataAccuracy", "citationSupportedRate", "wrongSpeakerRate", "unparseableRate",
     "judgeErrors", "coverageScoreMean", "scorerErrors", "judgeAgreement", "judgeKappa", "judgeAlpha",
     "verdictDistribution", "judgeConfusion", "citationCatches", "judgeAgreementByModel", "judgeKappaByModel",
-    "verdictDistributionByModel", "evidenceRiskScore", "latencyMsP50", "latencyMsP95", "tokensPerQuery",
-    "errors", "items", "itemsByKind",
+    "verdictDistributionByModel", "judgeTokens", "evidenceRiskScore", "latencyMsP50", "latencyMsP95",
+    "tokensPerQuery", "targetTokens", "errors", "judgeCostUsd", "targetCostUsd", "unpricedModels", "items",
+    "itemsByKind",
 ]  # fmt: skip
 """Its ``metrics`` keys, in order, with the jury's (``judgeAlpha`` and the three per-judge tables, null
-without a jury: docs/judges.md), which every report carries whether or not it repeats."""
+without a jury: docs/judges.md) and the tokens' and costs' (docs/gate.md, "Cost"), which every report
+carries whether or not it repeats."""
 
 MAIN_ITEM_KEYS = [
     "id", "kind", "pass", "error", "notRun", "traceId", "detail", "latencyMs", "promptTokens", "completionTokens",

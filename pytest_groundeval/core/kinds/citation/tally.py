@@ -28,7 +28,7 @@ from fractions import Fraction
 from typing import Any
 
 from ...agreement import pattern_alpha
-from ...judging import JUDGE_LABELS, JUDGE_VERDICTS, RECORDED_VERDICTS, paragraph_label
+from ...judging import JUDGE_LABELS, JUDGE_VERDICTS, RECORDED_VERDICTS, USAGE_KEYS, paragraph_label, record_usage
 from ...outcome import ItemOutcome
 from ..base import CEILING_RATE, MetricDirection, MetricSpec, Tally, UnitTable, ratio
 from .assess import with_assessment
@@ -40,6 +40,7 @@ __all__ = [
     "UNPARSEABLE_CEILING",
     "CitationTally",
     "cohen_kappa",
+    "judge_tokens",
     "paragraph_catches",
     "paragraph_metrics",
     "tally_outcome",
@@ -306,6 +307,11 @@ class CitationTally(Tally):
     verdict_patterns: Counter[tuple[str, ...]] = field(default_factory=_counter)
     """The sorted verdicts of a jury's judges that gave one -> paragraphs with two or more: what Krippendorff's alpha
     (``core.agreement.pattern_alpha``) is computed from, and what its interval resamples."""
+    judge_usage: Counter[tuple[str, str]] = field(default_factory=_counter)
+    """``(judge model, USAGE_KEYS key)`` → tokens or replies over asked paragraphs (a record without usage: one
+    reply without usage)."""
+    usage_records: int = 0
+    """Asked paragraph records that carry usage (``judgeReplies``); with none, ``judgeTokens`` is null."""
 
 
 METRICS: tuple[MetricSpec, ...] = (
@@ -421,6 +427,15 @@ METRICS: tuple[MetricSpec, ...] = (
         direction=None,
         type_="table",
     ),
+    MetricSpec(
+        "judge_tokens",
+        "Tokens the judge's replies reported, per judge model (each judge of a jury): {model: {promptTokens, "
+        "completionTokens, replies, "
+        "repliesWithoutUsage}}; a reply without usage is counted there, never as 0 tokens (docs/judges.md); "
+        "null without a judge.",
+        direction=None,
+        type_="table",
+    ),
 )
 """The citation kind's metrics, in report order (docs/citation.md, "Metrics")."""
 
@@ -459,11 +474,12 @@ def tally_outcome(tally: CitationTally, outcome: ItemOutcome) -> None:
     if scores:  # most outcomes carry none: no Fraction arithmetic for them
         tally.coverage_scores += len(scores)
         tally.coverage_score_sum += sum(map(Fraction, scores), Fraction(0))
-    for label, expected, record, jury in _asked_records(outcome):
+    for i, (label, expected, record, jury) in enumerate(_asked_records(outcome)):
         tally.verdicts[label] += 1
         if expected is not None:
             tally.confusion[(expected, label)] += 1
         tally.catches.update(paragraph_catches(record))
+        _tally_usage(tally, f"item {outcome.id!r}: extra.citationParagraphs (asked record {i})", record)
         if jury is not None:
             tally.jury_paragraphs += 1
             for model, judge_label in jury:
@@ -473,6 +489,35 @@ def tally_outcome(tally: CitationTally, outcome: ItemOutcome) -> None:
             pattern = tuple(sorted(v for _, v in jury if v in JUDGE_VERDICTS))
             if len(pattern) >= 2:  # fewer than two verdicts: nothing pairable, no part of alpha
                 tally.verdict_patterns[pattern] += 1
+
+
+def _tally_usage(tally: CitationTally, where: str, record: Mapping[str, Any]) -> None:
+    """Fold one asked record's judge tokens into ``tally.judge_usage``, per judge model: a jury's record
+    (``judges``, already checked by ``_jury_records``) by each of its judges, so that ``judgeTokens`` names
+    the models a prices file prices, never the jury's name.
+
+    Raises:
+        ValueError: a usage field is invalid (``core.judging.record_usage``); the message starts with ``where``.
+    """
+    judges = record.get("judges")
+    sources: Sequence[Mapping[str, Any]] = judges if isinstance(judges, list) else [record]
+    carried = False
+    for n, source in enumerate(sources):
+        try:
+            usage = record_usage(source)
+        except ValueError as exc:
+            at = where if judges is None else f"{where}.judges[{n}]"
+            raise ValueError(f"{at}: {exc}") from None
+        if usage is None:
+            # Written before usage was recorded: one reply of unknown tokens (shown only beside records that carry usage).
+            usage = (0, 0, 1, 1)
+        else:
+            carried = True
+        model = str(source.get("judgeModel"))
+        for key, count in zip(USAGE_KEYS, usage):
+            tally.judge_usage[(model, key)] += count
+    if carried:
+        tally.usage_records += 1
 
 
 def _by_model(tally: CitationTally) -> dict[str, Any]:
@@ -524,7 +569,20 @@ def tally_results(tally: CitationTally) -> dict[str, Any]:
         "judge_confusion": confusion if labelled else None,
         "citation_catches": {key: tally.catches[key] for key in CATCHES} if asked else None,
         **_by_model(tally),
+        "judge_tokens": judge_tokens(tally),
     }
+
+
+def judge_tokens(tally: CitationTally) -> dict[str, dict[str, int]] | None:
+    """``judgeTokens``: per judge model (sorted), its ``USAGE_KEYS`` counts; None when no asked record carries usage.
+
+    A paragraph record written before usage was recorded (an earlier report or history) carries none;
+    a run holding only such records has no ``judgeTokens`` (its judge cost is unknown, docs/judges.md).
+    """
+    if not tally.usage_records:
+        return None
+    models = sorted({model for model, _ in tally.judge_usage})
+    return {model: {key: tally.judge_usage[(model, key)] for key in USAGE_KEYS} for model in models}
 
 
 def tally_rate_parts(tally: CitationTally) -> dict[str, tuple[Any, int]]:
