@@ -2,8 +2,8 @@
 
 Judges only the cited paragraphs that carry a human ``expectedVerdict`` (the items'
 ``paragraphLabels``), through the plugin's own judge client (``judge.client.JudgeClient``)
-and, when given, its cache; prints agreement and Cohen's κ with seeded bootstrap
-intervals, the confusion matrix, per-verdict precision and recall, and the judge's
+and, when given, its cache; prints agreement and Cohen's κ with the intervals a run of
+the same paragraphs reports (Wilson's, and a seeded bootstrap), the confusion matrix, per-verdict precision and recall, and the judge's
 token usage (``core.calibration``).
 
 Exit codes: 0 every check passed; 1 a check failed (an interval's lower bound under its
@@ -83,8 +83,9 @@ def _parser() -> Parser:
     parser.add_argument("--confidence", metavar="C", type=float, default=DEFAULT_CONFIDENCE,
                         help=f"Confidence level of the intervals (default {DEFAULT_CONFIDENCE})")  # fmt: skip
     parser.add_argument("--resamples", metavar="N", type=int, default=DEFAULT_RESAMPLES,
-                        help=f"Bootstrap resamples per interval (default {DEFAULT_RESAMPLES})")  # fmt: skip
-    parser.add_argument("--seed", metavar="S", type=int, default=0, help="Seed of the bootstrap draws (default 0)")
+                        help=f"Bootstrap resamples of kappa's interval (default {DEFAULT_RESAMPLES}, a run's)")  # fmt: skip
+    parser.add_argument("--seed", metavar="S", type=int,
+                        help="Seed of kappa's bootstrap draws (default: a run's, so the interval is the one a run gates on)")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="Print the figures as JSON")
     return parser
 
@@ -238,7 +239,9 @@ def text_lines(result: Calibration, info: Mapping[str, Any]) -> list[str]:
         f"calibrate: judge {info['judgeModel']} on {info['dataset']} ({info['datasetVersion']}): "
         f"{result.paragraphs} labelled paragraph(s) judged"
         + (f"; {info['uncitedLabels']} label(s) on paragraphs without a citation marker, not sent" if info["uncitedLabels"] else ""),
-        f"intervals: {level} percentile bootstrap over paragraphs, {result.resamples} resamples, seed {result.seed}",
+        f"intervals: {level}, as a run's (docs/statistics.md): judgeAgreement Wilson over paragraphs, judgeKappa "
+        f"percentile bootstrap over paragraphs, {result.resamples} resamples, "
+        + ("a run's seed" if result.seed is None else f"seed {result.seed}"),
     ]  # fmt: skip
     for name, estimate in (("judgeAgreement", result.agreement), ("judgeKappa", result.kappa)):
         lines.append(f"{name:<16} {_figure(estimate.value):>7}  [{_figure(estimate.low)}, {_figure(estimate.high)}]")

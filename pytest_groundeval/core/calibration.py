@@ -6,8 +6,10 @@ judge's label: a verdict, ``unparseable`` or ``unjudged``), :func:`calibrate`
 gives
 
 - agreement (share of pairs that agree) and Cohen's κ (``kinds.citation.tally.cohen_kappa``,
-  the one κ of the project), each with a seeded percentile bootstrap interval over
-  paragraphs (:func:`bootstrap_interval`);
+  the one κ of the project), each with the interval a run's ``confidence`` gives the same
+  paragraphs (``core.confidence.unit_table_interval`` over the citation tally's tables):
+  Wilson's over paragraphs for agreement, the seeded percentile bootstrap over paragraphs
+  (``core.intervals.table_bootstrap``) for κ;
 - the confusion matrix, human × judge, as the run's ``judgeConfusion``;
 - per verdict, precision (of the paragraphs the judge gave that verdict, the share
   people gave it too) and recall (of the paragraphs people gave it, the share the
@@ -19,23 +21,23 @@ gives
   whatever the minimums.
 
 The point figures are those a run of the same paragraphs reports as ``judgeAgreement``
-and ``judgeKappa``: unparseable and unjudged paragraphs count as disagreements.
-
-:func:`bootstrap_interval` is the one place an interval is computed here, so that it
-can be replaced by a shared implementation of intervals without touching the rest.
+and ``judgeKappa``: unparseable and unjudged paragraphs count as disagreements. So are
+the intervals, unless ``resamples`` or ``seed`` ask for other draws: a ``judgeKappa`` floor
+in a run under ``--eval-gate-on=lower-bound`` compares the same lower bound calibrate
+prints (docs/statistics.md). No interval is computed here: the package has one bootstrap.
 """
 
 from __future__ import annotations
 
-import random
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
+from .confidence import BOOTSTRAP_SEED, unit_table_interval
+from .intervals import BOOTSTRAP_REPLICATES, DEFAULT_CONFIDENCE
 from .judging import JUDGE_LABELS, JUDGE_VERDICTS, UNJUDGED, UNPARSEABLE, paragraph_label
-from .kinds.citation.tally import UNPARSEABLE_CEILING, cohen_kappa
-from .metrics import percentile
+from .kinds.citation.tally import UNPARSEABLE_CEILING, CitationTally, cohen_kappa, tally_unit_tables
 
 __all__ = [
     "DEFAULT_CONFIDENCE",
@@ -45,7 +47,6 @@ __all__ = [
     "Estimate",
     "VerdictFigures",
     "agreement",
-    "bootstrap_interval",
     "calibrate",
     "cohens",
     "confusion",
@@ -53,19 +54,12 @@ __all__ = [
     "per_verdict",
 ]
 
-DEFAULT_CONFIDENCE = 0.95
-"""Confidence level of the intervals unless ``--confidence`` says otherwise."""
-
-DEFAULT_RESAMPLES = 2000
-"""Bootstrap resamples per interval: Efron & Tibshirani (1993) advise a thousand or more for a
-percentile interval (against tens to a few hundred for a standard error). Measured on 600 paragraphs,
-the lower bounds of agreement and κ move by at most 0.006 across ten seeds at 2000, and both
-intervals of 652 paragraphs take about 0.6 s of CPU."""
+DEFAULT_RESAMPLES = BOOTSTRAP_REPLICATES
+"""Bootstrap resamples of κ's interval unless ``--resamples`` says otherwise: a run's
+(``core.intervals.BOOTSTRAP_REPLICATES``), so that the interval is the one a run reports."""
 
 Pair = tuple[str, str]
 """``(human expectedVerdict, judge label)`` of one labelled paragraph."""
-
-_T = TypeVar("_T")
 
 
 def agreement(pairs: Sequence[Pair]) -> float | None:
@@ -138,60 +132,9 @@ def per_verdict(pairs: Sequence[Pair]) -> dict[str, VerdictFigures]:
     }
 
 
-def bootstrap_interval(
-    values: Sequence[_T],
-    statistic: Callable[[Sequence[_T]], float | None],
-    *,
-    confidence: float = DEFAULT_CONFIDENCE,
-    resamples: int = DEFAULT_RESAMPLES,
-    seed: int = 0,
-) -> tuple[float, float] | None:
-    """A seeded percentile bootstrap interval of ``statistic`` over ``values``.
-
-    Efron & Tibshirani, *An Introduction to the Bootstrap* (Chapman & Hall, 1993), ch. 13:
-    draw ``resamples`` samples of ``len(values)`` values with replacement, compute the
-    statistic of each, and take the ``(1 - confidence) / 2`` and ``(1 + confidence) / 2``
-    quantiles of those replicates (``core.metrics.percentile``, linear interpolation).
-    The draws come from ``random.Random(seed)``, so the same values, statistic, confidence,
-    resamples and seed give the same interval on every run and platform.
-
-    Args:
-        values: The units resampled (here: one ``(human, judge)`` pair per paragraph).
-        statistic: The figure of a sample; None when a sample has none.
-        confidence: The interval's confidence level, in (0, 1).
-        resamples: Bootstrap samples drawn, at least 1.
-        seed: Seed of the draws.
-
-    Returns:
-        ``(low, high)``, or None for no values or when some sample has no figure.
-
-    Raises:
-        ValueError: ``confidence`` is not in (0, 1) or ``resamples`` is below 1.
-    """
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    if resamples < 1:
-        raise ValueError(f"resamples must be at least 1, got {resamples!r}")
-    if not values:
-        return None
-    rng = random.Random(seed)
-    population = list(values)
-    replicates: list[float] = []
-    for _ in range(resamples):
-        figure = statistic(rng.choices(population, k=len(population)))
-        if figure is None:
-            return None
-        replicates.append(figure)
-    replicates.sort()
-    tail = (1.0 - confidence) / 2.0 * 100.0
-    low, high = percentile(replicates, tail), percentile(replicates, 100.0 - tail)
-    assert low is not None and high is not None  # replicates is not empty
-    return low, high
-
-
 @dataclass(frozen=True)
 class Estimate:
-    """A figure with its bootstrap interval."""
+    """A figure with its interval."""
 
     value: float | None
     """The figure over every pair; None for no pairs."""
@@ -199,10 +142,12 @@ class Estimate:
     """The interval's lower bound; None without one."""
     high: float | None
     """The interval's upper bound; None without one."""
+    method: str | None = None
+    """``wilson`` or ``bootstrap`` (as a run's ``confidence`` says it); None without an interval."""
 
     def to_wire(self) -> dict[str, Any]:
-        """``{"value", "low", "high"}``."""
-        return {"value": self.value, "low": self.low, "high": self.high}
+        """``{"value", "low", "high", "method"}``."""
+        return {"value": self.value, "low": self.low, "high": self.high, "method": self.method}
 
 
 @dataclass(frozen=True)
@@ -244,9 +189,9 @@ class Calibration:
     confidence: float
     """Confidence level of both intervals."""
     resamples: int
-    """Bootstrap resamples of each interval."""
-    seed: int
-    """Seed of the draws."""
+    """Bootstrap resamples of κ's interval (agreement's is Wilson's: no draws)."""
+    seed: int | None
+    """Seed of κ's draws; None for a run's (``core.confidence.BOOTSTRAP_SEED`` and the metric's name)."""
     checks: list[CalibrationCheck] = field(default_factory=list)
     """The checks, in order; the calibration passes iff none FAILs."""
 
@@ -273,16 +218,22 @@ class Calibration:
         }
 
 
-def _estimate(
-    pairs: Sequence[Pair],
-    statistic: Callable[[Sequence[Pair]], float | None],
-    confidence: float,
-    resamples: int,
-    seed: int,
-) -> Estimate:
-    interval = bootstrap_interval(pairs, statistic, confidence=confidence, resamples=resamples, seed=seed)
-    low, high = interval if interval is not None else (None, None)
-    return Estimate(statistic(pairs), low, high)
+def _estimates(pairs: Sequence[Pair], confidence: float, resamples: int, seed: int | None) -> tuple[Estimate, Estimate]:
+    """Agreement and κ with the intervals a run's ``confidence`` gives the same paragraphs: the citation
+    tally's tables of them (``tally_unit_tables``) through ``core.confidence.unit_table_interval``."""
+    tally = CitationTally()
+    tally.confusion.update(pairs)
+    tables = tally_unit_tables(tally)
+    out = []
+    for field_name, wire, value in (("judge_agreement", "judgeAgreement", agreement(pairs)),
+                                    ("judge_kappa", "judgeKappa", cohens(pairs))):  # fmt: skip
+        drawn = None if seed is None else f"{BOOTSTRAP_SEED}:{wire}:{seed}"
+        interval = unit_table_interval(tables[field_name], value, confidence, wire, replicates=resamples, seed=drawn)
+        if interval is None:
+            out.append(Estimate(value, None, None))
+        else:
+            out.append(Estimate(value, interval.low, interval.high, interval.method))
+    return out[0], out[1]
 
 
 def _minimum_check(metric: str, estimate: Estimate, minimum: float, confidence: float) -> CalibrationCheck:
@@ -304,7 +255,7 @@ def calibrate(
     min_kappa: float | None = None,
     confidence: float = DEFAULT_CONFIDENCE,
     resamples: int = DEFAULT_RESAMPLES,
-    seed: int = 0,
+    seed: int | None = None,
 ) -> Calibration:
     """The figures and checks of a judge over labelled paragraphs (module docstring).
 
@@ -314,8 +265,9 @@ def calibrate(
         min_agreement: Minimum of agreement's lower bound, in [0, 1], or None.
         min_kappa: Minimum of κ's lower bound, in [-1, 1], or None.
         confidence: Confidence level of the intervals, in (0, 1).
-        resamples: Bootstrap resamples per interval.
-        seed: Seed of the draws (both intervals use it: they resample the same paragraphs).
+        resamples: Bootstrap resamples of κ's interval (a run's by default).
+        seed: Seed of κ's draws; None for a run's, so the interval is the one a run of the same
+            paragraphs reports (docs/statistics.md).
 
     Returns:
         A :class:`Calibration`.
@@ -324,6 +276,10 @@ def calibrate(
         ValueError: A pair holds a label outside ``JUDGE_VERDICTS`` (human) or ``JUDGE_LABELS``
             (judge), or ``confidence`` / ``resamples`` are out of range.
     """
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    if resamples < 1:
+        raise ValueError(f"resamples must be at least 1, got {resamples!r}")
     for human, judge in pairs:
         if human not in JUDGE_VERDICTS:
             raise ValueError(f"human label {human!r} is not one of {', '.join(JUDGE_VERDICTS)}")
@@ -331,10 +287,11 @@ def calibrate(
             raise ValueError(f"judge label {judge!r} is not one of {', '.join(JUDGE_LABELS)}")
     labels = Counter(judge for _, judge in pairs)
     unjudged, unparseable = labels[UNJUDGED], labels[UNPARSEABLE]
+    agreed, kappa = _estimates(pairs, confidence, resamples, seed)
     result = Calibration(
         paragraphs=len(pairs),
-        agreement=_estimate(pairs, agreement, confidence, resamples, seed),
-        kappa=_estimate(pairs, cohens, confidence, resamples, seed),
+        agreement=agreed,
+        kappa=kappa,
         confusion=confusion(pairs),
         per_verdict=per_verdict(pairs),
         unjudged=unjudged,

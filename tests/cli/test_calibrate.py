@@ -74,9 +74,14 @@ def test_figures_by_hand_and_the_judge_asked_only_about_labelled_paragraphs(data
 
 def test_exit_0_when_every_lower_bound_clears_its_minimum(tmp_path, capsys):
     agreeing = labelled_dataset(tmp_path / "agree", humans_agree=True)
-    assert calibrate("--dataset", str(agreeing), "--judge", "mock", "--min-kappa", "0.9", "--min-agreement", "0.9") == 0
+    assert calibrate("--dataset", str(agreeing), "--judge", "mock", "--min-kappa", "0.9", "--min-agreement", "0.6") == 0
     out = capsys.readouterr().out
     assert "judgeKappa       PASS  lower bound 1.0000 >= 0.9000" in out and out.rstrip().endswith("calibrate: PASS")
+    # Agreement is a share of paragraphs: Wilson's interval, as a run's. Eight of eight agreeing reach down
+    # to 0.6756 (Wilson 1927), so eight paragraphs do not show agreement of 0.9 (a bootstrap would say [1, 1]).
+    assert "judgeAgreement   PASS  lower bound 0.6756 >= 0.6000" in out
+    assert calibrate("--dataset", str(agreeing), "--judge", "mock", "--min-agreement", "0.9") == 1
+    assert "judgeAgreement   FAIL  lower bound 0.6756 < 0.9000" in capsys.readouterr().out
 
 
 def test_exit_1_when_kappa_lower_bound_is_under_its_minimum_though_the_point_is_not(dataset, capsys):

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
-import random
 from collections import Counter
 
 import pytest
 
 from pytest_groundeval.core.calibration import (
     agreement,
-    bootstrap_interval,
     calibrate,
     cohens,
     confusion,
     pairs_of,
     per_verdict,
 )
-from pytest_groundeval.core.kinds.citation import paragraph_metrics
+from pytest_groundeval.core.confidence import compute_confidence
+from pytest_groundeval.core.intervals import BOOTSTRAP_REPLICATES, wilson
+from pytest_groundeval.core.kinds.citation import paragraph_metrics, with_assessment
+from pytest_groundeval.core.metrics import compute_metrics
+from pytest_groundeval.core.outcome import ItemOutcome
 
 # Eight paragraphs, human label first: computed by hand below.
 PAIRS = [
@@ -86,29 +88,47 @@ def test_pairs_skip_paragraphs_without_a_label_or_a_judge():
     assert pairs_of(records) == [("supported", "supported"), ("partial", "unjudged")]
 
 
-def test_bootstrap_is_seeded_and_is_the_percentile_method():
-    first = bootstrap_interval(PAIRS, agreement, resamples=400, seed=3)
-    assert first == bootstrap_interval(PAIRS, agreement, resamples=400, seed=3)
-    assert first != bootstrap_interval(PAIRS, agreement, resamples=400, seed=4)
-    # One resample: both bounds are the statistic of the one sample random.Random(seed) draws.
-    sample = random.Random(11).choices(PAIRS, k=len(PAIRS))
-    assert bootstrap_interval(PAIRS, agreement, resamples=1, seed=11) == (agreement(sample),) * 2
-    # The 5th and 95th percentiles of the replicates (90 % interval), linear interpolation.
-    rng = random.Random(5)
-    replicates = sorted(agreement(rng.choices(PAIRS, k=8)) for _ in range(101))
-    assert bootstrap_interval(PAIRS, agreement, confidence=0.9, resamples=101, seed=5) == (
-        replicates[5],
-        replicates[95],
-    )
+def _run_intervals(pairs):
+    """A run's confidence of the same labelled paragraphs, as the plugin computes it (docs/statistics.md)."""
+    records = [{"index": i, "deterministicPass": True, "judgeModel": "m", "verdict": None if got == "unjudged" else got,
+                "rationale": "r", "expectedVerdict": human} for i, (human, got) in enumerate(pairs)]  # fmt: skip
+    outcome = ItemOutcome(id="c", kind="citation", passed=True, detail="",
+                          extra={"citationParagraphsJudged": len(records), "citationParagraphsMismatched": 0})  # fmt: skip
+    outcome = with_assessment(outcome, records, judged=True, scored=False)
+    return compute_confidence([outcome], compute_metrics([outcome]))
 
 
-def test_bootstrap_edges():
-    assert bootstrap_interval([], agreement) is None
-    assert bootstrap_interval([("supported", "supported")] * 5, cohens, resamples=20) == (1.0, 1.0)
+def test_the_intervals_are_the_runs_over_the_same_paragraphs():
+    pairs = PAIRS * 5
+    result, run = calibrate(pairs), _run_intervals(pairs)
+    for estimate, name in ((result.agreement, "judgeAgreement"), (result.kappa, "judgeKappa")):
+        interval = run[name]
+        assert interval is not None
+        # Byte for byte: the same tables, the same method, the same seed (one bootstrap in the package).
+        assert (estimate.low, estimate.high, estimate.method) == (interval.low, interval.high, interval.method), name
+    assert result.agreement.method == "wilson" and result.kappa.method == "bootstrap"
+    # Wilson's interval of 25 agreeing of 40 paragraphs.
+    assert (result.agreement.low, result.agreement.high) == pytest.approx(wilson(25, 40, 0.95))
+    assert result.resamples == BOOTSTRAP_REPLICATES and result.seed is None
+
+
+def test_other_draws_are_seeded_and_change_only_kappa():
+    first = calibrate(PAIRS, resamples=400, seed=3)
+    assert first == calibrate(PAIRS, resamples=400, seed=3)
+    other = calibrate(PAIRS, resamples=400, seed=4)
+    assert other.kappa != first.kappa and other.agreement == first.agreement  # Wilson's: no draws
+    assert first.kappa.low <= first.kappa.value <= first.kappa.high
+
+
+def test_interval_edges():
+    empty = calibrate([])
+    assert (empty.agreement.value, empty.agreement.low, empty.kappa.low, empty.kappa.method) == (None,) * 4
+    same = calibrate([("supported", "supported")] * 5, resamples=20)
+    assert (same.kappa.low, same.kappa.high) == (1.0, 1.0)
     with pytest.raises(ValueError, match="confidence"):
-        bootstrap_interval(PAIRS, agreement, confidence=1.0)
+        calibrate(PAIRS, confidence=1.0)
     with pytest.raises(ValueError, match="resamples"):
-        bootstrap_interval(PAIRS, agreement, resamples=0)
+        calibrate(PAIRS, resamples=0)
 
 
 def test_a_minimum_gates_the_lower_bound_not_the_point():
@@ -147,6 +167,6 @@ def test_labels_are_checked():
 def test_to_wire_is_json_ready():
     wire = calibrate(PAIRS, resamples=10).to_wire()
     assert wire["paragraphs"] == 8 and wire["passed"] is True
-    assert set(wire["judgeKappa"]) == {"value", "low", "high"}
+    assert set(wire["judgeKappa"]) == {"value", "low", "high", "method"}
     assert wire["perVerdict"]["supported"] == {"precision": 0.75, "recall": 0.75, "support": 4, "predicted": 4}
     assert Counter(wire["judgeConfusion"]["supported"]) == Counter({"supported": 3, "partial": 1})
