@@ -99,6 +99,24 @@ def test_costs_come_from_the_replies_usage_and_are_reported(run, pytester, mixed
     assert groundeval(["gate", "--report", str(report)]) == 0  # a reader recomputes the costs with the recorded prices
 
 
+def test_repeats_count_every_attempts_tokens_and_price_them(run, pytester, mixed):
+    # The mock answers each attempt alike (no noise): N attempts are N times one run's tokens and dollars.
+    prices = write(pytester, "prices.json", PRICES)
+    metrics = []
+    for repeat in ("1", "2"):
+        report = pytester.path / f"r{repeat}.json"
+        run(f"--eval-dataset={mixed}", "--eval-judge=mock", f"--eval-prices={prices}", f"--eval-report={report}",
+            f"--eval-repeat={repeat}")  # fmt: skip
+        metrics.append(read(report)["metrics"])
+    once, twice = metrics
+    assert twice["targetTokens"] == {key: 2 * n for key, n in once["targetTokens"].items()}
+    assert twice["judgeTokens"] == {
+        model: {key: 2 * n for key, n in cell.items()} for model, cell in once["judgeTokens"].items()
+    }
+    assert twice["judgeCostUsd"] == pytest.approx(2 * once["judgeCostUsd"], rel=1e-12)
+    assert twice["targetCostUsd"] == pytest.approx(2 * once["targetCostUsd"], rel=1e-12)
+
+
 def test_a_model_missing_from_the_prices_is_reported_and_its_ceiling_fails(run, pytester, mixed):
     report = pytester.path / "r.json"
     prices = write(pytester, "prices.json", {"mock-generate": PRICES["mock-generate"]})

@@ -116,6 +116,40 @@ def test_a_jury_of_two_mock_judges_gives_the_same_figures_under_n0_and_n2(run, p
     assert m["verdictDistributionByModel"]["mock-judge-strict"]["unjudged"] == 0
 
 
+def test_a_jury_with_repeats_prices_and_intervals_gives_the_same_report_under_n0_and_n2(run, pytester, cites):
+    copies(cites, 4)
+    prices = pytester.path / "prices.json"
+    prices.write_text(json.dumps({"mock-judge": {"input": 1.0, "output": 4.0},
+                                  "mock-judge-strict": {"input": 2.0, "output": 8.0}}))  # fmt: skip
+    reports = []
+    for workers in ("0", "2"):
+        report = pytester.path / f"r{workers}.json"
+        run(f"--eval-dataset={cites}", *MOCK_JURY, "--eval-repeat=2", f"--eval-prices={prices}",
+            "--eval-gate-on=lower-bound", f"--eval-report={report}", "-n", workers)  # fmt: skip
+        reports.append(read(report))
+    plain, split = reports
+    # Every figure, interval and gate check: sums of whole numbers and exact fractions, one seeded bootstrap.
+    assert plain["metrics"] == split["metrics"] and plain["confidence"] == split["confidence"]
+    assert plain["gate"] == split["gate"]
+    m = plain["metrics"]
+    # Four items, two attempts each, five paragraphs: every judge asked 40 times, its tokens under its own model.
+    assert set(m["judgeTokens"]) == {"mock-judge", "mock-judge-strict"}
+    assert all(cell["replies"] == 40 and cell["repliesWithoutUsage"] == 0 for cell in m["judgeTokens"].values())
+    cost = sum(cell["promptTokens"] * price["input"] + cell["completionTokens"] * price["output"]
+               for model, cell in m["judgeTokens"].items()
+               for price in [read(prices)[model]]) / 1_000_000  # fmt: skip
+    assert m["judgeCostUsd"] == pytest.approx(cost) and m["unpricedModels"] == {}
+    # Each item is one cluster of its attempts; a jury's alpha gets its interval over paragraphs.
+    # Every attempt's paragraphs are judged again: eight copies of the five, so by hand (as for four in the test
+    # above) n = 80 values, off-diagonal cells 32, sum_{c!=k} n_c n_k = 6400 - 1408: alpha = 1 - 79 * 32 / 4992.
+    alpha = plain["confidence"]["judgeAlpha"]
+    assert m["judgeAlpha"] == pytest.approx(1 - 79 * 32 / 4992) and alpha["method"] == "bootstrap"
+    assert alpha["low"] <= m["judgeAlpha"] <= alpha["high"] and alpha["low"] < alpha["high"]
+    assert m["passAtK"] == 0.0 and plain["confidence"]["passAtK"]["method"] == "wilson"
+    # Tables and dollars have no interval (docs/statistics.md).
+    assert not {"judgeKappaByModel", "judgeTokens", "judgeCostUsd", "targetCostUsd"} & set(plain["confidence"])
+
+
 def test_each_judges_verdict_is_in_the_paragraph_records_beside_the_jurys(run, pytester, cites):
     report = pytester.path / "r.json"
     run(f"--eval-dataset={cites}", *MOCK_JURY, "--eval-judge-policy=strictest", f"--eval-report={report}")
