@@ -157,6 +157,29 @@ def test_a_cost_ceiling_without_prices_fails_saying_so(run, pytester, mixed):
     result.stdout.fnmatch_lines(["judgeCostUsd * FAIL  no prices: give --eval-prices FILE*"])
 
 
+def test_groundeval_gate_prices_a_stored_reports_tokens_with_prices(run, pytester, mixed, capsys):
+    # A run recorded without prices: its cost ceiling FAILs on re-gating until --prices prices its tokens.
+    report, prices = pytester.path / "r.json", write(pytester, "prices.json", PRICES)
+    loose = write(pytester, "loose.json", {"judgeCostUsd": 1.0, "targetCostUsd": 1.0})
+    tight = write(pytester, "tight.json", {"judgeCostUsd": 0.000001})
+    run(f"--eval-dataset={mixed}", "--eval-judge=mock", f"--eval-report={report}")
+    capsys.readouterr()
+    assert groundeval(["gate", "--report", str(report), "--floors", str(loose)]) == 1
+    (line,) = [text for text in capsys.readouterr().out.splitlines() if text.startswith("judgeCostUsd")]
+    assert "FAIL  no prices" in line
+    assert groundeval(["gate", "--report", str(report), "--floors", str(loose), "--prices", str(prices)]) == 0
+    out = capsys.readouterr().out
+    assert f"prices from {prices}" in out
+    judge = read(report)["metrics"]["judgeTokens"]["mock-judge"]
+    assert f"judgeCostUsd {usd(judge, PRICES['mock-judge']):.6f} USD".split()[1] in out
+    assert groundeval(["gate", "--report", str(report), "--floors", str(tight), "--prices", str(prices)]) == 1
+    (line,) = [text for text in capsys.readouterr().out.splitlines() if text.startswith("judgeCostUsd")]
+    assert "FAIL" in line and "> 0.000001 USD" in line
+    bad = write(pytester, "bad.json", {"mock-judge": {"input": -1, "output": 1}})
+    assert groundeval(["gate", "--report", str(report), "--prices", str(bad)]) == 2
+    assert "mock-judge" in capsys.readouterr().err
+
+
 def test_tokens_and_costs_are_exact_sums_under_xdist_and_sharding(run, pytester, mixed):
     prices = write(pytester, "prices.json", PRICES)
     keys = ("judgeTokens", "targetTokens", "judgeCostUsd", "targetCostUsd", "unpricedModels")
