@@ -42,6 +42,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Pair two saved reports on item ids and test each change for significance",
     ),
     "rejudge": ("pytest_groundeval.cli.rejudge", "rejudge_main", "Judge a recorded run's answers again"),
+    "calibrate": (
+        "pytest_groundeval.cli.calibrate",
+        "calibrate_main",
+        "Measure a citation judge against a dataset's human labels, with intervals",
+    ),
     "import": (
         "pytest_groundeval.cli.importer",
         "import_main",

@@ -6,6 +6,7 @@ import sys
 from argparse import Namespace
 
 from ..core.confidence import GATE_ON, check_level
+from ..core.cost import PricesError, price_metrics, read_prices
 from ..core.finalize import RunFlags, RunOutcomes, finalize_run
 from ..core.floors import FloorsError
 from ..core.gate import baseline_version_problem, check_recorded_floors, load_floors
@@ -53,12 +54,25 @@ def _gate_parser() -> Parser:
         metavar="LEVEL",
         help="Confidence level of the intervals, in (0, 1), instead of the run's (docs/statistics.md)",
     )
+    parser.add_argument(
+        "--prices",
+        metavar="FILE",
+        help="Prices JSON (model -> {input, output} USD per 1M tokens) to price judgeCostUsd and targetCostUsd "
+        "with, instead of the prices the run recorded (docs/gate.md, Cost)",
+    )
+    parser.add_argument(
+        "--alpha",
+        type=float,
+        metavar="A",
+        help="Significance level of the paired recall check against a --baseline report, in (0, 1), instead of "
+        f"the run's (default {DEFAULT_ALPHA}; docs/statistics.md)",
+    )
     return parser
 
 
 def gate_main(argv: list[str]) -> int:
     """``groundeval gate --report R | --run RUN [--history URL] [--baseline B | --no-baseline] [--floors F]
-    [--gate-on point|lower-bound] [--confidence LEVEL]``.
+    [--gate-on point|lower-bound] [--confidence LEVEL] [--prices FILE] [--alpha A]``.
 
     ``--run RUN`` gates a run stored in the history database ``--history URL``
     (docs/history.md) exactly as ``--report`` gates its report: the floors, baseline and
@@ -84,6 +98,12 @@ def gate_main(argv: list[str]) -> int:
     that recorded it) each floor is compared with its metric's interval's low end and each
     ceiling with its high end (docs/statistics.md).
 
+    The costs are those the run computed with the prices it recorded; ``--prices FILE``
+    prices the run's recorded tokens again (``core.cost.price_metrics``), so a run recorded
+    without prices, or at old prices, can be gated on ``judgeCostUsd`` and ``targetCostUsd``
+    ceilings. ``--alpha`` is the level of the paired test of the recall check against a
+    ``--baseline`` report (a baseline the run recorded keeps the level it recorded).
+
     Returns:
         0 when the gate passes, 1 when it fails, 2 when an argument is missing,
         the report, baseline or floors file cannot be read or is invalid (a count
@@ -98,6 +118,8 @@ def gate_main(argv: list[str]) -> int:
         _resolve_spellings(args)
         if args.confidence is not None:
             check_level(args.confidence)
+        if args.alpha is not None and not 0.0 < args.alpha < 1.0:
+            raise UsageError(f"--alpha must be a number in (0, 1), got {args.alpha:g}")
     except (UsageError, ValueError) as exc:
         print(f"groundeval gate: {report_error_text(exc)}", file=sys.stderr)
         return 2
@@ -113,7 +135,8 @@ def gate_main(argv: list[str]) -> int:
             reports = read_reports(args.report)
         explicit_baseline = read_report(args.baseline) if args.baseline else None
         explicit_floors = load_floors(args.floors) if args.floors else None
-    except (ReportError, FloorsError) as exc:
+        args.prices_checked = read_prices(args.prices) if args.prices else None
+    except (ReportError, FloorsError, PricesError) as exc:
         print(f"groundeval gate: {report_error_text(exc)}", file=sys.stderr)
         return 2
     for report in reports:
@@ -224,13 +247,18 @@ def _gate_one(report: Report, args: Namespace, explicit_baseline: Report | None,
     gate_on = args.gate_on or report.gate.gate_on
     level = args.confidence if args.confidence is not None else report.confidence_level
     on = f"; bounds on the {level * 100:g}% intervals' ends" if gate_on == "lower-bound" else ""
-    print(f"applied: {floors_text}; {baseline_text}{on}")
+    metrics, priced = report.metrics, ""
+    if args.prices_checked is not None:
+        # The recorded tokens priced again: a report's metrics hold its judgeTokens and targetTokens.
+        metrics = price_metrics(report.metrics, args.prices_checked, report.models.generate)
+        priced = f"; prices from {args.prices}"
+    print(f"applied: {floors_text}; {baseline_text}{priced}{on}")
     outcomes = RunOutcomes.counted(report.items)
     # Items that never ran fail the gate whatever the interrupted flag says (docs/gate.md); a merged
     # run with shards or items missing is not a whole run (docs/ci.md): finalize_run adds both checks.
     result = finalize_run(
         outcomes,
-        metrics=report.metrics,
+        metrics=metrics,
         floors=floors,
         baseline=baseline,
         dataset_version=report.dataset_version,
@@ -239,7 +267,11 @@ def _gate_one(report: Report, args: Namespace, explicit_baseline: Report | None,
         baseline_ids=outcomes.baseline_ids if report.items else None,
         flags=RunFlags(merge=report.merge),
         # A baseline report given here is paired at the level the run recorded (docs/statistics.md).
-        alpha=report.baseline.alpha if report.baseline is not None and report.baseline.alpha else DEFAULT_ALPHA,
+        alpha=args.alpha
+        if args.alpha is not None
+        else report.baseline.alpha
+        if report.baseline is not None and report.baseline.alpha
+        else DEFAULT_ALPHA,
         confidence_level=level,
         gate_on=gate_on,
     )

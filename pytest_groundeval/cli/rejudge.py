@@ -1,9 +1,13 @@
 """``groundeval rejudge``: judge a recorded run's answers again, without the target (docs/history.md, "Rejudging").
 
 Takes ``--history URL`` (else ``GROUNDEVAL_HISTORY``, else the default
-``.groundeval/history.db`` in the working directory). Exit codes: 0 ok, 1 some
-paragraph was left without a parseable verdict (its new judgment set is kept but
-not made current), 2 usage error or unusable database.
+``.groundeval/history.db`` in the working directory). The judge options are the
+plugin's (docs/options.md): ``--judge-url`` with ``--judge-model`` (repeat it for a
+jury), or ``--judges FILE``, ``--judge-policy``, ``--judge-concurrency``
+(docs/judges.md, "Juries"). ``--as-new-run`` rejudges a copy of the run, so
+``groundeval history compare RUN COPY`` compares the two judges on the same answers.
+Exit codes: 0 ok, 1 some paragraph was left without a parseable verdict (its new
+judgment set is kept but not made current), 2 usage error or unusable database.
 """
 
 from __future__ import annotations
@@ -16,11 +20,13 @@ from collections.abc import Callable
 from ..history.engine import HistoryError, url_from_sources
 from ..history.rejudge import Judge, rejudge_run, tty_progress
 from ..history.rejudge_judge import judge_from_args
+from ..history.run_copy import copy_run
 from ..history.store import HistoryStore
 from ._args import Parser, add_history_argument
 
 JudgeFactory = Callable[[argparse.Namespace], Judge]
-"""Builds the judge for ``rejudge`` from its parsed arguments (``judge_url``, ``judge_model``)."""
+"""Builds the judge for ``rejudge`` from its parsed arguments (``judge_url``, ``judge_model`` (a list),
+``judges``, ``judge_policy``, ``judge_concurrency``)."""
 
 
 def _rejudge_parser() -> Parser:
@@ -28,13 +34,23 @@ def _rejudge_parser() -> Parser:
     parser.add_argument("run", help="Run id, unique id prefix, 'latest' or 'latest~N'")
     parser.add_argument("--all", action="store_true", help="Judge every paragraph again, not only unjudged ones")
     parser.add_argument("--judge-url", help="OpenAI-compatible chat endpoint of the judge")
-    parser.add_argument("--judge-model", help="Judge model name")
+    parser.add_argument("--judge-model", action="append", help="Judge model name; repeat it for a jury at that URL")
+    parser.add_argument("--judges", metavar="FILE", help="JSON file of a jury's judges: [{url, model, apiKeyEnv}]")
+    parser.add_argument("--judge-policy", help="How a jury's verdicts become one: majority, unanimous or strictest")
+    parser.add_argument("--judge-concurrency", type=int, help="Requests in flight at once per judge (default 4)")
+    parser.add_argument(
+        "--as-new-run",
+        action="store_true",
+        help="Copy the run as a new run and judge every paragraph of the copy; the stored run is left as it is",
+    )
+    parser.add_argument("--label", help="Label of the copy made by --as-new-run")
     add_history_argument(parser)
     return parser
 
 
 def rejudge_main(argv: list[str], judge_factory: JudgeFactory | None = None) -> int:
-    """``groundeval rejudge RUN [--all] [--judge-url U --judge-model M] [--history URL]``.
+    """``groundeval rejudge RUN [--all] [--as-new-run [--label L]] (--judge-url U --judge-model M … | --judges F)
+    [--judge-policy P] [--judge-concurrency N] [--history URL]``.
 
     Args:
         argv: Arguments after ``rejudge``.
@@ -51,12 +67,21 @@ def rejudge_main(argv: list[str], judge_factory: JudgeFactory | None = None) -> 
     args = _rejudge_parser().parse_or_status(argv, "groundeval rejudge")
     if isinstance(args, int):
         return args
+    if args.label is not None and not args.as_new_run:
+        print("groundeval rejudge: --label names the copy --as-new-run makes; add --as-new-run", file=sys.stderr)
+        return 2
     try:
         judge = (judge_factory or judge_from_args)(args)
         try:
             with HistoryStore.open(url_from_sources(args.history)) as store:
                 progress = tty_progress(sys.stderr) if sys.stderr.isatty() else None
-                result = rejudge_run(store, args.run, judge, all_paragraphs=args.all, progress=progress)
+                ref = args.run
+                if args.as_new_run:
+                    original = store.resolve_run(args.run)
+                    ref = copy_run(store, original, label=args.label)
+                    print(f"run {ref} is a copy of run {original}, judged again below; compare them with "
+                          f"`groundeval history compare {original[:12]} {ref[:12]}`")  # fmt: skip
+                result = rejudge_run(store, ref, judge, all_paragraphs=args.all or args.as_new_run, progress=progress)
         finally:
             close = getattr(judge, "close", None)
             if callable(close):
@@ -86,4 +111,7 @@ def rejudge_main(argv: list[str], judge_factory: JudgeFactory | None = None) -> 
     if result.metrics is not None:
         shown = {k: result.metrics.get(k) for k in ("citationSupportedRate", "wrongSpeakerRate", "coverageScoreMean")}
         print("metrics: " + json.dumps(shown))
+        if result.metrics.get("verdictDistributionByModel"):  # a jury's (docs/judges.md, "Juries")
+            jury = {k: result.metrics.get(k) for k in ("judgeAlpha", "judgeKappa", "judgeKappaByModel")}
+            print("jury: " + json.dumps(jury))
     return 0 if result.complete else 1

@@ -39,6 +39,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from .intervals import (
+    BOOTSTRAP_REPLICATES,
     DEFAULT_CONFIDENCE,
     GATE_ON,
     GateOn,
@@ -67,6 +68,7 @@ __all__ = [
     "first_difference",
     "rate_specs",
     "recorded_confidence",
+    "unit_table_interval",
 ]
 
 BOOTSTRAP_SEED = "groundeval-bootstrap"
@@ -306,18 +308,57 @@ class IntervalAccumulator:
         for spec in rate_specs():
             value = values.get(spec.wire)
             found: tuple[float, float, Method] | None = None
-            if value is not None:
-                if spec.field in tables:
-                    found = _table_interval(tables[spec.field], level, spec.wire)
-                elif self.clusters.get(spec.field):
-                    found = _cluster_interval(self.clusters[spec.field], level, spec.wire)
-            if found is None or value is None:
-                out[spec.wire] = None
+            if value is not None and spec.field in tables:
+                out[spec.wire] = unit_table_interval(tables[spec.field], value, level, spec.wire)
                 continue
-            low, high, method = found
-            # A percentile bootstrap can, rarely, leave the value itself out: the interval holds it.
-            out[spec.wire] = ConfidenceInterval(low=min(low, value), high=max(high, value), method=method)
+            if value is not None and self.clusters.get(spec.field):
+                found = _cluster_interval(self.clusters[spec.field], level, spec.wire)
+            out[spec.wire] = None if found is None or value is None else _holding(found, value)
         return out
+
+
+def _holding(found: tuple[float, float, Method], value: float) -> ConfidenceInterval:
+    low, high, method = found
+    # A percentile bootstrap can, rarely, leave the value itself out: the interval holds it.
+    return ConfidenceInterval(low=min(low, value), high=max(high, value), method=method)
+
+
+def unit_table_interval(
+    table: UnitTable,
+    value: float | None,
+    level: float,
+    wire: str,
+    *,
+    replicates: int = BOOTSTRAP_REPLICATES,
+    seed: str | None = None,
+) -> ConfidenceInterval | None:
+    """The interval of a metric figured from a table of independent units (``Kind.unit_tables``), as
+    a run's ``confidence`` gives it: Wilson's over the units for a share of successes
+    (``UnitTable.success``), else the seeded percentile bootstrap over the units
+    (``core.intervals.table_bootstrap``), widened to hold ``value``.
+
+    ``groundeval calibrate`` calls this with the same table, so its interval of ``judgeKappa``
+    or ``judgeAgreement`` is the one a run of the same paragraphs reports and gates on under
+    ``--eval-gate-on=lower-bound`` (docs/statistics.md).
+
+    Args:
+        table: The units, counted by cell, and the metric's statistic.
+        value: The metric's value over the whole table; None gives None.
+        level: The confidence level, in (0, 1).
+        wire: The metric's wire name, part of the bootstrap's seed (``BOOTSTRAP_SEED``).
+        replicates: Bootstrap replicates (a run uses ``BOOTSTRAP_REPLICATES``).
+        seed: The bootstrap's seed; None for a run's, ``BOOTSTRAP_SEED`` and ``wire``.
+
+    Raises:
+        ValueError: ``level`` is not in (0, 1), or ``replicates`` is below 1.
+    """
+    z_value(level)
+    if replicates < 1:
+        raise ValueError(f"a bootstrap needs at least one replicate, got {replicates!r}")
+    if value is None:
+        return None
+    found = _table_interval(table, level, seed or f"{BOOTSTRAP_SEED}:{wire}", replicates)
+    return None if found is None else _holding(found, value)
 
 
 def _cluster_interval(clusters: Mapping[tuple[Any, Any], int], level: float, wire: str) -> tuple[float, float, Method]:
@@ -331,14 +372,14 @@ def _cluster_interval(clusters: Mapping[tuple[Any, Any], int], level: float, wir
     return (*cluster_bootstrap(clusters, level, f"{BOOTSTRAP_SEED}:{wire}"), "bootstrap")
 
 
-def _table_interval(table: UnitTable, level: float, wire: str) -> tuple[float, float, Method] | None:
+def _table_interval(table: UnitTable, level: float, seed: str, replicates: int) -> tuple[float, float, Method] | None:
     units = sum(table.counts.values())
     if not units:
         return None
     if table.success is not None:
         hits = sum(count for cell, count in table.counts.items() if table.success(cell))
         return (*wilson(hits, units, level), "wilson")
-    found = table_bootstrap(table.counts, table.statistic, level, f"{BOOTSTRAP_SEED}:{wire}")
+    found = table_bootstrap(table.counts, table.statistic, level, seed, replicates)
     return None if found is None else (*found, "bootstrap")
 
 

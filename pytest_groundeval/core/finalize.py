@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .confidence import DEFAULT_CONFIDENCE, ConfidenceInterval, GateOn, IntervalAccumulator
+from .cost import price_metrics
 from .gate import (
     GateCheck,
     GateResult,
@@ -48,6 +49,13 @@ from .significance import DEFAULT_ALPHA
 
 if TYPE_CHECKING:
     from .report import Report  # annotations only: a baseline report is read through its fields
+
+
+def generate_model(models: Mapping[str, Any] | ModelLineage) -> str | None:
+    """The lineage's generate model (which prices the target's tokens, docs/gate.md "Cost"), or None."""
+    found = models.get("generate") if isinstance(models, Mapping) else models.generate
+    return found if isinstance(found, str) else None
+
 
 EXTRA_CHECKS = ("notRun", "run", "items")
 """The checks ``finalize_run`` adds after ``evaluate_gate``, in order; each only ever FAILs."""
@@ -168,6 +176,7 @@ def finalize_run(
     alpha: float = DEFAULT_ALPHA,
     confidence_level: float = DEFAULT_CONFIDENCE,
     gate_on: GateOn = "point",
+    prices: Mapping[str, Mapping[str, float]] | None = None,
 ) -> Finalized:
     """Metrics, baseline record and gate of a finished run (docs/gate.md).
 
@@ -197,6 +206,9 @@ def finalize_run(
         confidence_level: The level of the intervals, in (0, 1) (``--eval-confidence``).
         gate_on: ``"point"`` compares each bound with the metric's value; ``"lower-bound"``
             with its interval's end on the failing side (``--eval-gate-on``, docs/gate.md).
+        prices: The checked prices of ``--eval-prices`` (``core.cost``): computed metrics
+            gain ``judgeCostUsd``, ``targetCostUsd`` and ``unpricedModels`` (the target's
+            tokens at the price of ``models``' generate model); None leaves them null.
 
     Returns:
         ``Finalized(metrics, gate, baseline, confidence)``.
@@ -206,7 +218,7 @@ def finalize_run(
             ``confidence_level`` is not in (0, 1).
     """
     if metrics is None:
-        metrics = outcomes.metrics()
+        metrics = price_metrics(outcomes.metrics(), prices, generate_model(models))
     confidence = outcomes.intervals.intervals(metrics, confidence_level)
     if baseline is None or isinstance(baseline, BaselineInfo):
         record = baseline

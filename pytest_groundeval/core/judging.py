@@ -29,6 +29,9 @@ __all__ = [
     "RECORDED_VERDICTS",
     "UNJUDGED",
     "UNPARSEABLE",
+    "USAGE_KEYS",
+    "USAGE_RECORD_KEYS",
+    "VERDICT_ORDER",
     "Judge",
     "JudgeInput",
     "JudgeResult",
@@ -38,6 +41,7 @@ __all__ = [
     "SourceInput",
     "judge_input",
     "paragraph_label",
+    "record_usage",
 ]
 
 JudgeVerdict = Literal["supported", "partial", "unsupported", "wrong_speaker", "wrong_attribution"]
@@ -53,6 +57,15 @@ UNPARSEABLE = "unparseable"
 UNJUDGED = "unjudged"
 """The label of a paragraph the judge was asked about and could not answer (a ``judgeErrors`` entry);
 never a recorded verdict (such a paragraph's ``verdict`` is null)."""
+
+VERDICT_ORDER: tuple[JudgeVerdict, ...] = tuple(JUDGE_VERDICTS[i] for i in (3, 2, 4, 1, 0))
+"""The judge verdicts from worst to best, the order a jury breaks ties by (docs/judges.md, "Juries"):
+``wrong_speaker``, ``unsupported``, ``wrong_attribution``, ``partial``, ``supported``.
+
+``wrong_speaker`` puts a source's words in another person's mouth, the error citation checks exist
+to catch; ``unsupported`` cites sources that back none of the paragraph (it may be made up);
+``wrong_attribution`` states what another source of the answer backs, but cites the wrong one;
+``partial`` is backed in part; ``supported`` in full. The same five as :data:`JUDGE_VERDICTS`."""
 
 RECORDED_VERDICTS: tuple[str, ...] = (*JUDGE_VERDICTS, UNPARSEABLE)
 """Every non-null ``verdict`` a paragraph record or a stored judgment may hold."""
@@ -146,10 +159,26 @@ class JudgeResult:
     """Why the paragraph is unjudged (a ``judgeErrors`` entry), or None."""
     parse_failures: list[str] = field(default_factory=list)
     """Why each rejected reply was rejected, in order."""
+    replies: int | None = None
+    """HTTP 200 replies received for this paragraph (0 for a cache hit, or a judge that never answered);
+    None for a judge that reports no usage at all (an extension's): its tokens are then unknown."""
+    replies_without_usage: int = 0
+    """Of ``replies``, those that carried no ``usage``: their tokens are unknown, never counted as 0."""
+    prompt_tokens: int = 0
+    """Prompt tokens of the replies that carried ``usage``, summed (docs/judges.md, "Tokens and cost")."""
+    completion_tokens: int = 0
+    """Completion tokens of the same replies, summed."""
+    judges: list[JudgeResult] | None = None
+    """A jury's result (``core.kinds.citation.jury.Jury``): each judge's own result, in the jury's order;
+    None for one judge. The fields above are then the jury's, its tokens the sum of its judges'
+    (docs/judges.md, "Juries")."""
 
     def to_record(self) -> dict[str, Any]:
-        """The judge fields of a paragraph record (JSON built-ins; docs/citation.md, "Paragraph records")."""
-        return {
+        """The judge fields of a paragraph record (JSON built-ins; docs/citation.md, "Paragraph records").
+
+        A jury's record also holds ``judges``: one such record per judge (without ``judges``).
+        """
+        record: dict[str, Any] = {
             "verdict": self.verdict,
             "rationale": self.rationale,
             "judgeModel": self.model,
@@ -157,7 +186,14 @@ class JudgeResult:
             "judgeAttempts": self.attempts,
             "judgeCached": self.cached,
             "parseFailures": list(self.parse_failures),
+            "judgeReplies": self.replies,
+            "judgeRepliesWithoutUsage": self.replies_without_usage,
+            "judgePromptTokens": self.prompt_tokens,
+            "judgeCompletionTokens": self.completion_tokens,
         }
+        if self.judges is not None:
+            record["judges"] = [judge.to_record() for judge in self.judges]
+        return record
 
 
 @dataclass
@@ -241,6 +277,45 @@ class Scorer(Protocol):
     async def close(self) -> None:
         """Release the scorer's connections; called once, when the session ends."""
         ...
+
+
+USAGE_KEYS: tuple[str, ...] = ("promptTokens", "completionTokens", "replies", "repliesWithoutUsage")
+"""The keys of one judge model's cell of ``judgeTokens`` (docs/judges.md, "Tokens and cost"), in order."""
+
+USAGE_RECORD_KEYS: tuple[str, ...] = (
+    "judgePromptTokens",
+    "judgeCompletionTokens",
+    "judgeReplies",
+    "judgeRepliesWithoutUsage",
+)
+"""The paragraph record's keys (``JudgeResult.to_record``) behind ``USAGE_KEYS``, in the same order."""
+
+
+def record_usage(record: Mapping[str, Any]) -> tuple[int, int, int, int] | None:
+    """``(prompt, completion, replies, replies without usage)`` of one paragraph record a judge was asked about.
+
+    A record whose ``judgeReplies`` is null (a judge that reports no usage) counts as one reply
+    without usage: its tokens are unknown, never 0. None when the record has no ``judgeReplies``
+    key at all (written before usage was recorded).
+
+    Raises:
+        ValueError: a usage field is not a whole number >= 0, or more replies lack usage than
+            there are; the message names the field.
+    """
+    if "judgeReplies" not in record:
+        return None
+    if record["judgeReplies"] is None:
+        return 0, 0, 1, 1
+    values = []
+    for key in USAGE_RECORD_KEYS:
+        value = record.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{key} must be a whole number >= 0, got {value!r}")
+        values.append(value)
+    prompt, completion, replies, without = values
+    if without > replies:
+        raise ValueError(f"judgeRepliesWithoutUsage ({without}) exceeds judgeReplies ({replies})")
+    return prompt, completion, replies, without
 
 
 def paragraph_label(record: Mapping[str, Any]) -> str:

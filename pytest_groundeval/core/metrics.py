@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -52,6 +52,27 @@ def _table_counts(value: Any) -> Any:
                 where = key if column is None else f"{key}.{column}"
                 raise ValueError(f"{where}: expected a whole count >= 0, got {n!r}")
     return value
+
+
+def _table_figures(lowest: float) -> Callable[[Any], Any]:
+    """A table of figures: an object of numbers in [``lowest``, 1] or None (a kappa per judge model)."""
+
+    def check(value: Any) -> Any:
+        if value is None:
+            return value
+        for key, figure in value.items():
+            if figure is None:
+                continue
+            if (
+                isinstance(figure, bool)
+                or not isinstance(figure, (int, float))
+                or not math.isfinite(figure)
+                or not lowest <= figure <= 1
+            ):
+                raise ValueError(f"{key}: expected a number in [{lowest:g}, 1] or null, got {figure!r}")
+        return value
+
+    return check
 
 
 MetricValue = float | int | dict[str, Any] | None
@@ -100,8 +121,9 @@ def _build_metrics_model() -> type[MetricsBase]:
         elif spec.type_ == "count":
             fields[spec.field] = (Annotated[int, _COUNT], Field(0, description=spec.doc))
         elif spec.type_ == "table":
+            cells = _table_figures(spec.minimum) if spec.cells == "figures" else _table_counts
             fields[spec.field] = (
-                Annotated[dict[str, Any], AfterValidator(_table_counts)] | None,
+                Annotated[dict[str, Any], AfterValidator(cells)] | None,
                 Field(None, description=spec.doc),
             )
         else:
@@ -225,12 +247,15 @@ def format_table(value: Mapping[str, Any]) -> str:
     """A table metric on one line: non-zero counts as ``label n``, a nested table as ``row→column n``.
 
     Example: ``{"supported": 3, "partial": 0, "unparseable": 1}`` → ``supported 3, unparseable 1``;
-    ``{"supported": {"partial": 2}}`` → ``supported→partial 2``; nothing counted → ``none``.
+    ``{"supported": {"partial": 2}}`` → ``supported→partial 2``; nothing counted → ``none``. A table of
+    figures shows every key: ``{"judge-a": 0.75, "judge-b": None}`` → ``judge-a 0.7500, judge-b n/a``.
     """
     parts: list[str] = []
     for key, count in value.items():
         if isinstance(count, Mapping):
             parts.extend(f"{key}→{column} {n}" for column, n in count.items() if n)
+        elif isinstance(count, float) or count is None:  # a table of figures: each one shown
+            parts.append(f"{key} {'n/a' if count is None else f'{count:.4f}'}")
         elif count:
             parts.append(f"{key} {count}")
     return ", ".join(parts) or "none"
@@ -250,6 +275,8 @@ def format_value(metric: str, value: float | Mapping[str, Any] | None) -> str:
         return str(int(value))
     if direction is None or direction.rate:
         return f"{value:.4f}"
+    if direction.unit == "USD":  # a run's cost is often cents: six decimals, to the micro-dollar
+        return f"{value:.6f} USD"
     return f"{value:.1f}" + (f" {direction.unit}" if direction.unit else "")
 
 
@@ -318,6 +345,12 @@ class MetricsAccumulator:
     review_score_sum: Fraction = Fraction(0)
     token_calls: int = 0
     token_sum: int = 0
+    target_calls: int = 0
+    """Generate calls (outcomes with a latency or token counts): ``targetTokens.calls``."""
+    target_calls_without_usage: int = 0
+    """Of them, calls that reported no tokens at all: ``targetTokens.callsWithoutUsage``."""
+    target_prompt_tokens: int = 0
+    target_completion_tokens: int = 0
     latencies_ms: array[float] = field(default_factory=lambda: array("d"))
     tallies: dict[str, Any] = field(default_factory=lambda: {kind.name: kind.new_tally() for kind in all_kinds()})
     repeated_items: int = 0
@@ -374,6 +407,13 @@ class MetricsAccumulator:
         if outcome.prompt_tokens is not None or outcome.completion_tokens is not None:
             self.token_calls += 1
             self.token_sum += (outcome.prompt_tokens or 0) + (outcome.completion_tokens or 0)
+            self.target_prompt_tokens += outcome.prompt_tokens or 0
+            self.target_completion_tokens += outcome.completion_tokens or 0
+            self.target_calls += 1
+        elif latency is not None:
+            # A generate call that reported no usage: its tokens are unknown, never 0 (docs/gate.md, "Cost").
+            self.target_calls += 1
+            self.target_calls_without_usage += 1
 
     def merge(self, other: MetricsAccumulator) -> MetricsAccumulator:
         """Add another accumulator's counts into this one (xdist workers); returns ``self``."""
@@ -383,6 +423,10 @@ class MetricsAccumulator:
         self.review_score_sum += other.review_score_sum
         self.token_calls += other.token_calls
         self.token_sum += other.token_sum
+        self.target_calls += other.target_calls
+        self.target_calls_without_usage += other.target_calls_without_usage
+        self.target_prompt_tokens += other.target_prompt_tokens
+        self.target_completion_tokens += other.target_completion_tokens
         self.latencies_ms.extend(other.latencies_ms)
         for name, tally in other.tallies.items():
             self.tallies[name].merge(tally)
@@ -403,6 +447,7 @@ class MetricsAccumulator:
             latency_ms_p50=percentile(latencies, 50),
             latency_ms_p95=percentile(latencies, 95),
             tokens_per_query=ratio(self.token_sum, self.token_calls),
+            target_tokens=self._target_tokens(),
             errors=self.errors,
             items=self.items,
             items_by_kind={name: tally.items for name, tally in self.tallies.items()},
@@ -413,6 +458,17 @@ class MetricsAccumulator:
                 pass_hat_k=ratio(self.items_all_passed, self.whole_items),
             )
         return Metrics(**values)
+
+    def _target_tokens(self) -> dict[str, int] | None:
+        """``targetTokens``, or None when no generate call was made."""
+        if not self.target_calls:
+            return None
+        return {
+            "promptTokens": self.target_prompt_tokens,
+            "completionTokens": self.target_completion_tokens,
+            "calls": self.target_calls,
+            "callsWithoutUsage": self.target_calls_without_usage,
+        }
 
 
 def compute_metrics(outcomes: Iterable[ItemOutcome | dict[str, Any]]) -> Metrics:

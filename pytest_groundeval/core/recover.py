@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError
 
 from .confidence import GateOn, RecordedSettingError, recorded_confidence
+from .cost import Prices, PricesError, check_prices
 from .dataset import load_dataset
 from .environment import environment_info
 from .finalize import RunFlags, RunOutcomes, finalize_run
@@ -97,6 +98,7 @@ def recover_report(path: str | Path) -> Recovered:
         not_run += counts.not_run
         models = context.get("models") or {"generate": "unknown", "embed": "unknown"}
         version = context.get("datasetVersion") or "unknown"
+        prices = _recorded_prices(spool, context)
         end = finalize_run(
             counts,
             floors=floors,
@@ -106,6 +108,7 @@ def recover_report(path: str | Path) -> Recovered:
             flags=RunFlags(interrupted=True),
             confidence_level=level,
             gate_on=gate_on,
+            prices=prices,
         )
         parts.append(
             (
@@ -124,6 +127,7 @@ def recover_report(path: str | Path) -> Recovered:
                     floors=floors,
                     baseline=end.baseline,
                     repeat=repeat,
+                    prices=prices,
                 ),
             )
         )
@@ -131,6 +135,15 @@ def recover_report(path: str | Path) -> Recovered:
     for spool, _, _ in latest:
         spool.unlink(missing_ok=True)
     return Recovered(target, ran, not_run)
+
+
+def _recorded_prices(spool: Path, context: dict[str, Any]) -> Prices | None:
+    """The prices a spool's context records (docs/gate.md, "Cost"), or None."""
+    prices = context.get("prices")
+    try:
+        return check_prices(prices, f"the prices recorded in {spool}") if prices is not None else None
+    except PricesError as exc:
+        raise ReportError(f"{spool}: the run's prices are invalid: {exc}") from exc
 
 
 def _recorded_gate(spool: Path, context: dict[str, Any]) -> tuple[dict[str, float] | None, BaselineInfo | None]:

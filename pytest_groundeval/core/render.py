@@ -19,7 +19,9 @@ __all__ = [
     "format_report",
     "format_value",
     "judge_problem_lines",
+    "jury_lines",
     "unbounded_lines",
+    "usage_lines",
 ]
 
 DETAIL_CHARS = 200
@@ -101,7 +103,69 @@ def citation_lines(metrics: Any, judge_model: str | None = None) -> list[str]:
     ]
     if metrics.judge_confusion:
         lines.append(f"judge vs human labels (expected→judge): {format_table(metrics.judge_confusion)}")
+    return lines + jury_lines(metrics)
+
+
+def jury_lines(metrics: Any) -> list[str]:
+    """A jury's lines of the summary (docs/judges.md, "Juries"): each judge's verdicts and which judge
+    disagrees with the human labels most (the lowest kappa); ``judgeAlpha`` has its own line among the
+    metrics. Empty without a jury. Example::
+
+        jury judge mock-judge: supported 1, partial 1, unsupported 1, wrong_speaker 1, wrong_attribution 1
+        jury judge mock-judge-strict: partial 1, unsupported 2, wrong_speaker 1, wrong_attribution 1
+        judge vs human labels by judge (kappa): mock-judge 0.7500, mock-judge-strict 0.3182; most in disagreement
+        with the humans: mock-judge-strict (kappa 0.3182)
+    """
+    by_model = metrics.verdict_distribution_by_model
+    if not by_model:
+        return []
+    lines = [f"jury judge {model}: {format_table(counts)}" for model, counts in by_model.items()]
+    kappas = metrics.judge_kappa_by_model
+    if kappas:
+        line = f"judge vs human labels by judge (kappa): {format_table(kappas)}"
+        measured = [(kappa, model) for model, kappa in kappas.items() if kappa is not None]
+        if measured:
+            kappa, model = min(measured, key=lambda pair: pair[0])
+            line += f"; most in disagreement with the humans: {model} (kappa {kappa:.4f})"
+        lines.append(line)
     return lines
+
+
+def _unknown(count: int) -> str:
+    return f"; {count} without usage: tokens unknown" if count else ""
+
+
+def usage_lines(metrics: Any) -> tuple[list[str], list[str]]:
+    """The summary's token lines, and its warnings about what could not be priced (docs/gate.md, "Cost").
+
+    Returns:
+        ``(lines, warnings)``. Lines: one per judge model (``judgeTokens``), a judge total when
+        there are several, one for the target (``targetTokens``). Warnings: models missing
+        from the prices file (``unpricedModels``), named with their tokens. Example::
+
+            judge tokens mock-judge: prompt 427295, completion 19860 (652 replies)
+            target tokens: prompt 88120, completion 9311 (120 generate calls)
+            cost: not priced: judge model 'gpt-x' (447155 tokens): not in the prices file; its cost is n/a
+    """
+    lines = []
+    judge = metrics.judge_tokens or {}
+    for model, cell in judge.items():
+        lines.append(f"judge tokens {model}: prompt {cell['promptTokens']}, completion {cell['completionTokens']} "
+                     f"({cell['replies']} replies{_unknown(cell['repliesWithoutUsage'])})")  # fmt: skip
+    if len(judge) > 1:
+        total = {key: sum(cell[key] for cell in judge.values()) for key in next(iter(judge.values()))}
+        lines.append(f"judge tokens, all models: prompt {total['promptTokens']}, completion "
+                     f"{total['completionTokens']} ({total['replies']} replies{_unknown(total['repliesWithoutUsage'])})")  # fmt: skip
+    target = metrics.target_tokens
+    if target:
+        lines.append(f"target tokens: prompt {target['promptTokens']}, completion {target['completionTokens']} "
+                     f"({target['calls']} generate calls{_unknown(target['callsWithoutUsage'])})")  # fmt: skip
+    warnings = []
+    for role, models in (metrics.unpriced_models or {}).items():
+        for model, tokens in models.items():
+            warnings.append(f"cost: not priced: {role} model {model!r} ({tokens} tokens) is not in the prices file; "
+                            f"{role}CostUsd is n/a, never 0")  # fmt: skip
+    return lines, warnings
 
 
 def judge_problem_lines(metrics: Any) -> list[str]:
@@ -126,6 +190,14 @@ def judge_problem_lines(metrics: Any) -> list[str]:
             f"judge: {verdicts['unparseable']} of {asked} paragraph(s) unparseable (unparseableRate "
             f"{format_value('unparseableRate', metrics.unparseable_rate)}): no reply could be read as a verdict"
         )
+    for model, counts in (metrics.verdict_distribution_by_model or {}).items():
+        missed = [f"{counts[label]} {what}" for label, what in (("unjudged", "left unjudged"),
+                  ("unparseable", "unparseable")) if counts.get(label)]  # fmt: skip
+        if missed:
+            lines.append(
+                f"jury judge {model}: {' and '.join(missed)} of {sum(counts.values())} paragraph(s): no vote in the "
+                "jury's verdict, counted as its disagreements with the human labels"
+            )
     if metrics.scorer_errors:
         lines.append(f"coverage scorer: {metrics.scorer_errors} paragraph(s) got no score (scorerErrors)")
     return lines

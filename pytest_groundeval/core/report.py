@@ -24,6 +24,7 @@ from typing import IO, Any
 from pydantic import ConfigDict, Field, ValidationError, model_serializer
 
 from .confidence import DEFAULT_CONFIDENCE, ConfidenceInterval, first_difference
+from .cost import Prices, PricesError, check_prices, price_metrics
 from .environment import Environment, environment_info
 from .finalize import EXTRA_CHECKS, Finalized, RunFlags, RunOutcomes, finalize_run
 from .gate import RETRIEVAL_RECALL, FloorsError, GateResult, check_recorded_floors
@@ -119,6 +120,10 @@ class Report(WireModel):
     repeat: int = Field(default=1, ge=1)
     """Attempts per item (``--eval-repeat N``, docs/gate.md "Repeats"): with N > 1 every item lists
     N ``attempts``. Written only when N > 1, so a run without repeats keeps the shape it always had."""
+    prices: dict[str, dict[str, float]] | None = None
+    """The prices the run's costs were computed with (``--eval-prices``, docs/gate.md "Cost"): model ->
+    ``{"input", "output"}`` US dollars per 1M tokens; None without prices (every cost null), and in
+    reports written before it was recorded. Readers recompute the costs with them."""
     extensions: dict[str, Any] | None = None
     """What extensions added to the report (docs/extending.md): extension name -> any JSON value,
     set by a ``pytest_groundeval_report`` hook. Kept by every reader, checked by none; written only
@@ -137,6 +142,8 @@ class Report(WireModel):
             # A report written before intervals were recorded keeps the shape it had.
             data.pop("confidence", None)
             data.pop("confidenceLevel", None)
+        if self.prices is None:  # a run without prices keeps the shape reports always had
+            data.pop("prices", None)
         return data
 
 
@@ -176,6 +183,22 @@ def _same_figure(stored: Any, recomputed: Any) -> bool:
     return bool(stored == recomputed)
 
 
+ADDED_METRICS = frozenset({"target_tokens"})
+"""Metrics (field names) added after reports were first written that older reports' items give a value: a
+report without the key (e.g. a dataset's committed baseline) is not refused for it (``check_metrics``)."""
+
+
+def recomputed_metrics(report: Report) -> Metrics:
+    """The metrics of ``report``'s items (``core.metrics.compute_metrics``), priced with its recorded
+    ``prices`` at its lineage's generate model (``core.cost.price_metrics``).
+
+    Raises:
+        ValueError: the items cannot be aggregated, or the recorded prices are invalid.
+    """
+    prices = check_prices(report.prices, "the report's prices") if report.prices is not None else None
+    return price_metrics(compute_metrics(report.items), prices, report.models.generate)
+
+
 def check_metrics(report: Report, source: str) -> None:
     """Refuse a report whose metrics are not the metrics of its items (docs/gate.md).
 
@@ -192,12 +215,18 @@ def check_metrics(report: Report, source: str) -> None:
             stored and the recomputed value; the message starts with ``source``.
     """
     try:
-        recomputed = compute_metrics(report.items).to_wire()
+        recomputed = recomputed_metrics(report).to_wire()
+    except PricesError as exc:
+        raise ReportError(f"{source}: prices: {exc}") from exc
     except ValueError as exc:
         raise ReportError(f"{source}: the items cannot be aggregated: {exc}") from exc
     stored = report.metrics.to_wire()
+    known = type(report.metrics).model_fields
+    unrecorded = {
+        known[name].alias or name for name in ADDED_METRICS - report.metrics.model_fields_set if name in known
+    }
     # Every key of either: a metric left out of the stored dump while it is measured is a disagreement too.
-    for key in ["items", *(k for k in {**stored, **recomputed} if k != "items")]:
+    for key in ["items", *(k for k in {**stored, **recomputed} if k != "items" and k not in unrecorded)]:
         if not _same_figure(stored.get(key), recomputed.get(key)):
             raise ReportError(
                 f"{source}: metrics.{key} is {json.dumps(stored.get(key))} but the report's "
@@ -564,6 +593,7 @@ class ReportWriter:
         repeat: int = 1,
         confidence: dict[str, Any] | None = None,
         confidence_level: float = DEFAULT_CONFIDENCE,
+        prices: Prices | None = None,
     ) -> Path:
         """Write the report (header, every added item, trailer) and move it into place atomically.
 
@@ -583,6 +613,7 @@ class ReportWriter:
             repeat: Attempts per item (``Report.repeat``).
             confidence: Every rate metric's interval (``Report.confidence``), or None.
             confidence_level: The intervals' level (``Report.confidenceLevel``).
+            prices: The prices the costs were computed with (``Report.prices``), or None.
 
         Returns:
             The report path.
@@ -611,6 +642,7 @@ class ReportWriter:
                 "repeat": repeat,
                 "confidence": confidence,
                 "confidence_level": confidence_level,
+                "prices": prices,
             }
         ).to_wire()
         del header["items"]

@@ -2,7 +2,7 @@
 
 ``merge_reports`` combines the saved reports of shards ``1..N`` of one run. It
 refuses what cannot be one run — different dataset versions, model lineages,
-floors, confidence levels or gate-on, plugin versions or git commits, shard counts or datasets, a shard given
+floors, prices, confidence levels or gate-on, plugin versions or git commits, shard counts or datasets, a shard given
 twice, an item in two reports, an item in the wrong shard — and accounts for
 every dataset item exactly once: what no report covers is recorded in the
 merged report's ``merge`` block and fails the gate with a check naming it. The
@@ -95,6 +95,7 @@ def _check_compatible(reports: list[tuple[str, Report]], floors_given: bool) -> 
     _same(reports, "repeat (attempts per item, --eval-repeat)", lambda r: r.repeat)
     _same(reports, "confidence level", lambda r: r.confidence_level)
     _same(reports, "gate-on (what the bounds compare with)", lambda r: r.gate.gate_on)
+    _same(reports, "prices", lambda r: r.prices)
     if reports[0][1].floors is None and not floors_given:
         raise MergeError(
             f"cannot merge: {reports[0][0]} records no floors, so the gate cannot be re-applied as the shards "
@@ -282,6 +283,8 @@ def merge_reports(
         flags=RunFlags(interrupted=interrupted, not_run_check=False, merge=info),
         confidence_level=first.confidence_level,
         gate_on=first.gate.gate_on,
+        # The shards' token counts are summed from their items, then priced once (docs/gate.md, "Cost").
+        prices=first.prices,
     )
     started = min(report.started_at_ms for _, report in validated)
     ended = max(report.started_at_ms + report.duration_ms for _, report in validated)
@@ -302,5 +305,6 @@ def merge_reports(
         merge=info,
         baseline=end.baseline,
         repeat=first.repeat,
+        prices=first.prices,
     )
     return merged.to_wire()

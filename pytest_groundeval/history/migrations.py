@@ -20,10 +20,16 @@ Versions:
   is current); judgments gain ``set_id`` and are unique per (set, item,
   paragraph). Migrating makes each run's existing judgments its first, current
   set, with the judge model the run recorded.
-* **4** (current): ``runs`` and ``judgment_sets`` gain ``confidence``, the report's
+* **4**: ``runs`` and ``judgment_sets`` gain ``confidence``, the report's
   confidence intervals (docs/statistics.md); NULL for runs recorded before.
+* **5**: judgments gain ``judges``, a jury's verdict's judges, each with its
+  own verdict (docs/judges.md, "Juries"); NULL for one judge's verdict, and so for
+  every judgment recorded before.
+* **6** (current): judgments gain the judge's tokens for the paragraph:
+  ``prompt_tokens``, ``completion_tokens``, ``replies`` and ``replies_without_usage``
+  (docs/judges.md, "Tokens and cost"); NULL for judgments recorded before.
 
-``V1_METADATA``, ``V2_METADATA`` and ``V3_METADATA`` are versions 1 to 3 frozen as they shipped;
+``V1_METADATA`` to ``V5_METADATA`` are versions 1 to 5 frozen as they shipped;
 tests build databases from them and migrate them. Never edit a frozen version:
 add a new one.
 """
@@ -242,6 +248,58 @@ Table(
     Index("ix_judgments_run", "run_id"),
 )
 
+# --- version 3, frozen ---------------------------------------------------------------------
+
+V3_METADATA = MetaData()
+"""The third schema (version 3), frozen: version 2's tables but ``judgments``, plus ``judgment_sets``."""
+
+for _name in ("schema_info", "runs", "items", "item_tags", "tool_calls"):
+    V2_METADATA.tables[_name].to_metadata(V3_METADATA)
+_v3_sets = Table(
+    "judgment_sets",
+    V3_METADATA,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("origin", String(16), nullable=False),
+    Column("judge_model", Text, nullable=True),
+    Column("scorer_model", Text, nullable=True),
+    Column("prompt_version", Text, nullable=True),
+    Column("created_ms", BigInteger, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("is_current", Boolean, nullable=False),
+    Column("paragraphs", Integer, nullable=False),
+    Column("failed", Integer, nullable=False),
+    Column("reason", Text, nullable=True),
+    Column("metrics", _JSON, nullable=True),
+    Column("gate", _JSON, nullable=True),
+    Index("ix_judgment_sets_run", "run_id"),
+)
+Index("uq_judgment_sets_current", _v3_sets.c.run_id, unique=True, sqlite_where=_v3_sets.c.is_current,
+      postgresql_where=_v3_sets.c.is_current)  # fmt: skip
+Table(
+    "judgments",
+    V3_METADATA,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("set_id", Integer, ForeignKey("judgment_sets.id", ondelete="CASCADE"), nullable=False),
+    Column("item", Integer, ForeignKey("items.id", ondelete="CASCADE"), nullable=False),
+    Column("run_id", String(32), nullable=False),
+    Column("paragraph", Integer, nullable=False),
+    Column("text", Text, nullable=False),
+    Column("markers", _JSON, nullable=False),
+    Column("missing_markers", _JSON, nullable=False),
+    Column("metadata_mismatch", _JSON, nullable=False),
+    Column("deterministic_pass", Boolean, nullable=False),
+    Column("verdict", String(32), nullable=True),
+    Column("rationale", Text, nullable=True),
+    Column("expected_verdict", String(32), nullable=True),
+    Column("coverage_score", Float, nullable=True),
+    Column("judge_model", Text, nullable=True),
+    Column("judged_ms", BigInteger, nullable=True),
+    UniqueConstraint("set_id", "item", "paragraph", name="uq_judgments_set_item_paragraph"),
+    Index("ix_judgments_run", "run_id"),
+    Index("ix_judgments_set", "set_id"),
+)
+
 # --- migrations ------------------------------------------------------------------------------
 
 
@@ -435,7 +493,48 @@ def _migrate_3_to_4(conn: Connection) -> None:
     _add_column(conn, "judgment_sets", "confidence", _JSON)
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _migrate_1_to_2, 2: _migrate_2_to_3, 3: _migrate_3_to_4}
+# --- version 4, frozen ---------------------------------------------------------------------
+
+V4_METADATA = MetaData()
+"""The fourth schema (version 4), frozen: version 3's tables, ``runs`` and ``judgment_sets``
+each with a ``confidence`` column."""
+
+for _table in V3_METADATA.sorted_tables:
+    _copied = _table.to_metadata(V4_METADATA)
+    if _table.name in ("runs", "judgment_sets"):
+        _copied.append_column(Column("confidence", _JSON, nullable=True))
+
+
+def _migrate_4_to_5(conn: Connection) -> None:
+    """v4 → v5: judgments gain ``judges`` (a jury's judges' verdicts), NULL for every judgment so far."""
+    _add_column(conn, "judgments", "judges", _JSON)
+
+
+# --- version 5, frozen ---------------------------------------------------------------------
+
+V5_METADATA = MetaData()
+"""The fifth schema (version 5), frozen: version 4's tables, ``judgments`` with a ``judges`` column."""
+
+for _table in V4_METADATA.sorted_tables:
+    _copied = _table.to_metadata(V5_METADATA)
+    if _table.name == "judgments":
+        _copied.append_column(Column("judges", _JSON, nullable=True))
+
+
+def _migrate_5_to_6(conn: Connection) -> None:
+    """v5 → v6: judgments gain the judge's tokens (``prompt_tokens``, ``completion_tokens``, ``replies``,
+    ``replies_without_usage``); a judgment recorded before keeps NULL: its tokens are unknown."""
+    for name in ("prompt_tokens", "completion_tokens", "replies", "replies_without_usage"):
+        _add_column(conn, "judgments", name, Integer())
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {
+    1: _migrate_1_to_2,
+    2: _migrate_2_to_3,
+    3: _migrate_3_to_4,
+    4: _migrate_4_to_5,
+    5: _migrate_5_to_6,
+}
 """``MIGRATIONS[v]`` takes a database from version ``v`` to ``v + 1``."""
 
 assert set(MIGRATIONS) == set(range(1, schema.SCHEMA_VERSION)), "every old version needs a migration"

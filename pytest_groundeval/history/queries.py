@@ -22,6 +22,7 @@ from sqlalchemy import func, select
 from ..core.compare import Candidate, fixed_regressions, judge, numeric_metrics
 from ..core.confidence import GateOn, RecordedSettingError
 from ..core.confidence import recorded_confidence as shared_recorded_confidence
+from ..core.cost import PricesError, check_prices
 from ..core.floors import FloorsError
 from ..core.gate import DEFAULT_FLOORS, parse_floors, same_lineage
 from ..core.judging import RECORDED_VERDICTS, UNJUDGED, JudgeVerdict
@@ -535,6 +536,21 @@ def recorded_confidence(config: Mapping[str, Any] | None, run_id: str) -> tuple[
     except RecordedSettingError as exc:
         separator = "," if exc.key == "gateOn" else ":"
         raise HistoryError(f"run {run_id[:12]} recorded {exc.key} {exc.value!r}{separator} {exc.problem}") from exc
+
+
+def recorded_prices(config: Mapping[str, Any]) -> dict[str, dict[str, float]] | None:
+    """The prices a stored run recorded (``config.prices``), checked; None when it recorded none.
+
+    Raises:
+        HistoryError: the recorded prices are invalid (naming the model and field).
+    """
+    prices = config.get("prices")
+    if prices is None:
+        return None
+    try:
+        return check_prices(prices, "the run's recorded prices")
+    except PricesError as exc:
+        raise HistoryError(str(exc)) from None
 
 
 def compare_runs(

@@ -16,8 +16,9 @@ Citation paragraphs come from ``extra.citationParagraphs`` (what
 ``pytest_groundeval.citation`` writes: ``index``, ``text``, ``markers``,
 ``metadataMismatch``, ``missingMarkers``, ``deterministicPass``) and may carry the
 judge's ``verdict``, ``rationale``, ``coverageScore``, ``judgeModel`` and a human
-``expectedVerdict``. They become ``judgments`` rows and are left out of the
-stored ``outcome`` JSON, which ``outcome_from_rows`` rebuilds.
+``expectedVerdict``, the judge's tokens, and a jury's verdict its judges' own (``judges``: each
+one's ``judgeModel``, ``verdict``, ``rationale``, ``judgeError`` and tokens). They become ``judgments``
+rows and are left out of the stored ``outcome`` JSON, which ``outcome_from_rows`` rebuilds.
 """
 
 from __future__ import annotations
@@ -26,12 +27,15 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core.judging import RECORDED_VERDICTS
+from ..core.judging import RECORDED_VERDICTS, USAGE_RECORD_KEYS, record_usage
 from ..core.kinds import KIND_NAMES
 from .errors import HistoryError
 
 ITEM_CONTEXT_KEYS = ("question", "answer", "tags", "sources", "trace", "toolTrace", "iterations")
 """Keys an item record may carry besides the outcome's own, at the top level or in ``extra``."""
+
+USAGE_COLUMNS = ("prompt_tokens", "completion_tokens", "replies", "replies_without_usage")
+"""The ``judgments`` columns of a paragraph's judge tokens, in ``core.judging.USAGE_RECORD_KEYS`` order."""
 
 PARAGRAPHS_KEY = "citationParagraphs"
 """``extra`` key holding the citation paragraph judgments."""
@@ -122,6 +126,52 @@ def tool_rows(item: str, trace: Any) -> list[dict[str, Any]]:
     return rows
 
 
+JUDGE_KEYS = ("judgeModel", "verdict", "rationale", "judgeError")
+"""What the history keeps of each judge of a jury's verdict (``judgments.judges``), with that judge's
+tokens (``core.judging.USAGE_RECORD_KEYS``) when its record carries them."""
+
+
+def jury_judges(item: str, where: str, value: Any) -> list[dict[str, Any]] | None:
+    """A jury's judges of one paragraph as stored, or None for one judge's verdict: each judge's
+    ``judgeModel``, ``verdict``, ``rationale`` and ``judgeError``, and its tokens
+    (``core.judging.USAGE_RECORD_KEYS``) when its record carries them.
+
+    Raises:
+        HistoryError: not a list of objects, each with a distinct non-empty ``judgeModel``, a
+            ``verdict`` of ``RECORDED_VERDICTS`` or null, a ``rationale`` and ``judgeError``
+            that are strings or null, and valid token fields (``core.judging.record_usage``).
+    """
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise _fail(item, where, "a list of judge objects or null", value)
+    judges: list[dict[str, Any]] = []
+    for n, judge in enumerate(value):
+        at = f"{where}[{n}]"
+        if not isinstance(judge, Mapping):
+            raise _fail(item, at, "an object", judge)
+        model = judge.get("judgeModel")
+        if not isinstance(model, str) or not model or any(j["judgeModel"] == model for j in judges):
+            raise _fail(item, f"{at}.judgeModel", "a judge model named once", model)
+        verdict = judge.get("verdict")
+        if verdict is not None and verdict not in RECORDED_VERDICTS:
+            raise _fail(item, f"{at}.verdict", "one of " + ", ".join(RECORDED_VERDICTS) + " or null", verdict)
+        try:
+            usage = record_usage(judge)
+        except ValueError as exc:
+            raise HistoryError(f"item {item!r}: {at}: {exc}") from None
+        kept = {
+            "judgeModel": model,
+            "verdict": verdict,
+            "rationale": _opt_str(item, f"{at}.rationale", judge.get("rationale")),
+            "judgeError": _opt_str(item, f"{at}.judgeError", judge.get("judgeError")),
+        }
+        if usage is not None:  # that judge's tokens, as record_usage reads them (docs/judges.md)
+            kept.update(zip(USAGE_RECORD_KEYS, usage))
+        judges.append(kept)
+    return judges
+
+
 def judgment_rows(item: str, paragraphs: Any) -> list[dict[str, Any]]:
     """One row per entry of ``extra.citationParagraphs``.
 
@@ -156,6 +206,11 @@ def judgment_rows(item: str, paragraphs: Any) -> list[dict[str, Any]]:
             isinstance(score, bool) or not isinstance(score, (int, float)) or not 0.0 <= score <= 1.0
         ):
             raise _fail(item, f"{where}.coverageScore", "a number in [0, 1] or null", score)
+        try:
+            # Kept as record_usage reads it, so a record of a judge that reports no usage rebuilds the same figures.
+            usage = record_usage(para) if para.get("judgeModel") else None
+        except ValueError as exc:
+            raise HistoryError(f"item {item!r}: {where}: {exc}") from None
         mismatch = _str_list(item, f"{where}.metadataMismatch", para.get("metadataMismatch"))
         missing = _str_list(item, f"{where}.missingMarkers", para.get("missingMarkers"))
         deterministic = para.get("deterministicPass")
@@ -176,6 +231,8 @@ def judgment_rows(item: str, paragraphs: Any) -> list[dict[str, Any]]:
                 "expected_verdict": expected,
                 "coverage_score": None if score is None else float(score),
                 "judge_model": _opt_str(item, f"{where}.judgeModel", para.get("judgeModel")),
+                "judges": jury_judges(item, f"{where}.judges", para.get("judges")),
+                **dict(zip(USAGE_COLUMNS, usage if usage is not None else (None,) * len(USAGE_COLUMNS))),
             }
         )
     return rows
@@ -246,8 +303,12 @@ def item_row(record: Any, position: int) -> tuple[dict[str, Any], list[str], lis
 
 
 def paragraph_extra(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A ``judgments`` row back as an ``extra.citationParagraphs`` entry (camelCase)."""
-    return {
+    """A ``judgments`` row back as an ``extra.citationParagraphs`` entry (camelCase); ``judges`` only for a jury's.
+
+    The judge's token fields are put back only when the row holds them (recorded since schema
+    version 6); a row without them reads as a record written before usage was recorded.
+    """
+    record = {
         "index": row["paragraph"],
         "text": row["text"],
         "markers": list(row["markers"] or []),
@@ -260,6 +321,12 @@ def paragraph_extra(row: Mapping[str, Any]) -> dict[str, Any]:
         "coverageScore": row["coverage_score"],
         "judgeModel": row["judge_model"],
     }
+    if row.get("replies") is not None:
+        record.update({key: row.get(column) or 0 for key, column in zip(USAGE_RECORD_KEYS, USAGE_COLUMNS)})
+    judges = row.get("judges")
+    if judges is not None:
+        record["judges"] = [dict(judge) for judge in judges]
+    return record
 
 
 def outcome_from_rows(outcome: Mapping[str, Any], judgments: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import case, func, insert, literal, select, update
@@ -35,8 +35,8 @@ from ..core.judging import RECORDED_VERDICTS
 from ..core.metrics import Metrics
 from . import schema
 from .engine import HistoryError
-from .queries import recorded_confidence, recorded_floors
-from .records import PARAGRAPHS_KEY, outcome_from_rows
+from .queries import recorded_confidence, recorded_floors, recorded_prices
+from .records import PARAGRAPHS_KEY, USAGE_COLUMNS, jury_judges, outcome_from_rows
 from .store import HistoryStore, now_ms
 
 WRITE_BATCH = 50
@@ -81,6 +81,12 @@ class JudgeVerdict:
     """The model (or judge name) that decided."""
     coverage_score: float | None = None
     """Coverage score in [0, 1] when a scorer ran; None keeps the stored one."""
+    judges: list[dict[str, Any]] | None = None
+    """A jury's verdict: each judge's ``{"judgeModel", "verdict", "rationale", "judgeError"}`` (docs/judges.md,
+    "Juries"), stored beside it; None for one judge's verdict."""
+    usage: tuple[int, int, int, int] | None = None
+    """The judge's tokens for the paragraph, ``(prompt, completion, replies, replies without usage)`` as
+    ``core.judging.record_usage`` reads a record (docs/judges.md; a jury's: its judges' summed); None: unknown (stored as NULL)."""
 
 
 Judge = Callable[[JudgeRequest], "JudgeVerdict | Mapping[str, Any]"]
@@ -153,7 +159,7 @@ class RejudgeResult:
         )
 
 
-def _verdict(value: Any, where: str) -> JudgeVerdict:
+def _verdict(value: Any, where: str, item: str = "?", paragraph: int = 0) -> JudgeVerdict:
     if isinstance(value, Mapping):
         # The reply's fields as they came (possibly missing or of the wrong type): checked just below.
         fields: dict[str, Any] = {
@@ -161,6 +167,7 @@ def _verdict(value: Any, where: str) -> JudgeVerdict:
             "rationale": value.get("rationale"),
             "judge_model": value.get("judgeModel", value.get("judge_model")),
             "coverage_score": value.get("coverageScore", value.get("coverage_score")),
+            "judges": value.get("judges"),
         }
         value = JudgeVerdict(**fields)
     if not isinstance(value, JudgeVerdict):
@@ -176,7 +183,8 @@ def _verdict(value: Any, where: str) -> JudgeVerdict:
     score = value.coverage_score
     if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1):
         raise HistoryError(f"{where}: coverage score {score!r} is not a number in [0, 1]")
-    return value
+    judges = jury_judges(item, f"paragraph {paragraph}.judges", value.judges)
+    return value if judges == value.judges else replace(value, judges=judges)
 
 
 def rejudge_run(
@@ -289,9 +297,10 @@ def rejudge_run(
                 result.error_messages.append(f"{row.item_id}#{row.paragraph}: {raw}")
             # In the new set only: the current set keeps its verdict.
             pending.append({**key, "verdict": None, "rationale": None, "judge_model": None, "judged_ms": None,
-                            "keep_score": True, "coverage_score": None})  # fmt: skip
+                            "keep_score": True, "coverage_score": None, "judges": None,
+                            "usage": None})  # fmt: skip
         else:
-            verdict = _verdict(raw, where)
+            verdict = _verdict(raw, where, row.item_id, row.paragraph)
             if verdict.verdict == "unparseable":
                 result.unparseable += 1
                 if len(result.error_messages) < 5:
@@ -308,6 +317,8 @@ def rejudge_run(
                     "judged_ms": now_ms(),
                     "keep_score": verdict.coverage_score is None,
                     "coverage_score": verdict.coverage_score,
+                    "judges": verdict.judges,
+                    "usage": verdict.usage,
                 }
             )
         if len(pending) >= WRITE_BATCH:
@@ -363,7 +374,10 @@ def _write(store: HistoryStore, set_id: int, pending: Sequence[dict[str, Any]]) 
     j = schema.judgments
     with store.write() as conn:
         for entry in pending:
-            values = {k: entry[k] for k in ("verdict", "rationale", "judge_model", "judged_ms")}
+            # A new verdict replaces the judges of the copied one too (None: one judge's, or no verdict).
+            values = {k: entry[k] for k in ("verdict", "rationale", "judge_model", "judged_ms", "judges")}
+            # The new verdict's tokens replace the copied ones (NULL when unknown): never the old judge's.
+            values.update(zip(USAGE_COLUMNS, entry["usage"] or (None,) * len(USAGE_COLUMNS)))
             if not entry["keep_score"]:
                 values["coverage_score"] = entry["coverage_score"]
             conn.execute(
@@ -413,6 +427,8 @@ def default_recompute(
         models=config.get("models") or {},
         # The flags add no check: the stored run's interrupted (``run``) check is kept below, as stored.
         flags=RunFlags(not_run_check=False),
+        # The prices the run recorded (docs/gate.md, "Cost"): a rejudged set's judge tokens are priced alike.
+        prices=recorded_prices(config),
     )
     metrics, fresh = end.metrics, end.gate.to_wire()
     checks = fresh["checks"]

@@ -11,7 +11,9 @@ else the item's declared sources (metadata only). A paragraph the judge could no
 (unreachable after its retries) raises, so ``rejudge_run`` leaves it unjudged and counts it.
 
 ``judge_from_args`` builds the default one, over the HTTP judge
-(``pytest_groundeval.judge.client.JudgeClient``).
+(``pytest_groundeval.judge.client.JudgeClient``), or over a jury of them
+(``core.kinds.citation.Jury``: ``--judge-model`` repeated, or ``--judges FILE``; docs/judges.md,
+"Juries"), whose verdicts are stored with each judge's own.
 """
 
 from __future__ import annotations
@@ -23,14 +25,17 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ..core.dataset import Dataset, load_dataset
-from ..core.judging import Judge, JudgeInput, JudgeResult
-from ..core.kinds.citation import judge_payload, paragraphs, source_details
+from ..core.judging import USAGE_RECORD_KEYS, Judge, JudgeInput, JudgeResult, record_usage
+from ..core.jury import DEFAULT_POLICY, POLICIES
+from ..core.kinds.citation import Jury, judge_payload, paragraphs, source_details
 from ..judge.client import JudgeClient
+from ..judge.judges_file import JudgesFileError, JudgeSpec, check_judge_url, load_judges
 from ..judge.prompt import PROMPT_VERSION
 from .errors import HistoryError
+from .records import JUDGE_KEYS
 from .rejudge import JudgeRequest, JudgeVerdict
 
-__all__ = ["API_KEY_ENV", "CONCURRENCY", "RejudgeJudge", "judge_from_args", "llm_judge"]
+__all__ = ["API_KEY_ENV", "CONCURRENCY", "RejudgeJudge", "judge_from_args", "jury_judge", "llm_judge"]
 
 API_KEY_ENV = "GROUNDEVAL_JUDGE_API_KEY"
 """Environment variable holding the judge endpoint's API key (never a flag: it would be in shell history)."""
@@ -143,8 +148,13 @@ class RejudgeJudge:
     def _verdict(self, result: JudgeResult) -> JudgeVerdict | Exception:
         if result.verdict is None:
             return HistoryError(result.error or "the judge gave no verdict")
+        judges = None
+        if result.judges is not None:  # a jury's: each judge's own verdict is stored beside it
+            # Each judge's verdict and its tokens (docs/judges.md), as the plugin's records carry them.
+            keys = (*JUDGE_KEYS, *USAGE_RECORD_KEYS)
+            judges = [{key: record.get(key) for key in keys} for record in (j.to_record() for j in result.judges)]
         return JudgeVerdict(verdict=result.verdict, rationale=result.rationale or "(no rationale)",
-                            judge_model=result.model)  # fmt: skip
+                            judge_model=result.model, judges=judges, usage=record_usage(result.to_record()))  # fmt: skip
 
     def judge_many(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict | Exception]:
         """Judge several paragraphs concurrently; one verdict or exception per request, in order."""
@@ -181,31 +191,94 @@ def _stored_sources(value: Any) -> dict[str, dict[str, Any]] | None:
     return out or None
 
 
-def llm_judge(url: str, model: str, api_key: str | None = None, **client_options: Any) -> RejudgeJudge:
+def llm_judge(
+    url: str, model: str, api_key: str | None = None, *, concurrency: int = CONCURRENCY, **client_options: Any
+) -> RejudgeJudge:
     """A ``RejudgeJudge`` over the HTTP judge (``JudgeClient``) of an OpenAI-compatible endpoint.
 
     Args:
         url: The judge's OpenAI-style base URL (``…/v1``).
         model: The judge model, recorded with each judgment.
         api_key: API key, default ``$GROUNDEVAL_JUDGE_API_KEY``.
+        concurrency: The judge's requests in flight at once.
         client_options: Further ``JudgeClient`` options (retries, timeout, headers).
 
     Raises:
         HistoryError: the ``openai`` package is missing.
     """
     key = api_key or os.environ.get(API_KEY_ENV)
-    return RejudgeJudge(lambda: JudgeClient(url, model, key, concurrency=CONCURRENCY, **client_options))
+    return RejudgeJudge(lambda: JudgeClient(url, model, key, concurrency=concurrency, **client_options))
+
+
+def jury_judge(
+    judges: Sequence[JudgeSpec], policy: str = DEFAULT_POLICY, *, concurrency: int = CONCURRENCY, **client_options: Any
+) -> RejudgeJudge:
+    """A ``RejudgeJudge`` over a jury (``core.kinds.citation.Jury``) of HTTP judges, one ``JudgeClient`` each.
+
+    Args:
+        judges: Two judges or more, each with its URL, model and key.
+        policy: How their verdicts become one (``core.jury.POLICIES``).
+        concurrency: Each judge's requests in flight at once.
+        client_options: Further ``JudgeClient`` options.
+
+    Raises:
+        HistoryError: the ``openai`` package is missing.
+    """
+    return RejudgeJudge(
+        lambda: Jury(
+            [JudgeClient(j.url, j.model, j.api_key, concurrency=concurrency, **client_options) for j in judges], policy
+        )
+    )
+
+
+NEEDS_A_JUDGE = (
+    "rejudge needs a judge: --judge-url URL (an OpenAI-compatible base URL ending in /v1, e.g. a running "
+    "`groundeval mock`) and --judge-model NAME (repeat it for a jury at that URL), the key, if any, in "
+    'GROUNDEVAL_JUDGE_API_KEY; or --judges FILE (docs/judges.md, "Juries")'
+)
 
 
 def judge_from_args(args: Any) -> RejudgeJudge:
-    """The ``rejudge`` judge factory: ``--judge-url`` and ``--judge-model`` (both needed).
+    """The ``rejudge`` judge factory: ``--judge-url`` with ``--judge-model`` (repeated: a jury), or ``--judges FILE``.
+
+    ``--judge-policy`` and ``--judge-concurrency`` (per judge) as the plugin's ``--eval-judge-*`` options
+    (docs/options.md).
 
     Raises:
-        HistoryError: one of them is missing, or the judge cannot be built.
+        HistoryError: no judge, a URL without a model or a model without a URL, ``--judges`` with either,
+            a judges file that cannot be used (its name, the entry and the field), a model given twice,
+            an unknown policy or one without a jury, a concurrency below 1, or the judge cannot be built.
     """
-    if not args.judge_url or not args.judge_model:
-        raise HistoryError(
-            "rejudge needs a judge: --judge-url URL (an OpenAI-compatible base URL ending in /v1, e.g. a running "
-            "`groundeval mock`) and --judge-model NAME; the key, if any, in GROUNDEVAL_JUDGE_API_KEY"
-        )
-    return llm_judge(args.judge_url, args.judge_model)
+    models = [str(m).strip() for m in (getattr(args, "judge_model", None) or [])]
+    url, path = getattr(args, "judge_url", None), getattr(args, "judges", None)
+    policy = getattr(args, "judge_policy", None)
+    concurrency = getattr(args, "judge_concurrency", None)
+    concurrency = CONCURRENCY if concurrency is None else concurrency
+    if concurrency < 1:
+        raise HistoryError(f"--judge-concurrency {concurrency}: expected a whole number >= 1")
+    if path is not None and (url or models):
+        raise HistoryError("--judges FILE names each judge's URL and model: drop --judge-url and --judge-model")
+    if path is not None:
+        try:
+            judges = load_judges(path)
+        except JudgesFileError as exc:
+            raise HistoryError(f"--judges: {exc}") from None
+    else:
+        if not url or not models or not all(models):
+            raise HistoryError(NEEDS_A_JUDGE)
+        problem = check_judge_url(url)
+        if problem is not None:
+            raise HistoryError(f"--judge-url: {problem}")
+        twice = sorted({m for m in models if models.count(m) > 1})
+        if twice:
+            raise HistoryError(f"--judge-model names {twice[0]!r} twice: each judge of a jury needs its own model")
+        key = os.environ.get(API_KEY_ENV)
+        judges = [JudgeSpec(url=url.rstrip("/"), model=model, api_key=key) for model in models]
+    if policy is not None and policy not in POLICIES:
+        raise HistoryError(f"--judge-policy {policy!r} is not a jury policy: expected one of {', '.join(POLICIES)}")
+    if len(judges) == 1:
+        if policy is not None:
+            raise HistoryError("--judge-policy given, but one judge: a policy makes the verdicts of two or more one")
+        one = judges[0]  # its key: GROUNDEVAL_JUDGE_API_KEY, or the file's apiKeyEnv (none without one)
+        return RejudgeJudge(lambda: JudgeClient(one.url, one.model, one.api_key, concurrency=concurrency))
+    return jury_judge(judges, policy or DEFAULT_POLICY, concurrency=concurrency)

@@ -12,7 +12,7 @@ Seven tables and one version row:
   (``complete``/``incomplete``) and whether it is the run's current set.
 * ``judgments``: one row per citation paragraph per judgment set: the
   deterministic findings and, once a judge ran, its verdict, rationale, coverage
-  score and model.
+  score, model and tokens; for a jury's verdict, each judge's own (``judges``).
 * ``schema_info``: the schema version of the database (``SCHEMA_VERSION``).
 
 Times are Unix epoch milliseconds (BIGINT), latencies milliseconds (float).
@@ -40,7 +40,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 6
 """The schema this package reads and writes. 1 was the first released schema (see ``migrations.py``)."""
 
 SET_COMPLETE = "complete"
@@ -182,6 +182,13 @@ judgments = Table(
     Column("coverage_score", Float, nullable=True),  # v2
     Column("judge_model", Text, nullable=True),  # v2
     Column("judged_ms", BigInteger, nullable=True),  # v2
+    # v5: a jury's verdict: each judge's [{"judgeModel", "verdict", "rationale", "judgeError"}]; NULL for one judge
+    Column("judges", JSONType, nullable=True),
+    # v6: the judge's tokens (a jury's: its judges' summed) for this paragraph (docs/judges.md); NULL: recorded before, unknown.
+    Column("prompt_tokens", Integer, nullable=True),
+    Column("completion_tokens", Integer, nullable=True),
+    Column("replies", Integer, nullable=True),
+    Column("replies_without_usage", Integer, nullable=True),
     UniqueConstraint("set_id", "item", "paragraph", name="uq_judgments_set_item_paragraph"),  # v3
     Index("ix_judgments_run", "run_id"),
     Index("ix_judgments_set", "set_id"),  # v3

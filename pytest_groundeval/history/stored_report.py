@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy import select
 
+from ..core.cost import price_metrics
 from ..core.gate import GateResult
 from ..core.kinds.extensions import unregistered_names
 from ..core.metrics import compute_metrics
@@ -16,7 +17,7 @@ from ..core.report import Report
 from ..outputs.write import OutputError, write_outputs
 from . import schema
 from .errors import HistoryError
-from .queries import list_runs, recorded_confidence, stored_outcomes
+from .queries import list_runs, recorded_confidence, recorded_prices, stored_outcomes
 from .store import HistoryStore
 
 
@@ -41,7 +42,12 @@ def report_from_history(store: HistoryStore, ref: str) -> Report:
     config: Mapping[str, Any] = run["config"] or {}
     outcomes = stored_outcomes(store, run_id)
     interrupted = run["finished_ms"] is None or bool(run["interrupted"])
-    metrics = run["metrics"] if run["metrics"] is not None else compute_metrics(outcomes).to_wire()
+    models = config.get("models") or {"generate": "unknown", "embed": "unknown"}
+    if run["metrics"] is not None:
+        metrics = run["metrics"]
+    else:  # an unfinished run: its items' metrics, priced as the run would have priced them
+        prices = recorded_prices(config)
+        metrics = price_metrics(compute_metrics(outcomes), prices, models.get("generate")).to_wire()
     gate = run["gate"] if run["gate"] is not None else GateResult(passed=False, checks=[]).to_wire()
     environment = config.get("environment") or {"pluginVersion": config.get("pluginVersion") or "unknown",
                                                  "python": "unknown", "platform": "unknown",
@@ -49,7 +55,7 @@ def report_from_history(store: HistoryStore, ref: str) -> Report:
     end = run["finished_ms"] if run["finished_ms"] is not None else run["started_ms"]
     wire = {
         "datasetVersion": run["dataset_version"] or "unknown",
-        "models": config.get("models") or {"generate": "unknown", "embed": "unknown"},
+        "models": models,
         "startedAtMs": run["started_ms"],
         "durationMs": max(0, end - run["started_ms"]),
         "metrics": metrics,
@@ -61,6 +67,7 @@ def report_from_history(store: HistoryStore, ref: str) -> Report:
         "floors": config.get("floors"),
         "baseline": config.get("baseline"),
         "repeat": (config.get("options") or {}).get("repeat") or 1,
+        "prices": config.get("prices"),
         "items": outcomes,
     }
     try:

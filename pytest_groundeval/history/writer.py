@@ -48,7 +48,7 @@ from .urls import (
     sqlite_path,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 6
 """The schema version this writer writes (``schema.SCHEMA_VERSION``; a test keeps the two equal)."""
 
 SCHEMA_TABLES = ("schema_info", "runs", "items", "item_tags", "tool_calls", "judgment_sets", "judgments")
@@ -119,6 +119,11 @@ _COLUMNS = {
         "coverage_score",
         "judge_model",
         "judged_ms",
+        "judges",
+        "prompt_tokens",
+        "completion_tokens",
+        "replies",
+        "replies_without_usage",
     ),
 }
 _JSON_COLUMNS = frozenset(
@@ -135,6 +140,7 @@ _JSON_COLUMNS = frozenset(
         "metadata_mismatch",
         "metrics",
         "gate",
+        "judges",
     }
 )
 

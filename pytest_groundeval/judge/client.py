@@ -42,7 +42,9 @@ text, rationale or notice (which are scrubbed of it, ``core.secrets``, in case a
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core.judging import UNPARSEABLE, JudgeInput, JudgeResult
@@ -50,13 +52,13 @@ from ..core.limiter import AimdLimiter, retry_after_seconds
 from ..core.secrets import Scrubber
 from .cache import JudgeCache, cache_key
 from .fallbacks import RequestShape, refused_parameter
-from .parse import UnparseableReply, parse_verdict, reply_content
+from .parse import UnparseableReply, parse_verdict, reply_content, reply_usage
 from .prompt import JUDGE_SCHEMA, JUDGE_SCHEMA_NAME, PROMPT_VERSION, judge_messages
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
 
-__all__ = ["JudgeClient", "JudgeResult", "retry_after_seconds"]
+__all__ = ["JudgeClient", "JudgeResult", "JudgeUsage", "retry_after_seconds"]
 
 GIVE_UP_AFTER = 3
 """Paragraphs in a row left unjudged after which a ``JudgeClient`` sends no more (as the target's streak)."""
@@ -70,6 +72,48 @@ RATE_LIMIT_RETRIES = 8
 
 class _Unavailable(Exception):
     """The judge could not answer after the bounded retries."""
+
+
+@dataclass
+class JudgeUsage:
+    """The tokens one judge's replies reported, summed over its life (docs/judges.md, "Tokens and cost").
+
+    Held by its :class:`JudgeClient` (``JudgeClient.usage``): each judge counts its own, so
+    several judges (a jury) are summed per model. A reply without ``usage`` is counted in
+    ``replies_without_usage``, never as 0 tokens. A run's figures come from the paragraph
+    records (``judgeTokens``), which add up to the same counts.
+    """
+
+    model: str
+    """The judge model."""
+    prompt_tokens: int = 0
+    """Prompt tokens of the replies that carried ``usage``."""
+    completion_tokens: int = 0
+    """Completion tokens of the same replies."""
+    replies: int = 0
+    """HTTP 200 replies received (a cache hit sends nothing and gets none)."""
+    replies_without_usage: int = 0
+    """Of them, replies with no ``usage``: their tokens are unknown."""
+
+    def add(self, usage: tuple[int, int] | None) -> None:
+        """Count one reply: its ``(prompt, completion)`` tokens, or None when it carried no ``usage``."""
+        self.replies += 1
+        if usage is None:
+            self.replies_without_usage += 1
+        else:
+            self.prompt_tokens += usage[0]
+            self.completion_tokens += usage[1]
+
+    def to_wire(self) -> dict[str, dict[str, int]]:
+        """``{model: {"promptTokens", "completionTokens", "replies", "repliesWithoutUsage"}}``, as ``judgeTokens``."""
+        return {
+            self.model: {
+                "promptTokens": self.prompt_tokens,
+                "completionTokens": self.completion_tokens,
+                "replies": self.replies,
+                "repliesWithoutUsage": self.replies_without_usage,
+            }
+        }
 
 
 class JudgeClient:
@@ -149,6 +193,8 @@ class JudgeClient:
         """This judge's requests in flight, halved on a 429 (``core.limiter``)."""
         self.notices: list[str] = []
         """One line per fallback this judge made (docs/judges.md), in order, scrubbed of the key."""
+        self.usage = JudgeUsage(model)
+        """The tokens this judge's replies reported so far (docs/judges.md, "Tokens and cost")."""
         self._notices_taken = 0
         self.give_up_after = give_up_after
         self._unjudged_streak = 0
@@ -202,12 +248,12 @@ class JudgeClient:
             rate limiting or talking nonsense (those become ``error`` or ``unparseable``).
         """
         messages = judge_messages(payload)
-        key = cache_key(self.model, messages, PROMPT_VERSION)
+        key = cache_key(self.model, messages, PROMPT_VERSION) if self.cache is not None else ""
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                return JudgeResult(verdict=hit[0], rationale=hit[1], model=self.model, cached=True)
-        result = JudgeResult(verdict=None, rationale="", model=self.model)
+                return JudgeResult(verdict=hit[0], rationale=hit[1], model=self.model, cached=True, replies=0)
+        result = JudgeResult(verdict=None, rationale="", model=self.model, replies=0)
         for _ in range(1 + self.parse_retries):
             try:
                 content = await self._complete(messages, result)
@@ -277,8 +323,15 @@ class JudgeClient:
                 result.attempts += 1
                 tries += 1
                 try:
-                    completion = await self._client.chat.completions.create(
-                        model=self.model, messages=messages, **params
+                    # The SDK's public ``post`` with the body as built here: the same request and the
+                    # same errors as ``chat.completions.create``, without that method's typed-parameter
+                    # transform and its response model (benchmarks/README.md, "Judge CPU").
+                    completion = _decoded(
+                        await self._client.post(
+                            "/chat/completions",
+                            body={"model": self.model, "messages": messages, **params},
+                            cast_to=object,
+                        )
                     )
                 except openai.BadRequestError as exc:
                     slot.succeeded()  # the endpoint answered: it is not overloaded
@@ -330,13 +383,26 @@ class JudgeClient:
                     delay = self.backoff * (2 ** (failures - 1))
                 except ValueError as exc:  # a JSON content type whose body does not decode
                     slot.succeeded()
+                    self._count_reply(result, None)
                     raise UnparseableReply(f"the HTTP 200 body is not JSON ({exc})") from None
                 else:
                     slot.succeeded()
+                    # Counted before the content is read: an unparseable reply is billed too.
+                    self._count_reply(result, reply_usage(completion))
                     return reply_content(completion)
             if failures > self.max_retries:
                 raise _Unavailable(f"judge at {self.base_url}: {last}, after {tries} attempt(s)")
             await asyncio.sleep(min(delay, self.max_retry_after))
+
+    def _count_reply(self, result: JudgeResult, usage: tuple[int, int] | None) -> None:
+        """Count one HTTP 200 reply's tokens on the paragraph's result and on :attr:`usage` (None: no ``usage``)."""
+        self.usage.add(usage)
+        result.replies = (result.replies or 0) + 1
+        if usage is None:
+            result.replies_without_usage += 1
+        else:
+            result.prompt_tokens += usage[0]
+            result.completion_tokens += usage[1]
 
     def _notice(self, sent: tuple[str, bool, str], change: str, exc: BaseException) -> None:
         """Say once, for this judge, what it stopped sending and why (docs/judges.md, "Fallbacks")."""
@@ -366,6 +432,22 @@ class JudgeClient:
 
 class _Gone(Exception):
     """The judge counted as gone before the paragraph was sent; the message is ``JudgeClient.gone``."""
+
+
+def _decoded(body: object) -> object:
+    """A chat completion as ``post(..., cast_to=object)`` returned it: the decoded JSON body, or its text.
+
+    The SDK decodes a JSON content type and hands any other body over as text; as
+    ``chat.completions.create`` does, a text body that is a JSON object is decoded too (a proxy
+    that labels JSON ``text/plain``). Anything else stays text, which ``reply_content`` refuses.
+    """
+    if isinstance(body, str) and body.lstrip().startswith("{"):
+        try:
+            decoded = json.loads(body)
+        except ValueError:
+            return body
+        return decoded if isinstance(decoded, dict) else body
+    return body
 
 
 def _no_quota(exc: BaseException) -> bool:

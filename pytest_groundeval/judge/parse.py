@@ -40,6 +40,7 @@ __all__ = [
     "parse_verdict",
     "read_verdict",
     "reply_content",
+    "reply_usage",
     "strip_reasoning",
     "unwrap_fence",
 ]
@@ -73,6 +74,31 @@ def _field(value: object, name: str) -> Any:
     if isinstance(value, Mapping):
         return value.get(name)
     return getattr(value, name, None)
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def reply_usage(completion: object) -> tuple[int, int] | None:
+    """``(prompt_tokens, completion_tokens)`` of a chat completion's ``usage``, or None when it has none.
+
+    OpenAI's chat completion object carries ``usage.prompt_tokens`` and
+    ``usage.completion_tokens`` (https://platform.openai.com/docs/api-reference/chat/object);
+    vLLM, Ollama's OpenAI-compatible API and LiteLLM send the same. A body with no ``usage``
+    (some proxies and local servers), one whose counts are not whole numbers >= 0, or one
+    with only ``total_tokens`` gives None: the reply's tokens are unknown, never 0
+    (docs/judges.md, "Tokens and cost").
+    """
+    if isinstance(completion, (str, bytes)):
+        return None
+    usage = _field(completion, "usage")
+    if usage is None:
+        return None
+    prompt, answer = _count(_field(usage, "prompt_tokens")), _count(_field(usage, "completion_tokens"))
+    if prompt is None or answer is None:
+        return None
+    return prompt, answer
 
 
 def reply_content(completion: object) -> str:

@@ -12,6 +12,11 @@ reach their answer from it alone. The judge is a heuristic, not a model:
    (and more than by the cited ones) → ``wrong_attribution``;
 3. otherwise by coverage: ≥ :data:`SUPPORTED_COVERAGE` ``supported``,
    ≥ :data:`PARTIAL_COVERAGE` ``partial``, else ``unsupported``.
+
+A second personality, asked for as model :data:`STRICT_JUDGE_MODEL` (``mock-judge-strict``),
+follows the same rules with higher thresholds (:data:`STRICT_SUPPORTED_COVERAGE`,
+:data:`STRICT_PARTIAL_COVERAGE`), so two mock judges genuinely disagree on some
+paragraphs: a jury of the two (docs/judges.md, "Juries") has something to vote on.
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ __all__ = [
     "PARTIAL_COVERAGE",
     "REPLY_FAULTS",
     "STOPWORDS",
+    "STRICT_JUDGE_MODEL",
+    "STRICT_PARTIAL_COVERAGE",
+    "STRICT_SUPPORTED_COVERAGE",
     "SUPPORTED_COVERAGE",
     "content_words",
     "coverage",
@@ -44,6 +52,15 @@ SUPPORTED_COVERAGE = 0.6
 
 PARTIAL_COVERAGE = 0.3
 """Coverage at or above which (and below ``SUPPORTED_COVERAGE``) it says ``partial``."""
+
+STRICT_JUDGE_MODEL = "mock-judge-strict"
+"""The model name that asks the mock for its strict judge (every other name gets the default one)."""
+
+STRICT_SUPPORTED_COVERAGE = 0.9
+"""Coverage at or above which the strict mock judge says ``supported``."""
+
+STRICT_PARTIAL_COVERAGE = 0.5
+"""Coverage at or above which (and below ``STRICT_SUPPORTED_COVERAGE``) the strict mock judge says ``partial``."""
 
 STOPWORDS = frozenset(
     """a an and are as at be been but by for from had has have he her his in is it its of on or she that the
@@ -87,8 +104,16 @@ def coverage(paragraph: str, texts: Sequence[str]) -> float:
     return len(wanted & have) / len(wanted)
 
 
-def judge_verdict(payload: Mapping[str, Any]) -> tuple[str, str]:
-    """The mock judge's ``(verdict, rationale)`` for a judge input (module docstring rules)."""
+def judge_verdict(payload: Mapping[str, Any], *, strict: bool = False) -> tuple[str, str]:
+    """The mock judge's ``(verdict, rationale)`` for a judge input (module docstring rules).
+
+    Args:
+        payload: The judge input (``core.judging.judge_input``).
+        strict: The strict personality's thresholds (:data:`STRICT_JUDGE_MODEL`) instead of the default ones.
+    """
+    supported_at, partial_at = (
+        (STRICT_SUPPORTED_COVERAGE, STRICT_PARTIAL_COVERAGE) if strict else (SUPPORTED_COVERAGE, PARTIAL_COVERAGE)
+    )
     paragraph = str(payload.get("paragraph") or "")
     cited = [s for s in payload.get("citedSources") or [] if isinstance(s, dict)]
     others = [s for s in payload.get("otherSources") or [] if isinstance(s, dict)]
@@ -97,24 +122,24 @@ def judge_verdict(payload: Mapping[str, Any]) -> tuple[str, str]:
         return "wrong_speaker", f"the paragraph names someone the cited source is not: {hints[0]}"
     cited_markers = ", ".join(f"[{s.get('marker')}]" for s in cited) or "no known source"
     covered = coverage(paragraph, [str(s.get("text") or "") for s in cited])
-    if covered < SUPPORTED_COVERAGE and others:
+    if covered < supported_at and others:
         scored = [(coverage(paragraph, [str(s.get("text") or "")]), str(s.get("marker"))) for s in others]
         best, marker = max(scored, key=lambda pair: (pair[0], [-ord(c) for c in pair[1]]))
-        if best >= SUPPORTED_COVERAGE and best > covered:
+        if best >= supported_at and best > covered:
             return (
                 "wrong_attribution",
                 f"{best:.0%} of the paragraph's content words are in source [{marker}], "
                 f"only {covered:.0%} in the cited {cited_markers}",
             )
     share = f"{covered:.0%} of the paragraph's content words occur in {cited_markers}"
-    if covered >= SUPPORTED_COVERAGE:
+    if covered >= supported_at:
         return "supported", share
-    if covered >= PARTIAL_COVERAGE:
+    if covered >= partial_at:
         return "partial", share
     return "unsupported", share
 
 
-def judge_reply(messages: list[Any], reply_fault: str | None = None) -> str:
+def judge_reply(messages: list[Any], reply_fault: str | None = None, model: str | None = None) -> str:
     """The message content the mock judge answers, honouring a reply fault.
 
     Args:
@@ -124,6 +149,7 @@ def judge_reply(messages: list[Any], reply_fault: str | None = None) -> str:
             sentence, no JSON), ``fenced`` (the JSON in a ```` ```json ```` fence), ``badverdict``
             (verdict ``mostly_fine``), ``norationale`` (an empty rationale), ``think`` (a reasoning
             block first), …; a fault of the body around the content leaves the content as is.
+        model: The request's model (without a fault suffix); :data:`STRICT_JUDGE_MODEL` gets the strict judge.
 
     Returns:
         ``{"verdict": …, "rationale": …}`` as compact JSON, or the faulted form. An input
@@ -133,7 +159,7 @@ def judge_reply(messages: list[Any], reply_fault: str | None = None) -> str:
     if payload is None:
         verdict, rationale = "unsupported", "the request carried no judge input the mock could read"
     else:
-        verdict, rationale = judge_verdict(payload)
+        verdict, rationale = judge_verdict(payload, strict=model == STRICT_JUDGE_MODEL)
     return write_verdict(verdict, rationale, reply_fault)
 
 

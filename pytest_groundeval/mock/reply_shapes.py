@@ -30,7 +30,9 @@ Envelope faults (the body around the content):
 - ``null_content``: ``content`` null with ``finish_reason`` ``length`` and the
   reasoning cut off in ``reasoning_content``; ``refusal``: ``content`` null and a
   ``refusal`` (OpenAI structured outputs); ``empty_choices``: ``choices: []``;
-- ``html200`` and ``text200``: HTTP 200 with an HTML page or plain text, no JSON.
+- ``html200`` and ``text200``: HTTP 200 with an HTML page or plain text, no JSON;
+- ``no_usage``: an ordinary answer whose body has no ``usage`` (some proxies and local
+  servers): its tokens are unknown to the judge (docs/judges.md, "Tokens and cost").
 
 Refusal faults (:data:`REFUSALS`) answer HTTP 400 in OpenAI's error object
 ``{"error": {"message", "type", "param", "code"}}`` when the request carries what they
@@ -64,6 +66,7 @@ CONTENT_FAULTS = (
 
 ENVELOPE_FAULTS = (
     "reasoning_content", "reasoning", "azure_filters", "null_content", "refusal", "empty_choices", "html200", "text200",
+    "no_usage",
 )  # fmt: skip
 """Reply faults that change the body around the content (non-streamed judge replies)."""
 
@@ -173,6 +176,8 @@ def judge_body(
         message["refusal"] = "I can't help with judging this paragraph."
     elif fault == "empty_choices":
         body["choices"] = []
+    elif fault == "no_usage":
+        del body["usage"]
     return json.dumps(body, ensure_ascii=False).encode(), "application/json"
 
 

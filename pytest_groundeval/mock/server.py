@@ -37,7 +37,15 @@ from pytest_groundeval.mock.sse import DONE_EVENT, ChunkFramer, content_pieces, 
 CREATED = 1_700_000_000
 """The fixed ``created`` timestamp of every response (seconds since the epoch), for reproducibility."""
 
-MOCK_MODELS = ("mock-generate", "mock-decompose", "mock-embed", "mock-score", "mock-judge", "mock-questions")
+MOCK_MODELS = (
+    "mock-generate",
+    "mock-decompose",
+    "mock-embed",
+    "mock-score",
+    "mock-judge",
+    "mock-judge-strict",
+    "mock-questions",
+)
 """Model ids listed by ``GET /v1/models``; any model name is accepted and echoed."""
 
 DEFAULT_MODEL = "mock"
@@ -504,7 +512,7 @@ class MockProvider:
         elif judge_behaviour.is_judge(body):
             call.kind = "judge"
             reply = self._faults.reply_fires(plan) if plan is not None else None
-            content = judge_behaviour.judge_reply(messages, reply)
+            content = judge_behaviour.judge_reply(messages, reply, call.model)
             shape = reply if reply in reply_shapes.ENVELOPE_FAULTS else None
         elif judge_behaviour.is_generation(body):
             call.kind = "questions"

@@ -62,7 +62,7 @@ from .nodeids import dataset_key, eval_node, eval_node_kind
 from .options import STEP_SUMMARY_ENV, Settings, step_summary_path
 from .record import GATE_ATTR, NOTICES_ATTR, OUTCOME_ATTR, RUN_ATTR
 from .session import GateSession
-from .state import UNKNOWN, DatasetRun, dataset_baseline, load_baseline, load_floors_layer
+from .state import UNKNOWN, UNKNOWN_MODELS, DatasetRun, dataset_baseline, load_baseline, load_floors_layer
 from .summary import write_summary
 
 SHARD_DECIDING = frozenset({"errors", "notRun", "run"})
@@ -156,6 +156,17 @@ class Controller:
             "judgeCache": s.judge_cache is not None,
             "scorerUrl": s.scorer_url,
             "scorerModel": s.scorer_model,
+            # A jury's judges by URL, model and key variable, and its policy (docs/judges.md); never a key.
+            **(
+                {
+                    "judges": [{"url": j.url, "model": j.model, "apiKeyEnv": j.api_key_env} for j in s.judges],
+                    "judgePolicy": s.judge_policy,
+                }
+                if s.judges
+                else {}
+            ),
+            # The prices the run's costs were computed with (docs/gate.md, "Cost"), so a rejudge prices alike.
+            "prices": s.prices,
         }
 
     @pytest.hookimpl
@@ -301,6 +312,7 @@ class Controller:
             "repeat": self.settings.repeat,
             "confidenceLevel": self.settings.confidence,
             "gateOn": self.settings.gate_on,
+            "prices": self.settings.prices,
         }
 
     def _spooled_baseline(self, run: DatasetRun) -> dict[str, Any] | None:
@@ -418,6 +430,16 @@ class Controller:
             run.models = info.get("models")
             if run.writer is not None:
                 run.writer.set_context(self._context(run))
+        elif (run.models == UNKNOWN_MODELS and info.get("models") not in (None, UNKNOWN_MODELS)) and info.get(
+            "datasetVersion"
+        ) == run.version:
+            # A recorded answer (no target: lineage unknown) reported first; the target's items know the
+            # lineage, which prices the target's tokens and arms the baseline (docs/gate.md).
+            run.models = info.get("models")
+            if run.writer is not None:
+                run.writer.set_context(self._context(run))
+        elif info.get("models") == UNKNOWN_MODELS and info.get("datasetVersion") == run.version:
+            pass  # a recorded answer among the target's items: it knows no lineage, it contradicts none
         elif info.get("models") != run.models or info.get("datasetVersion") != run.version:
             run.lineage_conflict = (
                 f"items report different datasets or lineages: {run.version} {run.models} "
@@ -519,6 +541,7 @@ class Controller:
                 alpha=self.settings.alpha,
                 confidence_level=self.settings.confidence,
                 gate_on=self.settings.gate_on,
+                prices=self.settings.prices,
             )
             run.metrics, run.gate, run.baseline_record = end.metrics, end.gate, end.baseline
             run.confidence = end.confidence
@@ -619,6 +642,7 @@ class Controller:
                         shard=run.shard,
                         baseline=run.baseline_record,
                         repeat=self.settings.repeat,
+                        prices=self.settings.prices,
                     ),
                 )
             )

@@ -132,6 +132,7 @@ class SessionHistory:
             "pluginVersion": env.get("pluginVersion"),
             "environment": env,
             "floors": None if floors is None else dict(floors),
+            "prices": self.options.get("prices"),
             "options": self.options,
             "confidenceLevel": self.confidence_level,
             "gateOn": self.gate_on,

@@ -162,7 +162,9 @@ def _has_dataset(config: pytest.Config, settings: Settings) -> bool:
     return settings.dataset is not None or any(_is_dataset_path(config, arg) for arg in config.args)
 
 
-_NEED_A_DATASET = ("report", "html", "markdown", "shard", "floors", "baseline", "strict", "no-gate", "history", "label")
+_NEED_A_DATASET = (
+    "report", "html", "markdown", "shard", "floors", "baseline", "strict", "no-gate", "history", "label", "prices",
+)  # fmt: skip
 """Flags that mean nothing without a dataset: given alone, a CI job would pass measuring nothing."""
 
 

@@ -17,19 +17,24 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from ..core.cost import PricesError, read_prices
 from ..core.intervals import DEFAULT_CONFIDENCE, GATE_ON, GateOn
+from ..core.jury import DEFAULT_POLICY, POLICIES, jury_name
 from ..core.sharding import parse_shard
 from ..core.significance import DEFAULT_ALPHA
 from ..history.urls import HistoryError, describe_url, resolve_url
+from ..judge.judges_file import JudgesFileError, JudgeSpec, load_judges
 from ..targets.placeholders import check_placeholders
 from ..targets.protocol import DEFAULT_MAX_RESPONSE_BYTES
+from .mock_options import mock_noise
 
 if TYPE_CHECKING:
     from ..targets.mapping import TargetMap
 
 GROUP = "groundeval"
 
-# name, help, kind ("str" | "path" | "float" | "bool" | "int" | "list")
+# name, help, kind ("str" | "path" | "float" | "bool" | "int" | "list" | "multi": a value that may be repeated,
+# each one checked as a "str" is)
 OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("dataset", "Dataset directory (or its manifest.json) whose items become tests", "path"),
     ("spawn", "Command that starts the target; placeholders {port} {data_dir} {llm_url} {embed_url} {api_key}", "str"),
@@ -97,14 +102,20 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("label", "Label of the run in the history (needs --eval-history)", "str"),
     ("judge", "mock: the session's mock provider judges citation paragraphs (docs/citation.md)", "str"),
     ("judge-url", "OpenAI-compatible base URL of a citation judge, e.g. https://host/v1", "str"),
-    ("judge-model", "Model of the citation judge (with --eval-judge=mock: mock-judge)", "str"),
+    (
+        "judge-model",
+        "Model of the citation judge (with --eval-judge=mock: mock-judge); repeat it for a jury at the same URL",
+        "multi",
+    ),
+    ("judges", "JSON file of a jury's judges, a list of {url, model, apiKeyEnv} (docs/judges.md)", "path"),
+    ("judge-policy", "How a jury's verdicts become one: majority (default), unanimous or strictest", "str"),
     (
         "judge-api-key",
         "Refused: the judge's key is read only from env GROUNDEVAL_JUDGE_API_KEY (docs/options.md)",
         "str",
     ),
     ("judge-cache", "Directory of the on-disk judge cache, e.g. .groundeval/judge-cache (default: no cache)", "path"),
-    ("judge-concurrency", "Judge requests in flight at once per process (default 4)", "int"),
+    ("judge-concurrency", "Judge requests in flight at once per process, per judge of a jury (default 4)", "int"),
     (
         "judge-max-tokens",
         "Completion-token cap of each judge request, as max_tokens or max_completion_tokens (default: none sent)",
@@ -113,6 +124,12 @@ OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("scorer-url", "vLLM score API of the citation coverage scorer (server root, .../v1 or .../score), or mock", "str"),
     ("scorer-model", "Model name sent to the coverage scorer (default: none; with mock: mock-score)", "str"),
     ("scorer-cap", "Characters of the cited sources' texts scored per paragraph (default 28000)", "int"),
+    (
+        "prices",
+        'JSON file of model prices, {"model": {"input": USD, "output": USD}} per 1M tokens: adds judgeCostUsd and '
+        "targetCostUsd (docs/gate.md)",
+        "path",
+    ),
 )
 
 MOCK = "mock"
@@ -169,8 +186,11 @@ def add_options(parser: pytest.Parser) -> None:
             # Read as a string and parsed by ``_bool``: pytest's own "bool" ini type raises
             # ValueError (an INTERNALERROR) on a value such as "perhaps" or an empty one.
             parser.addini(_dest(name), help_, type="string", default=None)
-        elif kind == "list":
-            group.addoption(flag, action="append", default=None, dest=_dest(name), metavar="CMD", help=help_ + env_help)
+        elif kind in ("list", "multi"):
+            metavar = "CMD" if kind == "list" else name.split("-")[-1].upper()
+            group.addoption(
+                flag, action="append", default=None, dest=_dest(name), metavar=metavar, help=help_ + env_help
+            )
             parser.addini(_dest(name), help_, type="linelist", default=[])
         else:
             group.addoption(
@@ -252,26 +272,36 @@ class Settings:
     judge_url: str | None = None
     """Base URL of the citation judge (an OpenAI-compatible endpoint), or None."""
     judge_model: str | None = None
-    """The judge model (``MOCK_JUDGE_MODEL`` by default with the mock)."""
+    """The judge model (``MOCK_JUDGE_MODEL`` by default with the mock); a jury's name
+    (``core.jury.jury_name``: ``jury(majority: a, b)``) with a jury."""
+    judges: tuple[JudgeSpec, ...] = ()
+    """A jury's judges, two or more (docs/judges.md, "Juries"): from ``--eval-judges FILE``, or one per
+    repeated ``--eval-judge-model`` at ``--eval-judge-url`` (``url`` ``"mock"``: the session's mock);
+    empty for one judge. Their keys are never printed."""
+    judge_policy: str = DEFAULT_POLICY
+    """How a jury's verdicts become one (``core.jury.POLICIES``)."""
     judge_api_key: str | None = field(default=None, repr=False)
     """The judge endpoint's key: handed to the judge client only, never printed or stored."""
     judge_cache: Path | None = None
     """Directory of the on-disk judge cache, or None (no cache)."""
     judge_concurrency: int = DEFAULT_JUDGE_CONCURRENCY
+    """Judge and scorer requests in flight per process (per judge of a jury)."""
     judge_max_tokens: int | None = None
     """Completion-token cap of each judge request (docs/judges.md), or None: none sent."""
-    """Judge and scorer requests in flight per process."""
     scorer_url: str | None = None
     """The coverage scorer's URL, ``"mock"``, or None."""
     scorer_model: str | None = None
     """Model name sent to the scorer, or None."""
     scorer_cap: int = DEFAULT_SCORER_CAP
     """Characters of the cited sources' texts scored per paragraph."""
+    prices: dict[str, dict[str, float]] | None = None
+    """The checked prices of ``--eval-prices`` (``core.cost``): model -> ``{"input", "output"}`` US dollars
+    per 1M tokens, or None: no cost is computed (docs/gate.md, "Cost")."""
 
     @property
     def judging(self) -> bool:
         """Whether citation paragraphs go to a judge or a coverage scorer (docs/citation.md)."""
-        return bool(self.judge or self.judge_url or self.scorer_url)
+        return bool(self.judge or self.judge_url or self.judges or self.scorer_url)
 
     @property
     def uses_mock_for_judging(self) -> bool:
@@ -291,7 +321,7 @@ def _raw(config: pytest.Config, name: str, kind: str):
     if value is not None:
         return _not_empty(value, f"--eval-{name}", kind), f"--eval-{name}"
     ini = config.getini(_dest(name))
-    if kind == "list":
+    if kind in ("list", "multi"):
         if ini:
             return list(ini), f"ini {_dest(name)}"
     elif kind == "bool" and isinstance(ini, str) and not ini.strip():
@@ -300,8 +330,10 @@ def _raw(config: pytest.Config, name: str, kind: str):
         return _not_empty(ini, f"ini {_dest(name)}", kind), f"ini {_dest(name)}"
     env = os.environ.get(_env(name))
     if env is not None:
-        if kind == "list":
+        if kind in ("list", "multi"):
             lines = [line for line in env.splitlines() if line.strip()]
+            if kind == "multi" and not lines:
+                _not_empty(env, f"env {_env(name)}", "str")
             return (lines or None), (f"env {_env(name)}" if lines else None)
         if kind == "bool" and env == "":
             return None, None
@@ -310,6 +342,10 @@ def _raw(config: pytest.Config, name: str, kind: str):
 
 
 def _not_empty(value, source: str, kind: str):
+    if kind == "multi" and isinstance(value, list):
+        for one in value:
+            _not_empty(one, source, "str")
+        return value
     if kind not in ("bool", "list") and isinstance(value, str) and not value.strip():
         raise pytest.UsageError(f"{source} is given but empty (an unset CI variable?): give it a value or leave it out")
     return value
@@ -500,7 +536,7 @@ def resolve_settings(config: pytest.Config) -> Settings:
     judging = _judging(values, sources)
     return Settings(
         **judging,
-        **_mock_noise(values, sources),
+        **mock_noise(values, sources),
         dataset=dataset,
         spawn=values["spawn"],
         setup=tuple(values["setup"] or ()),
@@ -542,48 +578,22 @@ def resolve_settings(config: pytest.Config) -> Settings:
         repeat=_count(values["repeat"], sources["repeat"]) if values["repeat"] else 1,
         history=history,
         label=values["label"].strip() if values["label"] else None,
+        prices=_prices(values["prices"], sources["prices"]) if values["prices"] else None,
     )
 
 
-def _mock_noise(values: dict, sources: dict) -> dict:
-    """``mock_noise`` and ``mock_seed``, checked (docs/options.md).
+def _prices(value: str, source: str) -> dict[str, dict[str, float]]:
+    """The checked prices file of ``--eval-prices`` (``core.cost.read_prices``, docs/gate.md "Cost").
 
     Raises:
-        pytest.UsageError: the noise is not a number in [0, 1] or the seed not a whole number;
-            a seed without a noise (it would change nothing); noise with ``--eval-url`` (no
-            mock generates for a target that is already running).
+        pytest.UsageError: the file cannot be read or is not a prices file; the message names the
+            file, the model and the field at fault.
     """
-    noise, seed = values["mock-noise"], values["mock-seed"]
-    if seed is not None and noise is None:
-        raise pytest.UsageError(
-            f"{sources['mock-seed']} given, but no --eval-mock-noise: the seed would change nothing; "
-            "give --eval-mock-noise P, or drop it"
-        )
-    if noise is None:
-        return {}
-    for running in ("url", "target-map"):
-        if values[running]:
-            raise pytest.UsageError(
-                f"{sources['mock-noise']} makes the mock provider's generations noisy, but the {sources[running]} "
-                "target answers with its own provider (no mock generates for it): drop one of them"
-            )
+    path = Path(value)
     try:
-        probability = float(noise)
-    except (TypeError, ValueError):
-        probability = math.nan
-    if not 0 <= probability <= 1:  # NaN fails too
-        raise pytest.UsageError(
-            f"{noise!r} is not a valid value for {sources['mock-noise']}: expected a probability in [0, 1]"
-        )
-    number = 0
-    if seed is not None:
-        text = str(seed).strip()
-        if not re.fullmatch(r"[+-]?[0-9]+", text):
-            raise pytest.UsageError(
-                f"{seed!r} is not a valid value for {sources['mock-seed']}: expected a whole number"
-            )
-        number = int(text)
-    return {"mock_noise": probability, "mock_seed": number}
+        return read_prices(path if path.is_absolute() else Path.cwd() / path)
+    except PricesError as exc:
+        raise pytest.UsageError(f"{source}: {exc}") from None
 
 
 def _target_map(values: dict, sources: dict) -> TargetMap:
@@ -643,6 +653,7 @@ def _judging(values: dict, sources: dict) -> dict:
     """
     if values["judge-api-key"] is not None and not sources["judge-api-key"].startswith("env "):
         raise pytest.UsageError(JUDGE_KEY_NOT_FROM_ENV.format(source=sources["judge-api-key"]))
+    judges, policy = _jury(values, sources)
     judge, url = values["judge"], values["judge-url"]
     if judge is not None and judge.strip().lower() != MOCK:
         raise pytest.UsageError(
@@ -655,7 +666,7 @@ def _judging(values: dict, sources: dict) -> dict:
         )
     if url and not values["judge-model"]:
         raise pytest.UsageError(f"{sources['judge-url']} needs --eval-judge-model (or GROUNDEVAL_JUDGE_MODEL)")
-    has_judge = judge is not None or bool(url)
+    has_judge = judge is not None or bool(url) or bool(values["judges"])
     for name in ("judge-model", "judge-cache", "judge-concurrency", "judge-max-tokens"):
         if values[name] and not has_judge:
             raise pytest.UsageError(
@@ -673,11 +684,27 @@ def _judging(values: dict, sources: dict) -> dict:
     cache_dir = Path(cache).resolve() if cache else None
     if cache_dir is not None and cache_dir.exists() and not cache_dir.is_dir():
         raise pytest.UsageError(f"{cache!r} given by {sources['judge-cache']} is not a directory (the judge cache)")
+    one = judges[0] if len(judges) == 1 else None  # a judges file of one judge: as --eval-judge-url gives it
+    model: str | None
+    if len(judges) > 1:
+        model = jury_name([spec.model for spec in judges], policy)
+    elif one is not None:
+        model = one.model
+    else:
+        model = (values["judge-model"] or [None])[0] or (MOCK_JUDGE_MODEL if judge is not None else None)
     return dict(
         judge=MOCK if judge is not None else None,
-        judge_url=(_check_url(url, sources["judge-url"], "env GROUNDEVAL_JUDGE_API_KEY").rstrip("/") if url else None),
-        judge_model=values["judge-model"] or (MOCK_JUDGE_MODEL if judge is not None else None),
-        judge_api_key=values["judge-api-key"] if url else None,
+        judge_url=(
+            one.url
+            if one is not None
+            else _check_url(url, sources["judge-url"], "env GROUNDEVAL_JUDGE_API_KEY").rstrip("/")
+            if url
+            else None
+        ),
+        judge_model=model,
+        judges=tuple(judges) if len(judges) > 1 else (),
+        judge_policy=policy,
+        judge_api_key=one.api_key if one is not None else values["judge-api-key"] if url else None,
         judge_cache=cache_dir,
         judge_concurrency=(
             _count(values["judge-concurrency"], sources["judge-concurrency"])
@@ -691,6 +718,58 @@ def _judging(values: dict, sources: dict) -> dict:
         scorer_model=values["scorer-model"] or (MOCK_SCORER_MODEL if scorer == MOCK else None),
         scorer_cap=_count(values["scorer-cap"], sources["scorer-cap"]) if values["scorer-cap"] else DEFAULT_SCORER_CAP,
     )
+
+
+def _jury(values: dict, sources: dict) -> tuple[list[JudgeSpec], str]:
+    """A jury's judges and policy (docs/judges.md, "Juries"), checked: the judges of ``--eval-judges FILE``
+    (one or more), else one per repeated ``--eval-judge-model`` (two or more), else none.
+
+    Raises:
+        pytest.UsageError: ``--eval-judges FILE`` given with ``--eval-judge``, ``--eval-judge-url``
+            or ``--eval-judge-model`` (the file names its own); the file cannot be used
+            (``judge.judges_file.JudgesFileError``: the file, the entry's index and the field);
+            a repeated judge model given twice; a policy that is not one of
+            ``core.jury.POLICIES``, or given without a jury (it would change nothing).
+    """
+    models = values["judge-model"]  # each one not empty (``_raw``)
+    judges: list[JudgeSpec] = []
+    if values["judges"]:
+        for other in ("judge", "judge-url", "judge-model"):
+            if values[other]:
+                raise pytest.UsageError(
+                    f"{sources['judges']} and {sources[other]} both given: the judges file names each judge's URL "
+                    "and model; drop one of them"
+                )
+        path = Path(values["judges"])
+        try:
+            judges = load_judges(path if path.is_absolute() else Path.cwd() / path)
+        except JudgesFileError as exc:
+            raise pytest.UsageError(f"{sources['judges']}: {exc}") from None
+    elif models and len(models) > 1:
+        twice = sorted({m for m in models if models.count(m) > 1})
+        if twice:
+            raise pytest.UsageError(
+                f"{sources['judge-model']} names {twice[0]!r} twice: each judge of a jury needs its own model"
+            )
+        url = MOCK if values["judge"] is not None else values["judge-url"]
+        if url is not None and url != MOCK:
+            url = _check_url(url, sources["judge-url"], "env GROUNDEVAL_JUDGE_API_KEY").rstrip("/")
+        key = values["judge-api-key"] if url != MOCK else None
+        judges = [JudgeSpec(url=url, model=m.strip(), api_key=key) for m in models] if url else []
+    policy = values["judge-policy"]
+    if policy is not None:
+        policy = policy.strip().lower()
+        if policy not in POLICIES:
+            raise pytest.UsageError(
+                f"{values['judge-policy']!r} given by {sources['judge-policy']} is not a jury policy: expected one "
+                f"of {', '.join(POLICIES)}"
+            )
+        if len(judges) < 2:
+            raise pytest.UsageError(
+                f"{sources['judge-policy']} given, but no jury: a policy makes the verdicts of two judges or more "
+                "one; repeat --eval-judge-model, give --eval-judges FILE, or drop it"
+            )
+    return judges, policy or DEFAULT_POLICY
 
 
 STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"

@@ -25,6 +25,7 @@ import pytest
 from ..core.contract import dataset_run_id
 from ..core.dataset import Dataset
 from ..core.judging import Judge, Scorer
+from ..core.kinds.citation import Jury
 from ..core.outcome import ItemOutcome
 from ..core.runner import ItemRunner
 from ..core.secrets import Scrubber
@@ -137,6 +138,7 @@ def session_scrubber(request: pytest.FixtureRequest) -> Scrubber:
     mapped = settings.target_map.secrets if settings.target_map is not None else ()
     return Scrubber(
         [settings.api_key, settings.judge_api_key, spawned.api_key if spawned is not None else None, *mapped]
+        + [spec.api_key for spec in settings.judges]
     )
 
 
@@ -284,13 +286,31 @@ def judging_clients(
         scorer: Scorer | None = hook.pytest_groundeval_make_scorer(config=request.config)
         check_hook_client(hook.pytest_groundeval_make_judge, judge, Judge, "judge")
         check_hook_client(hook.pytest_groundeval_make_scorer, scorer, Scorer, "score")
+        cache = JudgeCache(settings.judge_cache) if settings.judge_cache is not None else None
+        if judge is None and settings.judges:
+            # A jury (docs/judges.md, "Juries"): one client per judge, each with its own requests in
+            # flight, fallbacks and rate limiter; the cache keys each verdict by its judge's model.
+            judge = Jury(
+                [
+                    JudgeClient(
+                        mock.base_url if mock is not None and spec.url == MOCK else spec.url,
+                        spec.model,
+                        spec.api_key,
+                        concurrency=settings.judge_concurrency,
+                        cache=cache,
+                        max_tokens=settings.judge_max_tokens,
+                    )
+                    for spec in settings.judges
+                ],
+                settings.judge_policy,
+            )
         if judge is None and judge_url:
             judge = JudgeClient(
                 judge_url,
                 settings.judge_model or "",
                 settings.judge_api_key,
                 concurrency=settings.judge_concurrency,
-                cache=JudgeCache(settings.judge_cache) if settings.judge_cache is not None else None,
+                cache=cache,
                 max_tokens=settings.judge_max_tokens,
             )
         if scorer is None and scorer_url:

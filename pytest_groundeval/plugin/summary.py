@@ -16,7 +16,7 @@ import pytest
 
 from ..core.confidence import DEFAULT_CONFIDENCE
 from ..core.gate import NOT_GATED, verdict
-from ..core.render import citation_lines, format_check, judge_problem_lines, unbounded_lines
+from ..core.render import citation_lines, format_check, judge_problem_lines, unbounded_lines, usage_lines
 from ..core.text import shorten
 from ..history.urls import describe_url
 from ..outputs.write import shown_path
@@ -130,6 +130,11 @@ def _summarise(
         tr.write_line(line)
     for line in judge_problem_lines(run.metrics):
         tr.write_line(line, red=True)
+    tokens, unpriced = usage_lines(run.metrics)
+    for line in tokens:
+        tr.write_line(line)
+    for line in unpriced:
+        tr.write_line(line, yellow=True)
     if run.not_run:
         tr.write_line(
             f"note: {_plural(run.not_run, 'item')} of {items} never ran; they count as errors (notRun), never dropped",

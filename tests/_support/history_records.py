@@ -67,6 +67,19 @@ def paragraph(index: int, *, mismatch: list[str] | None = None, verdict: str | N
     return entry
 
 
+def jury_paragraph(index: int, verdicts: list[str | None], jury: str) -> dict[str, Any]:
+    """A paragraph a jury of judges ``a``, ``b``, … judged: the jury's verdict ``jury`` and each judge's
+    (None: that judge left it unjudged), as ``core.kinds.citation.Jury`` records them (docs/judges.md)."""
+    entry = paragraph(index, verdict=jury)
+    entry["judgeModel"] = f"jury(majority: {', '.join('abcdefg'[: len(verdicts)])})"
+    entry["judges"] = [
+        {"judgeModel": model, "verdict": verdict, "rationale": "r" if verdict else "",
+         "judgeError": None if verdict else "down", "judgeAttempts": 1, "judgeCached": False, "parseFailures": []}
+        for model, verdict in zip("abcdefg", verdicts)
+    ]  # fmt: skip
+    return entry
+
+
 def citation(
     item_id: str,
     paragraphs: list[dict[str, Any]],

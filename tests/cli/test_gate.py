@@ -110,6 +110,8 @@ def test_cli_gate_reads_a_report_written_before_floors_and_baseline_were_recorde
         ("bad-baseline", "unknown schemaVersion 99"),
         ("bad-floors", "is not a valid floor for claimSupportPrecision"),
         ("no-args", "one of the arguments --report --run is required"),
+        ("bad-alpha", "--alpha must be a number in (0, 1), got 1.5"),
+        ("bad-prices", "prices file"),
     ],
 )
 def test_cli_gate_unusable_input_exits_2(saved, tmp_path, capsys, setup, message):
@@ -127,6 +129,11 @@ def test_cli_gate_unusable_input_exits_2(saved, tmp_path, capsys, setup, message
     elif setup == "bad-floors":
         bad.write_text(json.dumps({"claimSupportPrecision": 1.5}))
         argv += ["--floors", str(bad)]
+    elif setup == "bad-alpha":
+        argv += ["--alpha", "1.5"]
+    elif setup == "bad-prices":
+        bad.write_text('{"m": {"input": 1}}')
+        argv += ["--prices", str(bad)]
     else:
         argv = ["gate"]
     assert cli.main(argv) == 2

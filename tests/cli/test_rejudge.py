@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pytest_groundeval.cli.rejudge import rejudge_main
 from pytest_groundeval.history import HistoryStore
 from tests._support import history_records as _data
@@ -41,3 +43,38 @@ def test_rejudge_against_an_html_200_counts_unparseable_without_a_traceback(
     assert plain_endpoint.requests == 2 * 3  # two paragraphs, each asked once and retried twice as a bad reply
     # Every paragraph unparseable: the attempt is kept incomplete and nothing current is replaced.
     assert code == 1 and f"run {run_id}" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--judges", "J", "--judge-url", "http://127.0.0.1:9/v1"], "--judges FILE names each judge's URL and model"),
+        (["--judge-url", "http://127.0.0.1:9/v1", "--judge-model", "a", "--judge-model", "a"],
+         "--judge-model names 'a' twice"),
+        (["--judge-url", "ftp://127.0.0.1/v1", "--judge-model", "a"], "--judge-url: 'ftp://127.0.0.1/v1' is not an "
+                                                                       "http(s) URL"),
+        (["--judge-url", "http://127.0.0.1:9/v1", "--judge-model", "a", "--judge-model", "b", "--judge-policy", "x"],
+         "--judge-policy 'x' is not a jury policy: expected one of majority, unanimous, strictest"),
+        (["--judge-url", "http://127.0.0.1:9/v1", "--judge-model", "a", "--judge-policy", "strictest"],
+         "--judge-policy given, but one judge"),
+        (["--judge-url", "http://127.0.0.1:9/v1", "--judge-model", "a", "--judge-concurrency", "0"],
+         "--judge-concurrency 0: expected a whole number >= 1"),
+        (["--judges", "BAD"], "--judges: BAD: judges[1].model 'a' is also judges[0].model"),
+        (["--judge-url", "http://127.0.0.1:9/v1", "--judge-model", "a", "--label", "x"], "--label names the copy "
+                                                                                          "--as-new-run makes"),
+    ],
+)  # fmt: skip
+def test_rejudge_checks_its_judge_options_as_the_plugin_does(
+    store: HistoryStore, history_url: str, tmp_path, capsys, args, message
+) -> None:
+    run_id = recorded_run(store, [_data.citation("c", [_data.paragraph(0)])], label="x", started_ms=1)
+    (tmp_path / "J").write_text(
+        '[{"url": "http://127.0.0.1:9/v1", "model": "a"}, {"url": "http://h/v1", "model": "b"}]'
+    )
+    (tmp_path / "BAD").write_text(
+        '[{"url": "http://127.0.0.1:9/v1", "model": "a"}, {"url": "http://h/v1", "model": "a"}]'
+    )
+    args = [str(tmp_path / a) if a in ("J", "BAD") else a for a in args]
+    assert rejudge_main([run_id, *args, "--history", history_url]) == 2
+    err = capsys.readouterr().err
+    assert message.replace("BAD", str(tmp_path / "BAD")) in err, err

@@ -54,8 +54,11 @@ def citation(i: int, rng: random.Random) -> ItemOutcome:
     for _ in range(rng.randint(1, 4)):
         expected = rng.choice(LABELS[:2])
         verdict = expected if rng.random() < 0.8 else rng.choice(LABELS)
-        records.append({"judgeModel": "j", "verdict": verdict, "expectedVerdict": expected,
-                        "deterministicPass": rng.random() < 0.9})  # fmt: skip
+        # A jury of two: "j" gave the jury's verdict, "k" mostly agrees (judgeAlpha, docs/judges.md).
+        second = verdict if rng.random() < 0.7 else rng.choice(LABELS)
+        judges = [{"judgeModel": "j", "verdict": verdict}, {"judgeModel": "k", "verdict": second}]
+        records.append({"judgeModel": "jury(majority: j, k)", "verdict": verdict, "expectedVerdict": expected,
+                        "deterministicPass": rng.random() < 0.9, "judges": judges})  # fmt: skip
     verdicts = [r["verdict"] for r in records]
     extra = {
         "citationParagraphs": records,
@@ -113,7 +116,7 @@ def test_the_method_follows_the_data():
         assert method[name] == "wilson", name
     # A ratio of sums over items, a mean score, kappa: the bootstrap.
     for name in ("retrievalRecall", "claimSupportPrecision", "claimSupportRecall", "evidenceRiskScore",
-                 "citationSupportedRate", "coverageScoreMean", "judgeKappa"):  # fmt: skip
+                 "citationSupportedRate", "coverageScoreMean", "judgeKappa", "judgeAlpha"):  # fmt: skip
         assert method[name] == "bootstrap", name
 
 
@@ -137,6 +140,7 @@ def test_null_metrics_have_no_interval():
     confidence = compute_confidence(outcomes, compute_metrics(outcomes))
     assert confidence["falsehoodRejection"] is not None
     assert confidence["retrievalRecall"] is None and confidence["judgeKappa"] is None
+    assert confidence["judgeAlpha"] is None
     assert compute_confidence([], compute_metrics([])) == dict.fromkeys(confidence)
 
 
@@ -147,8 +151,10 @@ def test_each_item_is_one_cluster_whose_pairs_give_the_metric():
         accumulator.add(outcome)
     values = compute_metrics(outcomes).to_wire()
     by_field = {spec.field: spec.wire for spec in rate_specs()}
-    # Agreement and kappa come from the citation tally's tables; pass@k and pass^k only under repeats.
-    assert set(accumulator.clusters) == set(by_field) - {"judge_agreement", "judge_kappa", "pass_at_k", "pass_hat_k"}
+    # Agreement, kappa and a jury's alpha come from the citation tally's tables; pass@k and pass^k only
+    # under repeats.
+    tables = {"judge_agreement", "judge_kappa", "judge_alpha"}
+    assert set(accumulator.clusters) == set(by_field) - tables - {"pass_at_k", "pass_hat_k"}
     for field, clusters in accumulator.clusters.items():
         num = sum(n * c for (n, _), c in clusters.items())
         den = sum(d * c for (_, d), c in clusters.items())

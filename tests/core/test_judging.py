@@ -158,7 +158,7 @@ def test_the_citation_kind_is_a_package_of_small_modules_with_a_leaf_for_text():
     assert CITATION.is_dir() and kinds.KIND_MODULES["citation"] == "citation"
     assert kinds.get("citation") is citation.KIND and citation.KIND.model is citation.CitationItem
     modules = sorted(p.stem for p in CITATION.glob("*.py"))
-    assert modules == ["__init__", "assess", "checks", "kind", "model", "tally", "text"]
+    assert modules == ["__init__", "assess", "checks", "jury", "kind", "model", "tally", "text"]
     for path in CITATION.glob("*.py"):
         assert len(path.read_text(encoding="utf-8").splitlines()) <= 800, path.name
         relpath = str(path.relative_to(PACKAGE))

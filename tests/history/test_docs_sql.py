@@ -18,7 +18,9 @@ BLOCKS = re.findall(r"```sql\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=
 
 def _populate(store: HistoryStore) -> str:
     older = store.open_run(_data.config(), label="nightly", started_ms=1_000)
-    store.add_items(older, [_data.qa("a"), _data.qa("b", passed=False)])
+    jury = [_data.jury_paragraph(0, ["supported", "partial"], "partial"), _data.jury_paragraph(1, ["partial", None],
+                                                                                             "partial")]  # fmt: skip
+    store.add_items(older, [_data.qa("a"), _data.qa("b", passed=False), _data.citation("j", jury, tools=())])
     store.finish_run(older, metrics={"claimSupportPrecision": 0.95}, gate={"passed": True, "checks": []})
     newer = store.open_run(_data.config(), label="nightly", started_ms=2_000)
     store.add_items(
@@ -32,7 +34,7 @@ def _populate(store: HistoryStore) -> str:
     store.finish_run(newer, metrics={"claimSupportPrecision": 0.9}, gate={"passed": False, "checks": []})
     # A complete rejudge clears c (its set becomes current); an incomplete attempt calling it wrong_speaker
     # again is kept but not current: the queries must read the current set only.
-    supported = JudgeVerdict(verdict="supported", rationale="checked", judge_model="judge-b")
+    supported = JudgeVerdict(verdict="supported", rationale="checked", judge_model="judge-b", usage=(300, 20, 2, 1))
     assert rejudge_run(store, newer, lambda request: supported, all_paragraphs=True).complete
 
     def failing(request):
@@ -69,5 +71,10 @@ def test_every_ready_query_runs_and_returns_rows(store: HistoryStore) -> None:
     ]
     earlier = next(rows for head, rows in results.items() if "s.id AS set_id" in head)
     assert {(r[2], r[3], r[4]) for r in earlier} == {("incomplete", "wrong_speaker", 1), ("incomplete", "unjudged", 1)}
+    judges = next(rows for head, rows in results.items() if "judgeModel" in head)
+    assert sorted(tuple(r) for r in judges) == [("a", "partial", 1), ("a", "supported", 1), ("b", "partial", 1),
+                                                ("b", "unjudged", 1)]  # fmt: skip
+    tokens = next(rows for head, rows in results.items() if "AS replies_without_usage" in head)
+    assert [tuple(r) for r in tokens] == [("judge-b", 600, 40, 4, 2)]  # two paragraphs of c, rejudged
     flips = next(rows for head, rows in results.items() if "a.passed AS was" in head)
     assert sorted((r[0], bool(r[2]), bool(r[3])) for r in flips) == [("a", True, False), ("b", False, True)]

@@ -50,7 +50,9 @@ def test_a_core_judge_answers_rejudge_through_the_adapter():
     with RejudgeJudge(make, prompt_version="p1") as adapter:
         assert (adapter.model, adapter.prompt_version) == ("scripted", "p1")
         verdict, failed = adapter.judge_many([request(0, ["speaker 'Anna Berg'"]), request(0, [])])
-        assert verdict == JudgeVerdict(verdict="wrong_speaker", rationale="the hint", judge_model="scripted")
+        # A judge that reports no usage (replies None): one reply of unknown tokens, never 0 (docs/judges.md).
+        assert verdict == JudgeVerdict(verdict="wrong_speaker", rationale="the hint", judge_model="scripted",
+                                       usage=(0, 0, 1, 1))  # fmt: skip
         assert isinstance(failed, HistoryError) and str(failed) == "down"
         with pytest.raises(HistoryError, match="down"):
             adapter(request(0, []))

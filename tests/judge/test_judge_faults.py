@@ -48,6 +48,7 @@ EXPECTED = {
     "empty_choices": (UNPARSEABLE, "no choices"),
     "html200": (UNPARSEABLE, "not a chat completion but text: '<!doctype html>"),
     "text200": (UNPARSEABLE, "not a chat completion but text: 'Service temporarily"),
+    "no_usage": ("supported", ""),
 }
 
 

@@ -298,6 +298,43 @@ def test_cache_hit_makes_a_rerun_free(mock, tmp_path):
     assert "sk-" not in "".join(p.read_text() for p in cache.directory.rglob("*.json"))
 
 
+def test_a_jury_of_two_mock_judges_over_http_keeps_each_judge_its_limiter_and_its_cache_keys(mock, tmp_path):
+    from pytest_groundeval.core.kinds.citation import Jury
+
+    cache = JudgeCache(tmp_path / "cache")
+    payloads = [SUPPORTED, PARTIAL, WRONG_SPEAKER]
+
+    async def run():
+        # Each judge its own client: its own requests in flight (3 and 1) and its own fallbacks.
+        judges = [
+            JudgeClient(mock.base_url, "mock-judge+fault=delay:20", cache=cache, concurrency=3),
+            JudgeClient(mock.base_url, "mock-judge-strict+fault=delay:20", cache=cache, concurrency=1),
+        ]
+        jury = Jury(judges, "majority")
+        try:
+            return await asyncio.gather(*(jury.judge(p) for p in payloads)), [j.limiter for j in judges]
+        finally:
+            await jury.close()
+
+    mock.clear_log()
+    results, limiters = asyncio.run(run())
+    # The strict mock judge wants more of the paragraph in its sources: the two disagree on two paragraphs,
+    # and a tie goes to the worse verdict.
+    assert [[j.verdict for j in r.judges] for r in results] == [
+        ["supported", "partial"], ["partial", "unsupported"], ["wrong_speaker", "wrong_speaker"]]  # fmt: skip
+    assert [r.verdict for r in results] == ["partial", "unsupported", "wrong_speaker"]
+    assert results[0].model == "jury(majority: mock-judge+fault=delay:20, mock-judge-strict+fault=delay:20)"
+    asked = sorted(record.model for record in mock.log if record.kind == "judge")
+    assert asked == ["mock-judge"] * 3 + ["mock-judge-strict"] * 3
+    assert limiters[0] is not limiters[1] and limiters[1].peak_in_flight == 1 and limiters[0].peak_in_flight <= 3
+    # The cache keys each verdict by its judge's model: six entries, and a re-run asks neither judge.
+    assert len(list(cache.directory.rglob("*.json"))) == 6
+    mock.clear_log()
+    again, _ = asyncio.run(run())
+    assert mock.log == [] and all(r.cached for r in again) and [r.verdict for r in again] == [
+        r.verdict for r in results]  # fmt: skip
+
+
 def test_unparseable_is_not_cached(mock, tmp_path):
     cache = JudgeCache(tmp_path)
     judge_once(mock.base_url, "mock-judge+fault=prose", SUPPORTED, cache=cache, parse_retries=0)

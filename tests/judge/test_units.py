@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -114,6 +115,28 @@ def test_mock_judge_rules_from_the_input_alone():
         mock_judge.judge_verdict(judge_input("alpha beta [1]", [source], [], ["speaker 'C D'"]))[0] == "wrong_speaker"
     )
     assert mock_judge.is_judge({"messages": judge_messages(judge_input("x", []))})
+
+
+def test_the_strict_mock_judge_wants_more_coverage_for_each_verdict():
+    source = {"marker": "1", "metadata": {}, "text": "alpha beta gamma delta epsilon zeta eta theta iota kappa"}
+    other = {"marker": "2", "metadata": {}, "text": "omega sigma lambda mu nu"}
+
+    def both(paragraph: str, others=()) -> tuple[str, str]:
+        payload = judge_input(paragraph, [source], list(others))
+        return mock_judge.judge_verdict(payload)[0], mock_judge.judge_verdict(payload, strict=True)[0]
+
+    # coverage 1.0, 0.8, 0.5, 0.4, 0.2: supported at 0.6 / 0.9, partial at 0.3 / 0.5
+    assert both("alpha beta gamma delta epsilon [1]") == ("supported", "supported")
+    assert both("alpha beta gamma delta omega [1]") == ("supported", "partial")
+    assert both("alpha beta omega sigma [1]") == ("partial", "partial")
+    assert both("alpha beta omega sigma lambda [1]") == ("partial", "unsupported")
+    assert both("alpha omega sigma lambda mu [1]") == ("unsupported", "unsupported")
+    # wrong_attribution needs another source at the judge's own supported level: 0.8 is not enough when strict.
+    assert both("omega sigma lambda mu zeta [1]", [other]) == ("wrong_attribution", "unsupported")
+    assert both("alpha beta [1]", []) == ("supported", "supported")
+    messages = judge_messages(judge_input("alpha beta gamma delta omega [1]", [source]))
+    assert json.loads(mock_judge.judge_reply(messages, model="mock-judge-strict"))["verdict"] == "partial"
+    assert json.loads(mock_judge.judge_reply(messages, model="mock-judge"))["verdict"] == "supported"
 
 
 def test_reply_fault_grammar_and_counter():

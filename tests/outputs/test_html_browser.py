@@ -9,6 +9,7 @@ another chromium binary.
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import shutil
@@ -500,6 +501,40 @@ def test_a_jurys_paragraph_gets_one_column_per_judge(open_report, attribution_re
     page.page.click("#items-table tbody tr.row[data-id='attr-006-swap']")
     assert page.page.locator(".panel").count() == 2
     assert page.page.locator(".panel table.paras th.juror").count() == 2 and page.console == []
+
+
+def test_a_real_jury_runs_page_shows_each_judges_verdict_in_its_own_column(open_report, pytester):
+    # The records as the plugin writes them: datasets/attribution judged by a jury of the mock's two judges
+    # (a process of its own: this module's browser runs an event loop in this one).
+    path = pytester.path / "jury.json"
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", f"--eval-dataset={REPO / 'datasets' / 'attribution'}", "--eval-judge=mock",
+        "--eval-judge-model=mock-judge", "--eval-judge-model=mock-judge-strict", f"--eval-report={path}",
+        timeout=300,
+    )  # fmt: skip
+    assert path.is_file(), result.stdout.str()[-2000:]
+    report = json.loads(path.read_text(encoding="utf-8"))
+    item = next(i for i in report["items"] if i["id"] == "attr-004-surname")
+    records = item["extra"]["citationParagraphs"]
+    # The shape the page reads (docs/judges.md, "Juries"): each judge's model, verdict, rationale and error.
+    assert all({"judgeModel", "verdict", "rationale", "judgeError"} <= set(j) for r in records for j in r["judges"])
+    page = open_report(report)
+    page.page.click("#items-table tbody tr.row[data-id='attr-004-surname']")
+    assert page.page.locator(".panel table.paras th.juror").all_inner_texts() == ["mock-judge", "mock-judge-strict"]
+    rows = _paragraph_rows(page)
+    assert len(rows) == len(records) == 2
+    for row, record in zip(rows, records, strict=True):
+        assert [cell.split("\n")[0] for cell in row[5:]] == [j["verdict"] for j in record["judges"]]
+        assert [cell.split("\n", 1)[1] for cell in row[5:]] == [j["rationale"] for j in record["judges"]]
+    assert rows[1][5].split("\n")[0] != rows[1][6].split("\n")[0]  # the two judges part on this paragraph
+    # Each judge against the human labels, as the report's per-judge agreement says.
+    jury = page.page.eval_on_selector_all(
+        "#jury-agreement tbody tr", "rows => rows.map(r => Array.from(r.cells, c => c.textContent))"
+    )
+    by_model = report["metrics"]["judgeAgreementByModel"]
+    assert [(row[0], float(row[3])) for row in jury] == [(model, pytest.approx(by_model[model], abs=5e-5))
+                                                         for model in ("mock-judge", "mock-judge-strict")]  # fmt: skip
+    assert page.console == []
 
 
 _PIXELS = """async ([src, boxes]) => {

@@ -434,3 +434,27 @@ def test_judge_settings_resolve_and_never_show_the_key(pytester, monkeypatch):
         "mock-score",
         None,
     )
+
+
+def test_a_kappa_floor_on_the_lower_bound_gates_on_the_interval_calibrate_prints(run, pytester, capsys):
+    # The labelled paragraphs of tests/cli/test_calibrate.py: the mock's kappa 0.4 over eight of them.
+    from tests.cli.test_calibrate import labelled_dataset
+
+    dataset = labelled_dataset(pytester.path / "labelled")
+    floors, report = pytester.path / "floors.json", pytester.path / "r.json"
+    floors.write_text(json.dumps({"judgeKappa": 0.3}))
+    result = run(f"--eval-dataset={dataset}", "--eval-judge=mock", "--eval-gate-on=lower-bound",
+                 f"--eval-floors={floors}", f"--eval-report={report}")  # fmt: skip
+    stored = read(report)
+    check = next(c for c in stored["gate"]["checks"] if c["metric"] == "judgeKappa")
+    interval = stored["confidence"]["judgeKappa"]
+    # The point clears the floor; its interval's low end, over eight paragraphs, does not.
+    assert check["value"] == pytest.approx(0.4) and check["gatedOn"] == "low" and check["outcome"] == "FAIL"
+    assert interval["method"] == "bootstrap" and interval["low"] < 0.3
+    result.stdout.fnmatch_lines(["gate: FAIL"])
+    capsys.readouterr()
+    assert groundeval(["calibrate", "--dataset", str(dataset), "--judge", "mock", "--min-kappa", "0.3", "--json"]) == 1
+    calibrated = json.loads(capsys.readouterr().out)
+    # calibrate's interval of the same paragraphs is the run's, end for end (one bootstrap, one seed).
+    assert {k: calibrated["judgeKappa"][k] for k in ("low", "high", "method")} == interval
+    assert calibrated["judgeAgreement"]["low"] == stored["confidence"]["judgeAgreement"]["low"]

@@ -3,6 +3,7 @@ embedded reference target and the mock provider, in every run mode."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import sys
@@ -562,6 +563,15 @@ def test_eval_alpha_reaches_the_baseline_checks_paired_test(run, pytester, smoke
     run(f"--eval-dataset={smoke}", f"--eval-baseline={baseline}", "-k", "qa", f"--eval-report={report}")
     recorded = json.loads(report.read_text())["baseline"]
     assert recorded["alpha"] == 0.01 and recorded["pairedItems"] == 4 and 0 < recorded["recallPValue"] <= 1
+    # groundeval gate against the baseline report: the level the run recorded, or --alpha.
+    for alpha, line in ((None, "fixed margin: 4 paired qa items cannot reach alpha 0.01"),
+                        ("0.5", "significant (p=0.")):  # fmt: skip
+        out = pytester.path / f"gate-{alpha}.txt"
+        argv = ["gate", "--report", str(report), "--baseline", str(baseline), *(["--alpha", alpha] if alpha else [])]
+        with out.open("w") as stream, contextlib.redirect_stdout(stream):
+            assert groundeval(argv) == 1
+        (check,) = [text for text in out.read_text().splitlines() if text.startswith("retrievalRecall")]
+        assert "FAIL" in check and line in check, check
 
 
 @pytest.mark.parametrize("value", ["1", "0", "-0.1", "often"])

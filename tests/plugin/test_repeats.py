@@ -189,11 +189,15 @@ that the confidence intervals added beside them (``confidence``, ``confidenceLev
 MAIN_METRICS_KEYS = [
     "retrievalRecall", "claimSupportPrecision", "claimSupportRecall", "qaClaims", "falsehoodRejection",
     "temporalAccuracy", "citationMetadataAccuracy", "citationSupportedRate", "wrongSpeakerRate", "unparseableRate",
-    "judgeErrors", "coverageScoreMean", "scorerErrors", "judgeAgreement", "judgeKappa", "verdictDistribution",
-    "judgeConfusion", "citationCatches", "evidenceRiskScore", "latencyMsP50", "latencyMsP95", "tokensPerQuery",
-    "errors", "items", "itemsByKind",
+    "judgeErrors", "coverageScoreMean", "scorerErrors", "judgeAgreement", "judgeKappa", "judgeAlpha",
+    "verdictDistribution", "judgeConfusion", "citationCatches", "judgeAgreementByModel", "judgeKappaByModel",
+    "verdictDistributionByModel", "judgeTokens", "evidenceRiskScore", "latencyMsP50", "latencyMsP95",
+    "tokensPerQuery", "targetTokens", "errors", "judgeCostUsd", "targetCostUsd", "unpricedModels", "items",
+    "itemsByKind",
 ]  # fmt: skip
-"""Its ``metrics`` keys, in order."""
+"""Its ``metrics`` keys, in order, with the jury's (``judgeAlpha`` and the three per-judge tables, null
+without a jury: docs/judges.md) and the tokens' and costs' (docs/gate.md, "Cost"), which every report
+carries whether or not it repeats."""
 
 MAIN_ITEM_KEYS = [
     "id", "kind", "pass", "error", "notRun", "traceId", "detail", "latencyMs", "promptTokens", "completionTokens",

@@ -126,6 +126,8 @@ FLOOR = MetricDirection(">=", rate=True)
 """A rate in [0, 1] where higher is better."""
 CEILING_RATE = MetricDirection("<=", rate=True)
 """A rate in [0, 1] where lower is better (a share of mistakes)."""
+USD_CEILING = MetricDirection("<=", rate=False, unit="USD")
+"""An amount of US dollars where lower is better (a cost, docs/gate.md "Cost")."""
 
 
 @dataclass(frozen=True)
@@ -158,6 +160,9 @@ class MetricSpec:
         only_when_measured: Left out of the report's ``metrics`` while None, so that runs which
             cannot measure it keep the report shape they always had (``passAtK`` and
             ``passHatK`` exist only under ``--eval-repeat N`` with N > 1).
+        cells: What a ``"table"`` holds: ``"counts"`` (whole counts >= 0, one level of nesting
+            allowed) or ``"figures"`` (per key, a number in [``minimum``, 1] or None: a kappa
+            per judge model).
     """
 
     field: str
@@ -173,6 +178,7 @@ class MetricSpec:
     useless_reason: str = ""
     minimum: float = 0.0
     only_when_measured: bool = False
+    cells: Literal["counts", "figures"] = "counts"
 
     @property
     def value_range(self) -> tuple[float, float | None]:
@@ -202,6 +208,52 @@ def _not_repeated(metrics: Any, name: str) -> str | None:
     )
 
 
+def _unpriced_text(role: str, models: dict[str, Any]) -> str:
+    if role == "target" and list(models) == ["unknown"]:
+        return (
+            "the target's generate model is unknown (no /v1/info, no --eval-model-generate), so its "
+            f"{models['unknown']} token(s) cannot be priced"
+        )
+    named = ", ".join(f"{model!r} ({tokens} token(s))" for model, tokens in models.items())
+    return f"{role} model {named} not in the prices file: a model missing is never priced at 0"
+
+
+def cost_unmeasured(metrics: Any, role: str) -> str | None:
+    """Why ``judgeCostUsd`` (``role`` ``"judge"``) or ``targetCostUsd`` (``"target"``) is null although it
+    could have been measured, so that a ceiling on it FAILs saying so (docs/gate.md, "Cost"); None when
+    there was nothing to price (no judge asked in a run without citation items, no generate call).
+
+    Reads only the run's metrics: ``judgeTokens`` / ``targetTokens`` and ``unpricedModels``.
+    """
+    tokens = metrics.judge_tokens if role == "judge" else metrics.target_tokens
+    if tokens is None:
+        if role == "judge" and metrics.judge_errors is not None:
+            return "the judge's paragraph records carry no token usage (recorded before usage was): its cost is unknown"
+        ran = metrics.items_by_kind.get("citation", 0)
+        if role == "judge" and ran:
+            return f"{ran} citation item(s) ran but no judge was asked, so there is no judge cost to measure"
+        return None
+    unpriced = metrics.unpriced_models
+    if unpriced is None:
+        return (
+            "no prices: give --eval-prices FILE (JSON: model -> {input, output} US dollars per 1M tokens; "
+            'docs/gate.md "Cost")'
+        )
+    reasons = []
+    if unpriced.get(role):
+        reasons.append(_unpriced_text(role, unpriced[role]))
+    if role == "judge":
+        unknown = sum(cell.get("repliesWithoutUsage", 0) for cell in tokens.values())
+        if unknown:
+            reasons.append(f"{unknown} judge reply(ies) reported no usage: their tokens, and so the cost, are unknown")
+    elif tokens.get("callsWithoutUsage"):
+        reasons.append(
+            f"{tokens['callsWithoutUsage']} generate call(s) reported no usage: their tokens, and so the cost, "
+            "are unknown"
+        )
+    return "; ".join(reasons) or None
+
+
 COMMON_METRICS: tuple[MetricSpec, ...] = (
     MetricSpec(
         "evidence_risk_score",
@@ -225,6 +277,13 @@ COMMON_METRICS: tuple[MetricSpec, ...] = (
         direction=MetricDirection("<=", rate=False, unit="tokens"),
     ),
     MetricSpec(
+        "target_tokens",
+        "The target's tokens over its generate calls: {promptTokens, completionTokens, calls, callsWithoutUsage} "
+        "(a call that reported no usage is counted there, never as 0 tokens); null without a generate call.",
+        direction=None,
+        type_="table",
+    ),
+    MetricSpec(
         "errors",
         "Items that could not be run (target down, timeout, malformed response).",
         direction=MetricDirection("<=", rate=False),
@@ -244,6 +303,27 @@ COMMON_METRICS: tuple[MetricSpec, ...] = (
         "docs/gate.md: Repeats); at most passAtK. Absent without repeats.",
         silent=lambda metrics: _not_repeated(metrics, "passHatK"),
         only_when_measured=True,
+    ),
+    MetricSpec(
+        "judge_cost_usd",
+        "US dollars of the judge's tokens (judgeTokens) at the --eval-prices of each judge model; null without "
+        'prices, or when a judge model is not priced or a reply reported no usage (docs/gate.md, "Cost").',
+        direction=USD_CEILING,
+        silent=lambda metrics: cost_unmeasured(metrics, "judge"),
+    ),
+    MetricSpec(
+        "target_cost_usd",
+        "US dollars of the target's tokens (targetTokens) at the --eval-prices of the lineage's generate model; "
+        "null without prices, or when that model is not priced or a call reported no usage.",
+        direction=USD_CEILING,
+        silent=lambda metrics: cost_unmeasured(metrics, "target"),
+    ),
+    MetricSpec(
+        "unpriced_models",
+        "Models the prices file does not price, with their tokens: {judge: {model: tokens}, target: {model: "
+        "tokens}}, empty when every model is priced; null without --eval-prices.",
+        direction=None,
+        type_="table",
     ),
 )
 """Metrics every kind contributes to, printed after the kinds' own (``core.metrics`` builds

@@ -5,6 +5,7 @@
 - ``checks``: the deterministic checks (``missingSource``, ``metadataMismatch``) of one answer;
 - ``assess``: the judge's and the coverage scorer's figures per cited paragraph, reached
   through the ``core.judging`` protocols (``core`` never imports ``pytest_groundeval.judge``);
+- ``jury``: ``Jury``, several judges asked about every paragraph, one verdict by a policy;
 - ``tally``: the tally of outcomes and the citation metrics, Cohen's κ among them;
 - ``kind``: ``CitationKind``, how an item runs, and ``KIND``, which the registry
   (``core.kinds.KIND_MODULES``) finds here.
@@ -33,6 +34,7 @@ from .checks import (
     mention_mismatch,
     source_map,
 )
+from .jury import Jury
 from .kind import KIND, CitationKind
 from .model import CitationItem, ParagraphLabel, RecordedResponse, RecordedSource, SourceMetadata
 from .tally import (
@@ -61,6 +63,7 @@ __all__ = [
     "CitationItem",
     "CitationKind",
     "CitationTally",
+    "Jury",
     "MentionTimeout",
     "ParagraphLabel",
     "ParagraphVerdict",

@@ -7,6 +7,14 @@ scorer's counts, the paragraph records a judge was asked about) are folded into 
 ``Counter`` of integers, so per-worker tallies merge by addition and give the same
 metrics as a plain run. Cohen's κ (``cohen_kappa``) is computed here and nowhere else.
 
+A jury's paragraph records (docs/judges.md, "Juries") also carry each judge's record
+(``judges``): those are folded per judge model (verdicts, and against the human labels)
+and into a count of each paragraph's verdict pattern (the sorted verdicts its judges gave),
+from which Krippendorff's alpha is computed exactly (``core.agreement``), so ``judgeAlpha``
+and the per-judge tables merge as the rest does, and ``judgeAlpha``'s interval resamples
+paragraphs. Without a
+jury those metrics are null and nothing else changes.
+
 ``paragraph_metrics`` gives the same metrics for a list of paragraph records, as a run
 of one item would (used by ``scripts/measure_judge.py``).
 """
@@ -14,12 +22,13 @@ of one item would (used by ``scripts/measure_judge.py``).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from ...judging import JUDGE_LABELS, JUDGE_VERDICTS, RECORDED_VERDICTS, paragraph_label
+from ...agreement import pattern_alpha
+from ...judging import JUDGE_LABELS, JUDGE_VERDICTS, RECORDED_VERDICTS, USAGE_KEYS, paragraph_label, record_usage
 from ...outcome import ItemOutcome
 from ..base import CEILING_RATE, MetricDirection, MetricSpec, Tally, UnitTable, ratio
 from .assess import with_assessment
@@ -31,6 +40,7 @@ __all__ = [
     "UNPARSEABLE_CEILING",
     "CitationTally",
     "cohen_kappa",
+    "judge_tokens",
     "paragraph_catches",
     "paragraph_metrics",
     "tally_outcome",
@@ -113,8 +123,11 @@ def _extra_scores(outcome: ItemOutcome) -> list[float]:
     return scores
 
 
-def _asked_records(outcome: ItemOutcome) -> list[tuple[str, str | None, Mapping[str, Any]]]:
-    """``(label, expectedVerdict, record)`` of each paragraph record a judge was asked about (``judgeModel`` set).
+def _asked_records(
+    outcome: ItemOutcome,
+) -> list[tuple[str, str | None, Mapping[str, Any], list[tuple[str, str]] | None]]:
+    """``(label, expectedVerdict, record, jury)`` of each paragraph record a judge was asked about (``judgeModel``
+    set); ``jury`` is ``_jury_records`` of it.
 
     Raises:
         ValueError: ``citationParagraphs`` is not a list of objects, or a record's ``verdict``
@@ -142,8 +155,35 @@ def _asked_records(outcome: ItemOutcome) -> list[tuple[str, str | None, Mapping[
                 f"item {outcome.id!r}: extra.citationParagraphs[{i}].expectedVerdict {expected!r} is not one of "
                 f"{', '.join(JUDGE_VERDICTS)} or null"
             )
-        asked.append((paragraph_label(record), expected, record))
+        asked.append((paragraph_label(record), expected, record, _jury_records(outcome, i, record)))
     return asked
+
+
+def _jury_records(outcome: ItemOutcome, i: int, record: Mapping[str, Any]) -> list[tuple[str, str]] | None:
+    """``(judge model, label)`` of each judge of a jury's paragraph record, in order; None for one judge's.
+
+    Raises:
+        ValueError: ``judges`` is not a list of objects each naming its ``judgeModel`` once, or a
+            judge's ``verdict`` is not a recorded verdict or null; the message names the item and record.
+    """
+    judges = record.get("judges")
+    if judges is None:
+        return None
+    where = f"item {outcome.id!r}: extra.citationParagraphs[{i}].judges"
+    if not isinstance(judges, list):
+        raise ValueError(f"{where} must be a list, got {type(judges).__name__}")
+    found: list[tuple[str, str]] = []
+    for j, judge in enumerate(judges):
+        model = judge.get("judgeModel") if isinstance(judge, Mapping) else None
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"{where}[{j}] must be an object with a judgeModel")
+        if any(model == seen for seen, _ in found):
+            raise ValueError(f"{where}[{j}].judgeModel {model!r} is there twice")
+        verdict = judge.get("verdict")
+        if verdict is not None and verdict not in RECORDED_VERDICTS:
+            raise ValueError(f"{where}[{j}].verdict {verdict!r} is not one of {', '.join(RECORDED_VERDICTS)} or null")
+        found.append((model, paragraph_label(judge)))
+    return found
 
 
 def cohen_kappa(confusion: Mapping[tuple[str, str], int]) -> float | None:
@@ -193,7 +233,30 @@ def _scorer_asked(metrics: Any) -> str | None:
     return None
 
 
-JUDGE_BOUNDS = ("citationSupportedRate", "wrongSpeakerRate", "unparseableRate", "judgeAgreement", "judgeKappa")
+def _jury_asked(metrics: Any) -> str | None:
+    """Why an unmeasured ``judgeAlpha`` FAILs: citation items ran without a jury, or no paragraph gave it a value."""
+    ran = metrics.items_by_kind.get("citation", 0)
+    if ran and metrics.verdict_distribution_by_model is None:
+        return (
+            f"{ran} citation item(s) ran but no jury judged them: judgeAlpha needs two judges or more "
+            "(--eval-judge-model repeated, or --eval-judges FILE; docs/judges.md)"
+        )
+    if ran:
+        return (
+            "judgeAlpha is undefined: no paragraph got verdicts from two judges, or every verdict given was "
+            "the same one (docs/judges.md)"
+        )
+    return None
+
+
+JUDGE_BOUNDS = (
+    "citationSupportedRate",
+    "wrongSpeakerRate",
+    "unparseableRate",
+    "judgeAgreement",
+    "judgeKappa",
+    "judgeAlpha",
+)
 """Metrics measured by a judge: a bound on any of them arms ``judgeErrors <= 0`` and
 ``unparseableRate <= UNPARSEABLE_CEILING`` (docs/gate.md)."""
 
@@ -235,6 +298,20 @@ class CitationTally(Tally):
     """``(expectedVerdict, label)`` → labelled paragraphs the judge was asked about."""
     catches: Counter[str] = field(default_factory=_counter)
     """``CATCHES`` key → paragraphs."""
+    jury_paragraphs: int = 0
+    """Paragraphs a jury was asked about (records holding ``judges``)."""
+    verdicts_by_model: Counter[tuple[str, str]] = field(default_factory=_counter)
+    """``(judge model, label)`` → paragraphs a jury asked that judge about."""
+    confusion_by_model: Counter[tuple[str, str, str]] = field(default_factory=_counter)
+    """``(judge model, expectedVerdict, label)`` → labelled paragraphs a jury asked that judge about."""
+    verdict_patterns: Counter[tuple[str, ...]] = field(default_factory=_counter)
+    """The sorted verdicts of a jury's judges that gave one -> paragraphs with two or more: what Krippendorff's alpha
+    (``core.agreement.pattern_alpha``) is computed from, and what its interval resamples."""
+    judge_usage: Counter[tuple[str, str]] = field(default_factory=_counter)
+    """``(judge model, USAGE_KEYS key)`` → tokens or replies over asked paragraphs (a record without usage: one
+    reply without usage)."""
+    usage_records: int = 0
+    """Asked paragraph records that carry usage (``judgeReplies``); with none, ``judgeTokens`` is null."""
 
 
 METRICS: tuple[MetricSpec, ...] = (
@@ -301,6 +378,13 @@ METRICS: tuple[MetricSpec, ...] = (
         minimum=-1.0,
     ),
     MetricSpec(
+        "judge_alpha",
+        "Krippendorff's alpha (nominal) of a jury's judges' verdicts over the paragraphs at least two of them gave "
+        "a verdict (unparseable and unjudged are missing values), in [-1, 1]; null without a jury.",
+        silent=_jury_asked,
+        minimum=-1.0,
+    ),
+    MetricSpec(
         "verdict_distribution",
         "Paragraphs sent to the judge, per verdict, unparseable and unjudged; null without a judge.",
         direction=None,
@@ -316,6 +400,39 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec(
         "citation_catches",
         "Deterministic vs judge catches over paragraphs sent to the judge (docs/citation.md); null without a judge.",
+        direction=None,
+        type_="table",
+    ),
+    MetricSpec(
+        "judge_agreement_by_model",
+        "Per judge of a jury: human-labelled paragraphs whose verdict equals expectedVerdict / labelled paragraphs "
+        "(unparseable and unjudged count as disagreements); null without a jury or labels.",
+        direction=None,
+        type_="table",
+        cells="figures",
+    ),
+    MetricSpec(
+        "judge_kappa_by_model",
+        "Per judge of a jury: Cohen's kappa between expectedVerdict and that judge over the labelled paragraphs "
+        "(in [-1, 1]); null without a jury or labels.",
+        direction=None,
+        type_="table",
+        cells="figures",
+        minimum=-1.0,
+    ),
+    MetricSpec(
+        "verdict_distribution_by_model",
+        "Per judge of a jury: paragraphs per verdict, unparseable and unjudged (that judge's errors); null without "
+        "a jury.",
+        direction=None,
+        type_="table",
+    ),
+    MetricSpec(
+        "judge_tokens",
+        "Tokens the judge's replies reported, per judge model (each judge of a jury): {model: {promptTokens, "
+        "completionTokens, replies, "
+        "repliesWithoutUsage}}; a reply without usage is counted there, never as 0 tokens (docs/judges.md); "
+        "null without a judge.",
         direction=None,
         type_="table",
     ),
@@ -357,11 +474,75 @@ def tally_outcome(tally: CitationTally, outcome: ItemOutcome) -> None:
     if scores:  # most outcomes carry none: no Fraction arithmetic for them
         tally.coverage_scores += len(scores)
         tally.coverage_score_sum += sum(map(Fraction, scores), Fraction(0))
-    for label, expected, record in _asked_records(outcome):
+    for i, (label, expected, record, jury) in enumerate(_asked_records(outcome)):
         tally.verdicts[label] += 1
         if expected is not None:
             tally.confusion[(expected, label)] += 1
         tally.catches.update(paragraph_catches(record))
+        _tally_usage(tally, f"item {outcome.id!r}: extra.citationParagraphs (asked record {i})", record)
+        if jury is not None:
+            tally.jury_paragraphs += 1
+            for model, judge_label in jury:
+                tally.verdicts_by_model[(model, judge_label)] += 1
+                if expected is not None:
+                    tally.confusion_by_model[(model, expected, judge_label)] += 1
+            pattern = tuple(sorted(v for _, v in jury if v in JUDGE_VERDICTS))
+            if len(pattern) >= 2:  # fewer than two verdicts: nothing pairable, no part of alpha
+                tally.verdict_patterns[pattern] += 1
+
+
+def _tally_usage(tally: CitationTally, where: str, record: Mapping[str, Any]) -> None:
+    """Fold one asked record's judge tokens into ``tally.judge_usage``, per judge model: a jury's record
+    (``judges``, already checked by ``_jury_records``) by each of its judges, so that ``judgeTokens`` names
+    the models a prices file prices, never the jury's name.
+
+    Raises:
+        ValueError: a usage field is invalid (``core.judging.record_usage``); the message starts with ``where``.
+    """
+    judges = record.get("judges")
+    sources: Sequence[Mapping[str, Any]] = judges if isinstance(judges, list) else [record]
+    carried = False
+    for n, source in enumerate(sources):
+        try:
+            usage = record_usage(source)
+        except ValueError as exc:
+            at = where if judges is None else f"{where}.judges[{n}]"
+            raise ValueError(f"{at}: {exc}") from None
+        if usage is None:
+            # Written before usage was recorded: one reply of unknown tokens (shown only beside records that carry usage).
+            usage = (0, 0, 1, 1)
+        else:
+            carried = True
+        model = str(source.get("judgeModel"))
+        for key, count in zip(USAGE_KEYS, usage):
+            tally.judge_usage[(model, key)] += count
+    if carried:
+        tally.usage_records += 1
+
+
+def _by_model(tally: CitationTally) -> dict[str, Any]:
+    """The per-judge tables and alpha of a jury's paragraphs (``tally_results``); all None without a jury."""
+    if not tally.jury_paragraphs:
+        return {"judge_alpha": None, "judge_agreement_by_model": None, "judge_kappa_by_model": None,
+                "verdict_distribution_by_model": None}  # fmt: skip
+    models = sorted({model for model, _ in tally.verdicts_by_model})  # sorted: the same under xdist
+    confusions: dict[str, Counter[tuple[str, str]]] = {model: Counter() for model in models}
+    for (model, expected, label), count in tally.confusion_by_model.items():
+        confusions.setdefault(model, Counter())[(expected, label)] += count
+    labelled = any(sum(table.values()) for table in confusions.values())
+    return {
+        "judge_alpha": pattern_alpha(tally.verdict_patterns),
+        "judge_agreement_by_model": {
+            model: ratio(sum(n for (e, g), n in confusions[model].items() if e == g), sum(confusions[model].values()))
+            for model in models
+        }
+        if labelled
+        else None,
+        "judge_kappa_by_model": {model: cohen_kappa(confusions[model]) for model in models} if labelled else None,
+        "verdict_distribution_by_model": {
+            model: {label: tally.verdicts_by_model[(model, label)] for label in JUDGE_LABELS} for model in models
+        },
+    }
 
 
 def tally_results(tally: CitationTally) -> dict[str, Any]:
@@ -387,7 +568,21 @@ def tally_results(tally: CitationTally) -> dict[str, Any]:
         "verdict_distribution": {label: tally.verdicts[label] for label in JUDGE_LABELS} if asked else None,
         "judge_confusion": confusion if labelled else None,
         "citation_catches": {key: tally.catches[key] for key in CATCHES} if asked else None,
+        **_by_model(tally),
+        "judge_tokens": judge_tokens(tally),
     }
+
+
+def judge_tokens(tally: CitationTally) -> dict[str, dict[str, int]] | None:
+    """``judgeTokens``: per judge model (sorted), its ``USAGE_KEYS`` counts; None when no asked record carries usage.
+
+    A paragraph record written before usage was recorded (an earlier report or history) carries none;
+    a run holding only such records has no ``judgeTokens`` (its judge cost is unknown, docs/judges.md).
+    """
+    if not tally.usage_records:
+        return None
+    models = sorted({model for model, _ in tally.judge_usage})
+    return {model: {key: tally.judge_usage[(model, key)] for key in USAGE_KEYS} for model in models}
 
 
 def tally_rate_parts(tally: CitationTally) -> dict[str, tuple[Any, int]]:
@@ -411,14 +606,27 @@ def _agrees(cell: tuple[str, str]) -> bool:
     return cell[0] == cell[1]
 
 
+def _alpha_statistic() -> Callable[[Mapping[tuple[str, ...], int]], float | None]:
+    cells: dict[tuple[str, ...], Any] = {}
+
+    def alpha(patterns: Mapping[tuple[str, ...], int]) -> float | None:
+        return pattern_alpha(patterns, cells)
+
+    return alpha
+
+
 def tally_unit_tables(tally: CitationTally) -> dict[str, UnitTable]:
-    """Judge agreement and Cohen's kappa as figures of the labelled paragraphs' confusion table
-    (``Kind.unit_tables``): their intervals resample paragraphs (docs/statistics.md)."""
+    """Judge agreement and Cohen's kappa as figures of the labelled paragraphs' confusion table,
+    and a jury's ``judgeAlpha`` as a figure of its paragraphs' verdict patterns (``Kind.unit_tables``):
+    their intervals resample paragraphs (docs/statistics.md)."""
     confusion = dict(tally.confusion)
-    return {
+    tables = {
         "judge_agreement": UnitTable(confusion, _agreement, success=_agrees),
         "judge_kappa": UnitTable(confusion, cohen_kappa),
     }
+    if tally.verdict_patterns:
+        tables["judge_alpha"] = UnitTable(dict(tally.verdict_patterns), _alpha_statistic())
+    return tables
 
 
 def paragraph_metrics(records: Sequence[Mapping[str, Any]], *, judged: bool, scored: bool) -> dict[str, Any]:
