@@ -24,6 +24,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .strict_json import DuplicateKey, no_duplicate_keys
+
 __all__ = ["PRICE_FIELDS", "Prices", "PricesError", "check_prices", "price_metrics", "read_prices"]
 
 PRICE_FIELDS = ("input", "output")
@@ -107,18 +109,6 @@ def check_prices(obj: Any, source: str) -> Prices:
     return prices
 
 
-def _refuse_duplicates(source: str) -> Any:
-    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        obj: dict[str, Any] = {}
-        for key, value in pairs:
-            if key in obj:
-                raise PricesError(f"{source}: key {key!r} is given twice; JSON would keep only the last", key)
-            obj[key] = value
-        return obj
-
-    return hook
-
-
 def read_prices(path: str | Path) -> Prices:
     """Read and check a prices file (module docstring).
 
@@ -132,7 +122,9 @@ def read_prices(path: str | Path) -> Prices:
     except (OSError, UnicodeDecodeError) as exc:
         raise PricesError(f"cannot read {source}: {exc}") from exc
     try:
-        obj = json.loads(text, object_pairs_hook=_refuse_duplicates(source))
+        obj = json.loads(text, object_pairs_hook=no_duplicate_keys)
+    except DuplicateKey as exc:
+        raise PricesError(f"{source}: key {exc.key!r} is given twice; JSON would keep only the last", exc.key) from exc
     except json.JSONDecodeError as exc:
         raise PricesError(f"{source} is not valid JSON: {exc}") from exc
     return check_prices(obj, source)
