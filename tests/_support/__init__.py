@@ -12,4 +12,6 @@ at most once per process, and only when a test requests it.
 - ``gate_reports``: reports built from chosen metric rates, for gating.
 - ``sample_report``: one small report with an item of every kind, and writing edited wire reports.
 - ``datasets``: a small valid dataset on disk with one item of every kind.
+- ``metrics``: metrics folded part by part and merged, as xdist workers fold them.
+- ``pytest_args``: the flags that leave installed third-party plugins out of the runs tests start.
 """

@@ -18,8 +18,9 @@ from pytest_groundeval.core.agreement import krippendorff_alpha, nominal_alpha, 
 from pytest_groundeval.core.judging import JUDGE_VERDICTS, UNPARSEABLE, VERDICT_ORDER, JudgeResult
 from pytest_groundeval.core.jury import POLICIES, combine, jury_name, jury_verdict, worst
 from pytest_groundeval.core.kinds.citation import Jury, with_assessment
-from pytest_groundeval.core.metrics import MetricsAccumulator, compute_metrics, format_table
+from pytest_groundeval.core.metrics import compute_metrics, format_table
 from pytest_groundeval.core.outcome import ItemOutcome
+from tests._support.metrics import merged_metrics
 
 S, P, U, WS, WA = "supported", "partial", "unsupported", "wrong_speaker", "wrong_attribution"
 
@@ -256,16 +257,7 @@ def test_a_jurys_records_give_alpha_and_per_judge_figures_beside_the_jurys():
 def test_the_per_judge_figures_are_the_same_however_the_outcomes_are_split():
     whole = compute_metrics(JURY)
     for split in ([JURY[:1], JURY[1:]], [JURY[2:], JURY[:2]], [[JURY[1]], [JURY[2]], [JURY[0]]]):
-        parts = []
-        for part in split:
-            accumulator = MetricsAccumulator()
-            for outcome in part:
-                accumulator.add(outcome)
-            parts.append(accumulator)
-        merged = parts[0]
-        for other in parts[1:]:
-            merged.merge(other)
-        assert merged.result() == whole  # exact: alpha from fraction cells, kappa from integer cells
+        assert merged_metrics(split) == whole  # exact: alpha from fraction cells, kappa from integer cells
 
 
 def _judged_outcome(judged: JudgeResult) -> ItemOutcome:

@@ -33,6 +33,7 @@ from pytest_groundeval.core.kinds.citation import (
 from pytest_groundeval.core.metrics import compute_metrics
 from pytest_groundeval.core.outcome import ItemOutcome
 from pytest_groundeval.core.runner import ItemError, ItemRunner
+from tests._support.metrics import merged_metrics
 
 REPO = Path(__file__).resolve().parents[2]
 CITATION_SMOKE = REPO / "datasets" / "citation-smoke"
@@ -690,19 +691,8 @@ def test_core_judge_figures_equal_a_hand_count_and_every_partition():
     alone = citation.paragraph_metrics(records, judged=True, scored=True)
     assert (alone["judge_kappa"], alone["judge_confusion"]) == (whole.judge_kappa, whole.judge_confusion)
     assert alone["verdict_distribution"] == whole.verdict_distribution
-    from pytest_groundeval.core.metrics import MetricsAccumulator
-
     for split in ([JUDGED[:1], JUDGED[1:]], [JUDGED[2:], JUDGED[:2]], [[JUDGED[1]], [JUDGED[0]], [JUDGED[2]]]):
-        parts = []
-        for part in split:
-            accumulator = MetricsAccumulator()
-            for outcome in part:
-                accumulator.add(outcome)
-            parts.append(accumulator)
-        merged = parts[0]
-        for other in parts[1:]:
-            merged.merge(other)
-        assert merged.result() == whole  # exact: kappa from integer cells, the same however merged
+        assert merged_metrics(split) == whole  # exact: kappa from integer cells, the same however merged
 
 
 def test_cohen_kappa_edge_cases():
