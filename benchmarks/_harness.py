@@ -161,6 +161,14 @@ def check(measured: Measured, what: str, ok: Sequence[int] = (0,)) -> Measured:
     return measured
 
 
+def expect_output(name: str, output: str, wanted: Sequence[str], *, tail_lines: int = 15) -> None:
+    """Raise, with the output's last lines, unless every text in ``wanted`` is in ``output``."""
+    for text in wanted:
+        if text not in output:
+            tail = "\n".join(output.splitlines()[-tail_lines:])
+            raise RuntimeError(f"{name}: expected '{text}' in the output:\n{tail}")
+
+
 def _spool():
     return tempfile.TemporaryFile()
 

@@ -80,10 +80,7 @@ def expect_collected(name: str, output: str, items: int) -> None:
     wanted = [f"{items} tests collected"]
     if name == "plugin":
         wanted.append("dataset/manifest.json::qa::qa-000000")  # node ids as a repository's dataset has them
-    for text in wanted:
-        if text not in output:
-            tail = "\n".join(output.splitlines()[-10:])
-            raise RuntimeError(f"{name}: expected '{text}' in the output:\n{tail}")
+    h.expect_output(name, output, wanted, tail_lines=10)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -128,10 +128,7 @@ def expect_all_passed(name: str, output: str, items: int) -> None:
     wanted = [f"{items} requests"] if name == "floor" else [f"{items} passed"]
     if name == "plugin":
         wanted.append("gate: PASS")  # the items were aggregated and gated, not just run
-    for text in wanted:
-        if text not in output:
-            tail = "\n".join(output.splitlines()[-15:])
-            raise RuntimeError(f"{name}: expected '{text}' in the output:\n{tail}")
+    h.expect_output(name, output, wanted)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -73,10 +73,7 @@ def child_env(pycache: Path | None) -> dict[str, str]:
 
 def expect(name: str, output: str) -> None:
     wanted = ["1 passed"] + (["gate: PASS"] if name == "embedded" else [])
-    for text in wanted:
-        if text not in output:
-            tail = "\n".join(output.splitlines()[-15:])
-            raise RuntimeError(f"{name}: expected '{text}' in the output:\n{tail}")
+    h.expect_output(name, output, wanted)
 
 
 def main(argv: list[str] | None = None) -> int:
