@@ -40,7 +40,8 @@ for _stack in ("httpcore", "httpcore2", "httpx._transports.default", "httpx2._tr
 # Every module of the package, and the libraries it imports only on some paths, imported once here
 # for the same reason: what an in-process run imports is dropped when it ends, so each run would
 # import the controller, the runners, the kinds, pydantic's models and the report again (about 0.8 s
-# of CPU per run, some 700 runs in the suite). Start-up laziness is tested in fresh processes
+# of CPU per run, some 700 runs in the suite), and the history's schema modules imported inside a run
+# and again after it would mix two copies of SQLAlchemy's. Start-up laziness is tested in fresh processes
 # (tests/test_package.py, tests/plugin/test_session.py), which this does not reach.
 import pytest_groundeval  # noqa: E402
 

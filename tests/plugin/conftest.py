@@ -19,14 +19,6 @@ from types import SimpleNamespace
 
 import pytest
 
-# The plugin loads the `pytest_groundeval.history` package (its options parse --eval-history), so the
-# package outlives each pytester run; pytester then drops its SQLAlchemy submodules but the package keeps
-# them as attributes, and `from . import schema` in a fresh import would mix two copies of SQLAlchemy.
-# Imported once here, before any in-process run, they are never imported twice (as tests/plugin/test_history.py).
-import pytest_groundeval.cli.history
-import pytest_groundeval.history.migrations
-import pytest_groundeval.history.rejudge
-import pytest_groundeval.history.stored_report  # noqa: F401
 from tests._support.pytest_args import NO_THIRD_PARTY_PLUGINS as _NO_THIRD_PARTY_PLUGINS
 
 ROOT = Path(__file__).resolve().parents[2]

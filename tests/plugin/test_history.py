@@ -14,11 +14,6 @@ from pathlib import Path
 
 import pytest
 
-# Imported before any in-process run: pytester restores sys.modules after each run, and SQLAlchemy
-# imported inside one (to create the schema) and again after it would mix two copies of its modules.
-import pytest_groundeval.history.migrations
-import pytest_groundeval.history.rejudge_judge
-import pytest_groundeval.history.stored_report  # noqa: F401
 from pytest_groundeval.cli import main as groundeval
 from pytest_groundeval.core.contract import dataset_run_id
 from tests._support.postgres import PostgresServer
