@@ -248,58 +248,6 @@ Table(
     Index("ix_judgments_run", "run_id"),
 )
 
-# --- version 3, frozen ---------------------------------------------------------------------
-
-V3_METADATA = MetaData()
-"""The third schema (version 3), frozen: version 2's tables but ``judgments``, plus ``judgment_sets``."""
-
-for _name in ("schema_info", "runs", "items", "item_tags", "tool_calls"):
-    V2_METADATA.tables[_name].to_metadata(V3_METADATA)
-_v3_sets = Table(
-    "judgment_sets",
-    V3_METADATA,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
-    Column("origin", String(16), nullable=False),
-    Column("judge_model", Text, nullable=True),
-    Column("scorer_model", Text, nullable=True),
-    Column("prompt_version", Text, nullable=True),
-    Column("created_ms", BigInteger, nullable=False),
-    Column("status", String(16), nullable=False),
-    Column("is_current", Boolean, nullable=False),
-    Column("paragraphs", Integer, nullable=False),
-    Column("failed", Integer, nullable=False),
-    Column("reason", Text, nullable=True),
-    Column("metrics", _JSON, nullable=True),
-    Column("gate", _JSON, nullable=True),
-    Index("ix_judgment_sets_run", "run_id"),
-)
-Index("uq_judgment_sets_current", _v3_sets.c.run_id, unique=True, sqlite_where=_v3_sets.c.is_current,
-      postgresql_where=_v3_sets.c.is_current)  # fmt: skip
-Table(
-    "judgments",
-    V3_METADATA,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("set_id", Integer, ForeignKey("judgment_sets.id", ondelete="CASCADE"), nullable=False),
-    Column("item", Integer, ForeignKey("items.id", ondelete="CASCADE"), nullable=False),
-    Column("run_id", String(32), nullable=False),
-    Column("paragraph", Integer, nullable=False),
-    Column("text", Text, nullable=False),
-    Column("markers", _JSON, nullable=False),
-    Column("missing_markers", _JSON, nullable=False),
-    Column("metadata_mismatch", _JSON, nullable=False),
-    Column("deterministic_pass", Boolean, nullable=False),
-    Column("verdict", String(32), nullable=True),
-    Column("rationale", Text, nullable=True),
-    Column("expected_verdict", String(32), nullable=True),
-    Column("coverage_score", Float, nullable=True),
-    Column("judge_model", Text, nullable=True),
-    Column("judged_ms", BigInteger, nullable=True),
-    UniqueConstraint("set_id", "item", "paragraph", name="uq_judgments_set_item_paragraph"),
-    Index("ix_judgments_run", "run_id"),
-    Index("ix_judgments_set", "set_id"),
-)
-
 # --- migrations ------------------------------------------------------------------------------
 
 
