@@ -294,23 +294,6 @@ def _check_key(check: Any) -> tuple[str, str, Any]:
     return (check.metric, check.outcome, check.bound)
 
 
-def expected_gate(report: Report, source: str) -> tuple[bool, list[tuple[str, str, Any]], set[str]]:
-    """The gate a report's own metrics, recorded floors and recorded baseline give (docs/gate.md).
-
-    ``core.gate.evaluate_gate`` of the metrics with the recorded ``floors`` (the default
-    floors when none are recorded), the recorded ``baseline`` and the recorded ``gated``,
-    then the checks a run adds: ``notRun`` when an item never ran, ``run`` when the run
-    was interrupted, ``items`` when a merged run misses dataset items.
-
-    Returns:
-        ``(passed, [(metric, outcome, bound) of evaluate_gate's checks], extra metrics required)``.
-
-    Raises:
-        ReportError: the recorded floors are invalid (naming ``floors``).
-    """
-    return _expected_gate(report, refinalize(report, source))
-
-
 def refinalize(report: Report, source: str) -> Finalized:
     """``core.finalize.finalize_run`` of a report's own items, metrics, recorded floors, baseline,
     confidence level and ``gateOn``: the gate and the confidence intervals the report should hold.
@@ -337,6 +320,16 @@ def refinalize(report: Report, source: str) -> Finalized:
 
 
 def _expected_gate(report: Report, result: Finalized) -> tuple[bool, list[tuple[str, str, Any]], set[str]]:
+    """The gate a report's own metrics, recorded floors and recorded baseline give (docs/gate.md); ``result`` is ``refinalize``'s.
+
+    ``core.gate.evaluate_gate`` of the metrics with the recorded ``floors`` (the default
+    floors when none are recorded), the recorded ``baseline`` and the recorded ``gated``,
+    then the checks a run adds: ``notRun`` when an item never ran, ``run`` when the run
+    was interrupted, ``items`` when a merged run misses dataset items.
+
+    Returns:
+        ``(passed, [(metric, outcome, bound) of evaluate_gate's checks], extra metrics required)``.
+    """
     evaluated = result.evaluated
     required = {check.metric for check in result.gate.checks if check.metric in EXTRA_CHECKS}
     if report.interrupted:
@@ -377,17 +370,16 @@ def check_confidence(report: Report, source: str, recomputed: dict[str, Confiden
         )
 
 
-def check_gate(report: Report, source: str, refinalized: Finalized | None = None) -> None:
+def check_gate(report: Report, source: str, refinalized: Finalized) -> None:
     """Refuse a report whose stored gate is not what its own metrics, floors and baseline give.
 
-    The gate is re-evaluated (``expected_gate``) and compared with the stored one: each
+    The gate is re-evaluated (``_expected_gate`` of ``refinalized``, which is
+    ``refinalize(report, source)``) and compared with the stored one: each
     check's metric, outcome and bound in order, then ``gate.passed``. The checks a run
     adds after evaluation (``notRun``, ``run``, ``items``) must FAIL, and those the report
     calls for must be there: ``run`` for an interrupted report, ``items`` for a merged one
     missing items, ``notRun`` for a report listing items that never ran (docs/gate.md).
     A recorded baseline figure must be the one its evidence counts give.
-
-    ``refinalized`` is ``refinalize(report, source)`` when the caller has it already.
 
     Raises:
         ReportError: naming ``gate.checks[i]``, ``gate.passed`` or ``baseline.retrievalRecall``
@@ -402,8 +394,6 @@ def check_gate(report: Report, source: str, refinalized: Finalized | None = None
                 f"evidence counts give {figure!r} ({info.evidence_found}/{info.evidence_expected}): the baseline "
                 "record was edited by hand? (docs/gate.md)"
             )
-    if refinalized is None:
-        refinalized = refinalize(report, source)
     passed, expected, required = _expected_gate(report, refinalized)
     stored = [(i, c) for i, c in enumerate(report.gate.checks) if c.metric not in EXTRA_CHECKS]
     unrecorded = None
