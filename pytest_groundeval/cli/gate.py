@@ -17,6 +17,7 @@ from ..core.significance import DEFAULT_ALPHA
 from ..history.errors import HistoryError
 from ..history.urls import is_database_url, url_from_sources
 from ._args import Parser, UsageError, report_error_text
+from .compare import check_alpha
 
 
 def _gate_parser() -> Parser:
@@ -118,8 +119,9 @@ def gate_main(argv: list[str]) -> int:
         _resolve_spellings(args)
         if args.confidence is not None:
             check_level(args.confidence)
-        if args.alpha is not None and not 0.0 < args.alpha < 1.0:
-            raise UsageError(f"--alpha must be a number in (0, 1), got {args.alpha:g}")
+        problem = check_alpha(args.alpha) if args.alpha is not None else None
+        if problem is not None:
+            raise UsageError(problem)
     except (UsageError, ValueError) as exc:
         print(f"groundeval gate: {report_error_text(exc)}", file=sys.stderr)
         return 2
