@@ -641,32 +641,24 @@ def nothing_gated_check(metrics: Metrics) -> GateCheck:
     floor would change that: the reason says so instead (the ``errors`` check fails the run).
     """
     if metrics.items and metrics.errors >= metrics.items:
-        return GateCheck(
-            metric=NOTHING_GATED,
-            value=0.0,
-            bound=1.0,
-            op=">=",
-            outcome="FAIL",
-            reason=f"nothing gated: every item errored ({metrics.errors} of {metrics.items}), so no quality metric "
+        reason = (
+            f"nothing gated: every item errored ({metrics.errors} of {metrics.items}), so no quality metric "
             "was measured; the items' errors say why (a target that did not answer, or a reply that could not be "
-            "read), not a missing floor",
+            "read), not a missing floor"
         )
-    values = metrics.to_wire()
-    measured = [
-        f"{name} {format_value(name, values[name])}"
-        for name in METRIC_DIRECTIONS
-        if name not in NOT_QUALITY and values.get(name) is not None
-    ]
-    listed = ", ".join(measured) if measured else "none"
-    return GateCheck(
-        metric=NOTHING_GATED,
-        value=0.0,
-        bound=1.0,
-        op=">=",
-        outcome="FAIL",
-        reason=f"nothing gated: no quality metric was compared with a bound (only error counts); "
-        f"measured: {listed}; {_HOW_TO_ARM}",
-    )
+    else:
+        values = metrics.to_wire()
+        measured = [
+            f"{name} {format_value(name, values[name])}"
+            for name in METRIC_DIRECTIONS
+            if name not in NOT_QUALITY and values.get(name) is not None
+        ]
+        listed = ", ".join(measured) if measured else "none"
+        reason = (
+            f"nothing gated: no quality metric was compared with a bound (only error counts); "
+            f"measured: {listed}; {_HOW_TO_ARM}"
+        )
+    return GateCheck(metric=NOTHING_GATED, value=0.0, bound=1.0, op=">=", outcome="FAIL", reason=reason)
 
 
 def _measurable(metric: str, metrics: Metrics, value: Any) -> bool:
