@@ -37,7 +37,14 @@ from typing import Any, Literal
 from .confidence import BOOTSTRAP_SEED, unit_table_interval
 from .intervals import BOOTSTRAP_REPLICATES, DEFAULT_CONFIDENCE
 from .judging import JUDGE_LABELS, JUDGE_VERDICTS, UNJUDGED, UNPARSEABLE, paragraph_label
-from .kinds.citation.tally import UNPARSEABLE_CEILING, CitationTally, cohen_kappa, tally_unit_tables
+from .kinds.citation.tally import (
+    UNPARSEABLE_CEILING,
+    CitationTally,
+    agreement_of,
+    cohen_kappa,
+    confusion_table,
+    tally_unit_tables,
+)
 
 __all__ = [
     "DEFAULT_CONFIDENCE",
@@ -64,9 +71,7 @@ Pair = tuple[str, str]
 
 def agreement(pairs: Sequence[Pair]) -> float | None:
     """Share of pairs whose judge label equals the human verdict; None for no pairs."""
-    if not pairs:
-        return None
-    return sum(1 for human, judge in pairs if human == judge) / len(pairs)
+    return agreement_of(Counter(pairs))
 
 
 def cohens(pairs: Sequence[Pair]) -> float | None:
@@ -80,13 +85,7 @@ def confusion(pairs: Sequence[Pair]) -> dict[str, dict[str, int]]:
 
     The same table as a run's ``judgeConfusion`` (docs/citation.md).
     """
-    counts = Counter(pairs)
-    table: dict[str, dict[str, int]] = {}
-    for human in JUDGE_VERDICTS:
-        row = {label: counts[(human, label)] for label in JUDGE_LABELS if counts[(human, label)]}
-        if row:
-            table[human] = row
-    return table
+    return confusion_table(Counter(pairs))
 
 
 @dataclass(frozen=True)

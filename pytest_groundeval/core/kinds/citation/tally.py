@@ -532,12 +532,7 @@ def _by_model(tally: CitationTally) -> dict[str, Any]:
     labelled = any(sum(table.values()) for table in confusions.values())
     return {
         "judge_alpha": pattern_alpha(tally.verdict_patterns),
-        "judge_agreement_by_model": {
-            model: ratio(sum(n for (e, g), n in confusions[model].items() if e == g), sum(confusions[model].values()))
-            for model in models
-        }
-        if labelled
-        else None,
+        "judge_agreement_by_model": {model: agreement_of(confusions[model]) for model in models} if labelled else None,
         "judge_kappa_by_model": {model: cohen_kappa(confusions[model]) for model in models} if labelled else None,
         "verdict_distribution_by_model": {
             model: {label: tally.verdicts_by_model[(model, label)] for label in JUDGE_LABELS} for model in models
@@ -549,12 +544,6 @@ def tally_results(tally: CitationTally) -> dict[str, Any]:
     """The citation metrics of ``tally``, keyed by ``MetricSpec.field`` (``METRICS``); JSON built-ins, None for n/a."""
     asked = tally.judge_outcomes > 0
     labelled = sum(tally.confusion.values())
-    agreeing = sum(count for (expected, got), count in tally.confusion.items() if expected == got)
-    confusion: dict[str, dict[str, int]] = {}
-    for expected in JUDGE_VERDICTS:
-        row = {got: tally.confusion[(expected, got)] for got in JUDGE_LABELS if tally.confusion[(expected, got)]}
-        if row:
-            confusion[expected] = row
     return {
         "citation_metadata_accuracy": ratio(tally.judged - tally.mismatched, tally.judged),
         "citation_supported_rate": ratio(tally.judge_supported, tally.judge_judged),
@@ -563,10 +552,10 @@ def tally_results(tally: CitationTally) -> dict[str, Any]:
         "judge_errors": tally.judge_errors if asked else None,
         "coverage_score_mean": ratio(tally.coverage_score_sum, tally.coverage_scores),
         "scorer_errors": tally.scorer_errors if tally.scorer_outcomes else None,
-        "judge_agreement": ratio(agreeing, labelled),
+        "judge_agreement": agreement_of(tally.confusion),
         "judge_kappa": cohen_kappa(tally.confusion),
         "verdict_distribution": {label: tally.verdicts[label] for label in JUDGE_LABELS} if asked else None,
-        "judge_confusion": confusion if labelled else None,
+        "judge_confusion": confusion_table(tally.confusion) if labelled else None,
         "citation_catches": {key: tally.catches[key] for key in CATCHES} if asked else None,
         **_by_model(tally),
         "judge_tokens": judge_tokens(tally),
@@ -597,9 +586,23 @@ def tally_rate_parts(tally: CitationTally) -> dict[str, tuple[Any, int]]:
     }
 
 
-def _agreement(confusion: Mapping[tuple[str, str], int]) -> float | None:
-    """The share of labelled paragraphs whose judge label is their ``expectedVerdict`` (``judgeAgreement``)."""
+def agreement_of(confusion: Mapping[tuple[str, str], int]) -> float | None:
+    """The share of labelled paragraphs whose judge label is their ``expectedVerdict`` (``judgeAgreement``).
+
+    ``confusion`` maps ``(expectedVerdict, judge label)`` to a count; None when it counts nothing.
+    """
     return ratio(sum(count for (expected, got), count in confusion.items() if expected == got), sum(confusion.values()))
+
+
+def confusion_table(confusion: Mapping[tuple[str, str], int]) -> dict[str, dict[str, int]]:
+    """``{expectedVerdict: {judge label: count}}``: the non-zero cells of ``confusion``, rows and columns
+    in report order (``judgeConfusion``, docs/citation.md)."""
+    table: dict[str, dict[str, int]] = {}
+    for expected in JUDGE_VERDICTS:
+        row = {got: confusion.get((expected, got), 0) for got in JUDGE_LABELS if confusion.get((expected, got), 0)}
+        if row:
+            table[expected] = row
+    return table
 
 
 def _agrees(cell: tuple[str, str]) -> bool:
@@ -621,7 +624,7 @@ def tally_unit_tables(tally: CitationTally) -> dict[str, UnitTable]:
     their intervals resample paragraphs (docs/statistics.md)."""
     confusion = dict(tally.confusion)
     tables = {
-        "judge_agreement": UnitTable(confusion, _agreement, success=_agrees),
+        "judge_agreement": UnitTable(confusion, agreement_of, success=_agrees),
         "judge_kappa": UnitTable(confusion, cohen_kappa),
     }
     if tally.verdict_patterns:
