@@ -58,7 +58,7 @@ from .freeze import freeze_long_lived_objects
 from .history import SessionHistory
 from .hookspecs import is_wrapper
 from .junit import log_gates_to_junit
-from .nodeids import dataset_key, eval_node, eval_node_kind
+from .nodeids import dataset_key, eval_node
 from .options import STEP_SUMMARY_ENV, Settings, step_summary_path
 from .record import GATE_ATTR, NOTICES_ATTR, OUTCOME_ATTR, RUN_ATTR
 from .session import GateSession
@@ -176,9 +176,11 @@ class Controller:
 
     def reported(self, nodeid: str) -> bool:
         """Whether the item ``nodeid`` names already reported its outcome (``plugin.crash``)."""
-        node = eval_node_kind(nodeid)
-        run = self.runs.get(dataset_key(nodeid))
-        return node is not None and run is not None and node[1] in run.seen
+        node = eval_node(nodeid)
+        if node is None:
+            return False
+        run = self.runs.get(node[0])
+        return run is not None and node[2] in run.seen
 
     # -- collection -----------------------------------------------------------------
 
@@ -234,8 +236,9 @@ class Controller:
             by_key: dict[str, list[ItemBase]] = {}
             for item in session.items:
                 eval_item = getattr(item, "eval_item", None)
-                if eval_item is not None and eval_node_kind(item.nodeid) is not None:
-                    by_key.setdefault(dataset_key(item.nodeid), []).append(eval_item)
+                node = eval_node(item.nodeid)
+                if eval_item is not None and node is not None:
+                    by_key.setdefault(node[0], []).append(eval_item)
             for key, items in by_key.items():
                 self.history.note_items(key, items)
             self._open_history_runs()
@@ -363,14 +366,15 @@ class Controller:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if getattr(report, GATE_ATTR, False):
             return
-        node = eval_node_kind(report.nodeid)
+        node = eval_node(report.nodeid)
         if node is None:
             if report.failed:
                 self.other_failures += 1
             return
         for notice in getattr(report, NOTICES_ATTR, None) or ():
             self.notices.setdefault(notice)
-        run = self._run_for(dataset_key(report.nodeid))
+        key, kind, item_id = node
+        run = self._run_for(key)
         info = getattr(report, RUN_ATTR, None)
         if info is not None:
             self._note_run(run, info)
@@ -380,7 +384,6 @@ class Controller:
         elif report.failed and report.when != "teardown":
             # No outcome: a crashed worker's synthetic report, or a fixture that failed
             # before the item could run. It is an error, counted, never dropped.
-            kind, item_id = node
             lines = str(report.longrepr).strip().splitlines()
             message = (lines[-1] if lines else "item could not be run")[:500]
             self._add(run, self._errored(run, kind, item_id, message))

@@ -11,16 +11,14 @@ from ..core.kinds import KIND_NAMES
 
 def eval_node_kind(nodeid: str) -> tuple[str, str] | None:
     """``(kind, item_id)`` when ``nodeid`` names a dataset item (``…manifest.json::kind::id``)."""
-    parts = nodeid.split("::")
-    if len(parts) == 3 and parts[0].endswith("manifest.json") and parts[1] in KIND_NAMES:
-        return parts[1], parts[2]
-    return None
+    node = eval_node(nodeid)
+    return None if node is None else (node[1], node[2])
 
 
 def eval_node(nodeid: str) -> tuple[str, str, str] | None:
     """``(dataset key, kind, item_id)`` when ``nodeid`` names a dataset item, in one split (else None).
 
-    The same test as ``eval_node_kind`` and ``dataset_key`` together, for loops over every item.
+    The test ``eval_node_kind`` makes, with the dataset key (``dataset_key``) from the same split.
     """
     parts = nodeid.split("::")
     if len(parts) == 3 and parts[0].endswith("manifest.json") and parts[1] in KIND_NAMES:
