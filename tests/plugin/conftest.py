@@ -12,10 +12,11 @@ process itself (a crash, a signal, a real CLI) passes ``subprocess=True``.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -69,13 +70,18 @@ def run(pytester: pytest.Pytester, request: pytest.FixtureRequest) -> Callable[.
         cache_args = NO_THIRD_PARTY_PLUGINS + (() if cache else ("-p", "no:cacheprovider"))
         if subprocess:
             return pytester.runpytest_subprocess(*cache_args, *args, timeout=300)
-        extra: list[str] = []
-        if not spawn and not any(a.startswith(_TARGET_FLAGS) for a in args):
-            target = request.getfixturevalue("shared_target")
-            extra = [f"--eval-url={target.base_url}", f"--eval-api-key={target.api_key}"]
+        extra = [] if spawn else _shared_target_args(args, lambda: request.getfixturevalue("shared_target"))
         return pytester.runpytest(*cache_args, *extra, *args)
 
     return run
+
+
+def _shared_target_args(args: Sequence[str], target: Callable[[], Any]) -> list[str]:
+    """``--eval-url`` and ``--eval-api-key`` of ``target()`` (the shared target), unless ``args`` name a target."""
+    if any(a.startswith(_TARGET_FLAGS) for a in args):
+        return []
+    shared = target()
+    return [f"--eval-url={shared.base_url}", f"--eval-api-key={shared.api_key}"]
 
 
 # -- runs shared by several tests ----------------------------------------------------------------
@@ -116,39 +122,34 @@ class SharedRun:
 def run_once(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, shared_target: object
 ) -> Callable[..., SharedRun]:
-    """``run_once(name, *args, conftest=None) -> SharedRun``: one run per ``name``, shared for the session.
+    """``run_once(name, *args) -> SharedRun``: one run per ``name``, shared for the session.
 
     The run is what ``run(*args)`` would do (in process, against ``shared_target`` unless ``args``
-    name a target), in a directory of its own holding a copy of the smoke dataset as ``smoke``
-    and, given ``conftest``, that ``conftest.py``; ``{path}`` in ``args`` stands for that
-    directory. The first test to ask runs it; later ones get the same ``SharedRun`` for
-    assertions of their own (asking with other ``args`` or another ``conftest`` is an error).
+    name a target), in a directory of its own holding a copy of the smoke dataset as ``smoke``;
+    ``{path}`` in ``args`` stands for that directory. The first test to ask runs it; later ones
+    get the same ``SharedRun`` for assertions of their own (asking with other ``args`` is an error).
     An ``-n 2`` run costs two worker processes: tests sharing one carry the same
     ``xdist_group`` mark, so that under xdist one worker runs it, once.
     """
-    done: dict[str, tuple[tuple[object, ...], SharedRun]] = {}
+    done: dict[str, tuple[tuple[str, ...], SharedRun]] = {}
 
-    def run_once(name: str, *args: str, conftest: str | None = None) -> SharedRun:
+    def run_once(name: str, *args: str) -> SharedRun:
         if name in done:
             asked, shared = done[name]
-            assert asked == (args, conftest), f"the shared run {name!r} was asked for with other arguments"
+            assert asked == args, f"the shared run {name!r} was asked for with other arguments"
             return shared
         shim = _SharedRunRequest(request, name)
         try:
             with pytest.MonkeyPatch.context() as monkeypatch:
                 pytester = pytest.Pytester(shim, tmp_path_factory, monkeypatch, _ispytest=True)
                 shutil.copytree(SMOKE, pytester.path / "smoke")
-                if conftest is not None:
-                    pytester.makeconftest(conftest)
                 argv = [a.replace("{path}", str(pytester.path)) for a in args]
-                if not any(a.startswith(_TARGET_FLAGS) for a in argv):
-                    target = f"--eval-url={shared_target.base_url}", f"--eval-api-key={shared_target.api_key}"
-                    argv = [*target, *argv]
-                result = pytester.runpytest(*NO_THIRD_PARTY_PLUGINS, "-p", "no:cacheprovider", *argv)
+                target = _shared_target_args(argv, lambda: shared_target)
+                result = pytester.runpytest(*NO_THIRD_PARTY_PLUGINS, "-p", "no:cacheprovider", *target, *argv)
         finally:
             for finalizer in reversed(shim.finalizers):
                 finalizer()
-        done[name] = ((args, conftest), SharedRun(result, pytester.path))
+        done[name] = (args, SharedRun(result, pytester.path))
         return done[name][1]
 
     return run_once
