@@ -28,11 +28,9 @@ from typing import Any
 
 from sqlalchemy import case, func, insert, literal, select, update
 
-from ..core.confidence import compute_confidence
 from ..core.finalize import RunFlags, RunOutcomes, finalize_run
 from ..core.gate import GateResult
 from ..core.judging import RECORDED_VERDICTS
-from ..core.metrics import Metrics
 from . import schema
 from .engine import HistoryError
 from .queries import recorded_confidence, recorded_floors, recorded_prices
@@ -99,8 +97,8 @@ judge can ask several paragraphs concurrently."""
 Progress = Callable[[int, int], None]
 """Progress callback: ``(done, total)`` after each paragraph."""
 
-Recompute = Callable[[list[dict[str, Any]], Mapping[str, Any], Mapping[str, Any] | None], tuple[dict, dict]]
-"""``(outcomes, run config, stored gate) -> (metrics wire dict, gate wire dict)``."""
+Recompute = Callable[[list[dict[str, Any]], Mapping[str, Any], Mapping[str, Any] | None], tuple[dict, dict, dict]]
+"""``(outcomes, run config, stored gate) -> (metrics, gate, confidence intervals)``, each a wire dict."""
 
 
 @dataclass
@@ -203,7 +201,7 @@ def rejudge_run(
         judge: Called once per selected paragraph, in (item, paragraph) order.
         all_paragraphs: Judge every paragraph again, not only those without a parseable verdict.
         progress: Called with ``(done, total)`` after each paragraph.
-        recompute: Metrics and gate from outcomes; default ``default_recompute``.
+        recompute: Metrics, gate and intervals from outcomes (``Recompute``); default ``default_recompute``.
 
     Returns:
         Counts, the set written and, when it became current, the recomputed metrics and
@@ -407,9 +405,9 @@ def judge_figures(paragraphs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 def default_recompute(
     outcomes: list[dict[str, Any]], config: Mapping[str, Any], stored_gate: Mapping[str, Any] | None
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Metrics and gate (``core.finalize.finalize_run`` with the run's recorded floors, confidence
-    level and ``gateOn``).
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Metrics, gate and confidence intervals (``core.finalize.finalize_run`` with the run's recorded
+    floors, confidence level and ``gateOn``).
 
     Rejudging cannot change retrieval recall, and the baseline the run was gated
     against is not in the history, so the stored ``retrievalRecall`` checks (floor and
@@ -447,7 +445,8 @@ def default_recompute(
     gate = GateResult.model_validate(
         {"passed": all(c["outcome"] != "FAIL" for c in checks), "checks": checks, "gateOn": gate_on}
     )
-    return metrics.to_wire(), gate.to_wire()
+    confidence = {name: None if i is None else i.to_wire() for name, i in end.confidence.items()}
+    return metrics.to_wire(), gate.to_wire(), confidence
 
 
 def _make_current(
@@ -480,10 +479,7 @@ def _make_current(
             outcomes.append(rebuilt)
         else:
             outcomes.append(outcome)
-    metrics, gate = recompute(outcomes, config, stored_gate)
-    level, _ = recorded_confidence(config, run_id)
-    intervals = compute_confidence(outcomes, Metrics.model_validate(metrics), level)
-    confidence = {name: None if i is None else i.to_wire() for name, i in intervals.items()}
+    metrics, gate, confidence = recompute(outcomes, config, stored_gate)
     with store.write() as conn:
         for entry in updates:
             conn.execute(update(items).where(items.c.id == entry["key"]).values(outcome=entry["outcome"]))
