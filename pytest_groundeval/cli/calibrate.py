@@ -35,6 +35,7 @@ from ..core.calibration import (
     pairs_of,
 )
 from ..core.dataset import Dataset, DatasetError, load_dataset
+from ..core.jury import mock_judge_model_problem
 from ..core.kinds.citation import (
     CitationItem,
     MentionTimeout,
@@ -102,6 +103,10 @@ def _checked(args: argparse.Namespace) -> None:
         )
     if args.judge is not None and args.judge_url:
         raise _Usage("--judge and --judge-url both given: calibrate measures one judge; drop one of them")
+    if args.judge is not None and args.judge_model:
+        problem = mock_judge_model_problem(args.judge_model)
+        if problem is not None:
+            raise _Usage(f"--judge-model: {problem}")
     if args.judge is None and not args.judge_url:
         raise _Usage(
             "no judge: give --judge-url URL --judge-model M (key in GROUNDEVAL_JUDGE_API_KEY), or --judge mock"

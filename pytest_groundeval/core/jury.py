@@ -30,7 +30,16 @@ from collections.abc import Sequence
 
 from .judging import JUDGE_VERDICTS, UNJUDGED, UNPARSEABLE, VERDICT_ORDER, JudgeResult
 
-__all__ = ["DEFAULT_POLICY", "POLICIES", "combine", "jury_name", "jury_verdict", "worst"]
+__all__ = [
+    "DEFAULT_POLICY",
+    "MOCK_JUDGE_MODELS",
+    "POLICIES",
+    "combine",
+    "jury_name",
+    "jury_verdict",
+    "mock_judge_model_problem",
+    "worst",
+]
 
 POLICIES: tuple[str, ...] = ("majority", "unanimous", "strictest")
 """The values of ``--eval-judge-policy`` (docs/judges.md, "Juries")."""
@@ -144,3 +153,23 @@ def combine(results: Sequence[JudgeResult], policy: str, name: str) -> JudgeResu
             f"{result.model}: {result.error or 'no verdict'}" for result in results
         )
     return out
+
+
+MOCK_JUDGE_MODELS = ("mock-judge", "mock-judge-strict")
+"""The judges the mock provider has (docs/mock.md): the default one and the strict one."""
+
+
+def mock_judge_model_problem(model: str) -> str | None:
+    """Why ``model`` cannot name a judge of the mock provider, or None.
+
+    The mock answers every model name, but only ``MOCK_JUDGE_MODELS`` (each with an optional
+    ``+fault=…``, docs/mock.md) are its judges: any other name would label the mock's heuristic
+    verdicts, tokens and cost as that model's (a calibration of "gpt-4o" that measured the mock).
+    """
+    if model.strip().split("+", 1)[0] in MOCK_JUDGE_MODELS:
+        return None
+    return (
+        f"{model.strip()!r} is not a judge of the mock provider ({', '.join(MOCK_JUDGE_MODELS)}): the mock's "
+        "heuristic verdicts would be reported as that model's; to judge with that model give its URL "
+        "(--eval-judge-url, or --judge-url for groundeval calibrate) instead of mock"
+    )

@@ -19,7 +19,7 @@ import pytest
 
 from ..core.cost import PricesError, read_prices
 from ..core.intervals import DEFAULT_CONFIDENCE, GATE_ON, GateOn
-from ..core.jury import DEFAULT_POLICY, POLICIES, jury_name
+from ..core.jury import DEFAULT_POLICY, POLICIES, jury_name, mock_judge_model_problem
 from ..core.sharding import parse_shard
 from ..core.significance import DEFAULT_ALPHA
 from ..history.urls import HistoryError, describe_url, resolve_url
@@ -666,6 +666,11 @@ def _judging(values: dict, sources: dict) -> dict:
         )
     if url and not values["judge-model"]:
         raise pytest.UsageError(f"{sources['judge-url']} needs --eval-judge-model (or GROUNDEVAL_JUDGE_MODEL)")
+    if judge is not None:
+        for named in values["judge-model"] or ():
+            problem = mock_judge_model_problem(named)
+            if problem is not None:
+                raise pytest.UsageError(f"{sources['judge-model']}: {problem}")
     has_judge = judge is not None or bool(url) or bool(values["judges"])
     for name in ("judge-model", "judge-cache", "judge-concurrency", "judge-max-tokens"):
         if values[name] and not has_judge:

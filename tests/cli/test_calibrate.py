@@ -122,6 +122,7 @@ def test_the_bootstrap_is_reproducible_and_seeded(dataset, capsys):
         (["--judge", "gpt"], "the only value is mock"),
         (["--judge", "mock", "--judge-url", "http://127.0.0.1:9/v1", "--judge-model", "m"], "both given"),
         (["--judge-url", "http://127.0.0.1:9/v1"], "--judge-url needs --judge-model"),
+        (["--judge", "mock", "--judge-model", "gpt-4o"], "--judge-model: 'gpt-4o' is not a judge of the mock provider"),
         (["--judge-url", "http://u:p@127.0.0.1:9/v1", "--judge-model", "m"], "carries credentials"),
         (["--judge", "mock", "--min-kappa", "1.5"], "--min-kappa 1.5: expected a number in [-1, 1]"),
         (["--judge", "mock", "--min-agreement", "-0.1"], "--min-agreement -0.1: expected a number in [0, 1]"),

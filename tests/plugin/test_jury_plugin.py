@@ -291,6 +291,11 @@ def test_a_bad_judges_file_is_a_usage_error_naming_the_file_the_entry_and_the_fi
          "'loudest' given by --eval-judge-policy is not a jury policy: expected one of majority, unanimous, "
          "strictest"),
         (["--eval-judge=mock", "--eval-judge-policy=strictest"], "--eval-judge-policy given, but no jury"),
+        # The mock's heuristic, reported under a real model's name, would read as that model's figures.
+        (["--eval-judge=mock", "--eval-judge-model=gpt-4o"], "--eval-judge-model: 'gpt-4o' is not a judge of the "
+                                                             "mock provider (mock-judge, mock-judge-strict)"),
+        (["--eval-judge=mock", "--eval-judge-model=mock-judge", "--eval-judge-model=o4-mini"],
+         "--eval-judge-model: 'o4-mini' is not a judge of the mock provider"),
     ],
 )  # fmt: skip
 def test_jury_options_are_checked(pytester, args, message):
