@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -514,11 +515,20 @@ def resolve_settings(config: pytest.Config) -> Settings:
     outputs = {}
     for name, what_file in (("report", "a JSON file"), ("html", "an HTML file"), ("markdown", "a Markdown file")):
         out = outputs[name] = path(name)
-        if out is not None and (out.is_dir() or not out.parent.is_dir()):
+        if out is None:
+            continue
+        if out.is_dir() or not out.parent.is_dir():
             what = "is a directory" if out.is_dir() else f"is in a directory that does not exist ({out.parent})"
             raise pytest.UsageError(
                 f"{values[name]!r} given by {sources[name]} {what}: expected the path of {what_file} to write"
             )
+        try:  # a file made and deleted: permissions alone do not tell (read-only mounts, /sys refuse even root)
+            tempfile.TemporaryFile(dir=out.parent).close()
+        except OSError as exc:
+            raise pytest.UsageError(
+                f"{values[name]!r} given by {sources[name]} is in a directory this run cannot write "
+                f"({out.parent}: {exc.strerror or exc}): expected the path of {what_file} to write"
+            ) from None
     written = [(name, out) for name, out in outputs.items() if out is not None]
     for i, (name, out) in enumerate(written):
         for other, other_out in written[i + 1 :]:

@@ -783,7 +783,12 @@ def count_provider_calls(request, groundeval_mock):
 
 @pytest.mark.parametrize(
     ("value", "message"),
-    [("nowhere/r.json", "is in a directory that does not exist"), (".", "is a directory")],
+    [
+        ("nowhere/r.json", "is in a directory that does not exist"),
+        (".", "is a directory"),
+        # Root may write anywhere the permissions say, but not where the file system refuses (an INTERNALERROR before).
+        ("/sys/r.json", "is in a directory this run cannot write (/sys: Permission denied)"),
+    ],
 )
 def test_unwritable_report_path_is_a_usage_error_before_the_run(run, pytester, smoke, value, message):
     result = run(f"--eval-dataset={smoke}", f"--eval-report={value}")
