@@ -14,4 +14,5 @@ at most once per process, and only when a test requests it.
 - ``datasets``: a small valid dataset on disk with one item of every kind.
 - ``metrics``: metrics folded part by part and merged, as xdist workers fold them.
 - ``pytest_args``: the flags that leave installed third-party plugins out of the runs tests start.
+- ``waiting``: `wait_for`, for what a server thread records after the client has its answer.
 """

@@ -22,6 +22,7 @@ from pytest_groundeval.mock import (
     request_key,
 )
 from pytest_groundeval.mock.noise import NO_NOISE, apply_noise, parse_attempt
+from tests._support.waiting import wait_for
 
 BLOCKS = [
     ("S1", "The Moon is 384.400 km from Earth"),
@@ -189,6 +190,7 @@ def test_the_server_answers_the_noised_answer_streamed_or_not_and_logs_it(noisy,
         assert applied is not None and expected != ANSWER
         assert _sdk_answer(sdk, attempt) == expected
         assert _sdk_answer(sdk, attempt, stream=True) == expected
+    wait_for(lambda: noisy.requests_total == 8, "the last streamed request to be logged")
     assert [r.noise for r in noisy.log] == [
         noised_answer(MESSAGES, ANSWER, NoiseSettings(1.0, 0), attempt)[1].describe()
         for attempt in range(4)
@@ -211,6 +213,7 @@ def test_noise_off_answers_byte_for_byte_as_without_noise(noisy):
         noisy.noise = NoiseSettings(0.0, 5)
         noisy.clear_log()
         assert httpx.post(noisy.base_url + "/chat/completions", json=body).content == plain
+        wait_for(lambda: noisy.requests_total == 1, "the request to be logged")
         assert noisy.log[-1].noise is None
     finally:
         noisy.noise = NoiseSettings(1.0, 0)
@@ -226,6 +229,7 @@ def test_only_generations_are_noised(noisy, sdk):
     noisy.clear_log()
     content = sdk.chat.completions.create(model="m", messages=decomposition).choices[0].message.content
     assert json.loads(content) == {"claims": decompose(ANSWER)}  # the plain answer's claims, unchanged
+    wait_for(lambda: noisy.requests_total == 1, "the request to be logged")
     assert noisy.log[-1].kind == "decompose" and noisy.log[-1].noise is None
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 
 import aiohttp
 import httpx
@@ -13,6 +12,7 @@ import pytest
 
 from pytest_groundeval.mock import MockProvider, ThreadedMockProvider
 from pytest_groundeval.mock.sse import content_pieces
+from tests._support.waiting import wait_for
 
 TRICKY = 'ECHO: Line one\nline two\u2028sep\u2029para "quoted" 東京は日本の首都です。Åsa bor i Växjö.'
 
@@ -72,14 +72,6 @@ def _aiohttp_errors(caplog) -> list[logging.LogRecord]:
     return [r for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith(("aiohttp", "asyncio"))]
 
 
-def _wait_for(predicate, what: str) -> None:
-    # Eventual consistency, not timing: the server thread notices the hang-up asynchronously.
-    deadline = time.monotonic() + 10
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.01)
-
-
 LONG_ECHO = "ECHO: " + "word " * 120_000  # ~23 MB of events: far more than loopback socket buffers hold
 
 
@@ -92,9 +84,9 @@ def test_client_hanging_up_mid_stream_leaves_no_errors_or_tasks(caplog):
             with client.stream("POST", mock.base_url + "/chat/completions", json=body) as response:
                 first = next(response.iter_raw())
         assert first.startswith(b"data: ")
-        _wait_for(lambda: len(mock.log) == 1, "the hung-up request to be logged")
+        wait_for(lambda: len(mock.log) == 1, "the hung-up request to be logged")
         assert mock.log[0].status == 499
-        _wait_for(lambda: mock.task_count() <= baseline, "the handler task to finish")
+        wait_for(lambda: mock.task_count() <= baseline, "the handler task to finish")
         again = httpx.post(
             mock.base_url + "/chat/completions",
             json={"model": "m", "messages": [{"role": "user", "content": "ECHO: still here."}]},
