@@ -43,6 +43,8 @@ def test_pytest_passes_at_once_in_the_new_project(pytester, capsys):
         [
             "*lineage generate=handbook-keywords-1 embed=none*",
             "citationMetadataAccuracy*1.0000 [[]*] >= 0.9000*PASS*",
+            # The example target reports no usage: its tokens are unknown, not a measured zero.
+            "target tokens: unknown (5 generate calls, none reported usage)",
             "gate: PASS",
         ]
     )
@@ -62,6 +64,26 @@ def test_the_example_gate_fails_a_target_that_cites_the_wrong_passage(pytester, 
         [
             "*metadataMismatch: title 'Vacation' (cited [[]S1]) but source [[]S1] has title 'Equipment'*",
             "citationMetadataAccuracy*0.2000 [[]*] >= 0.9000*FAIL*",
+            "gate: FAIL",
+        ]
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_the_example_gate_fails_a_target_whose_citations_show_nothing(pytester, capsys):
+    """A citation with no mention proves nothing: "I do not know. [S1]" must not pass as agreeing."""
+    init(pytester.path, capsys)
+    conftest = pytester.path / "conftest.py"
+    source = conftest.read_text(encoding="utf-8")
+    quoted = """"answer": f"{record['title']}: {record['text']} [S1]","""
+    assert quoted in source
+    conftest.write_text(source.replace(quoted, '"answer": "I do not know. [S1]",'), encoding="utf-8")
+    result = pytester.runpytest(*NO_THIRD_PARTY_PLUGINS, "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=5)
+    result.stdout.fnmatch_lines(
+        [
+            "*expectedSource: [[]S1] (title 'Vacation'): nothing confirms its title: no paragraph citing [[]S1]*",
+            "citationMetadataAccuracy*0.0000 [[]*] >= 0.9000*FAIL*",
             "gate: FAIL",
         ]
     )

@@ -23,6 +23,7 @@ from pytest_groundeval.core.kinds.citation import (
     PARAGRAPH_TEXT_CHARS,
     CitationItem,
     MentionTimeout,
+    expected_sources,
     judge_citation,
     mentions,
     normalise_field,
@@ -104,7 +105,7 @@ def test_only_cited_paragraphs_are_judged():
         "missingMarkers": [],
         "deterministicPass": True,
     }
-    assert "2 cited paragraph(s) judged, 3 without a marker dropped" in outcome.detail
+    assert "2 cited paragraph(s) checked, 3 without a marker dropped" in outcome.detail
 
 
 def test_repeated_marker_listed_once():
@@ -417,6 +418,89 @@ def test_source_map_of_a_target_s_own_sources():
     details = source_details(item, [], {}, target_sources)
     assert details["1"] == {"text": "t", "metadata": {"speaker": "Curated Name", "party": "S"}}
     assert details["3"] == {"text": "", "metadata": {}}
+
+
+# --- expected sources (target answers) -------------------------------------------------------------
+
+EXPECTS_ANNA = [{"marker": "1", "metadata": {"speaker": "Anna Berg", "party": "S"}}]
+
+
+def judge_live(answer: str, evidence=(), target_sources=None, sources=EXPECTS_ANNA, regex=SPEAKER_PARTY):
+    """Judge a target's answer as the kind does: the source map and the expected sources from its response."""
+    item = citation_item(question="q", response=None, sources=sources)
+    return judge_citation(
+        item,
+        answer=answer,
+        sources=source_map(item, list(evidence), target_sources),
+        mention_regex=regex,
+        expected=expected_sources(item, list(evidence), target_sources),
+    )
+
+
+EVIDENCE_1 = [{"marker": "1", "document": "d.txt", "start": 0, "end": 5}]
+
+
+@pytest.mark.parametrize(
+    ("answer", "evidence", "target_sources", "finding"),
+    [
+        ("Anna Berg (S) wants fibre [1].", EVIDENCE_1, None, None),  # confirmed by the mention
+        ("She wants fibre [1].", [], [{"marker": "1", "metadata": {"speaker": "anna  berg", "party": "s"}}], None),
+        ("I do not know [1].", EVIDENCE_1, None,
+         "expectedSource: [1] (speaker 'Anna Berg', party 'S'): nothing confirms its speaker, party: "
+         "no paragraph citing [1] mentions it"),
+        ("She wants fibre [1].", [], [{"marker": "1", "metadata": {"speaker": "Anna Berg"}}],
+         "nothing confirms its party"),  # the target's metadata confirms the speaker only
+        ("Anna Berg (S) wants fibre [1].", [], [{"marker": "1", "metadata": {"speaker": "Lars Holm"}}],
+         "expectedSource: [1] (speaker 'Anna Berg', party 'S'): the target's source [1] has speaker 'Lars Holm'"),
+        ("Anna Berg (S) wants fibre [2].", [{**EVIDENCE_1[0], "marker": "2"}], None,
+         "expectedSource: [1] (speaker 'Anna Berg', party 'S') matches no source the target returned (returned: [2])"),
+        ("Anna Berg (S) wants fibre [2].", [*EVIDENCE_1, {**EVIDENCE_1[0], "marker": "2"}], None,
+         "the target returned it as [1], but no paragraph cites it"),
+    ],
+    ids=["mention", "target-metadata", "nothing", "half", "contradicted", "not-returned", "not-cited"],
+)  # fmt: skip
+def test_an_expected_source_must_be_returned_cited_and_confirmed(answer, evidence, target_sources, finding):
+    outcome = judge_live(answer, evidence, target_sources)
+    assert outcome.passed is (finding is None), outcome.detail
+    if finding is None:
+        assert outcome.detail.endswith("1 expected source(s) cited and confirmed")
+        return
+    assert finding in outcome.detail
+    paragraph = outcome.extra["citationParagraphs"][0]
+    assert any(finding in text for text in paragraph["metadataMismatch"])  # counted in citationMetadataAccuracy
+    assert outcome.extra["citationParagraphsMismatched"] == 1
+
+
+def test_an_expected_source_is_matched_by_its_document_and_metadata_free_entries_expect_nothing():
+    sources = [
+        {"marker": "S1", "document": "d.txt", "metadata": {"speaker": "Anna Berg"}},
+        {"marker": "S2"},  # no metadata: nothing to confirm
+    ]
+    answer = "Anna Berg (S) wants fibre [7]."
+    assert judge_live(answer, [{**EVIDENCE_1[0], "marker": "7"}], sources=sources).passed
+    other_document = [{**EVIDENCE_1[0], "marker": "7", "document": "e.txt"}]
+    assert (
+        "matches no source the target returned (returned: [7])"
+        in judge_live(answer, other_document, sources=sources).detail
+    )
+
+
+def test_without_a_mention_pattern_only_the_targets_own_metadata_can_confirm():
+    answer = "She wants fibre [1]."
+    assert not judge_live(answer, EVIDENCE_1, regex=None).passed
+    reported = [{"marker": "1", "metadata": {"speaker": "Anna Berg", "party": "S"}}]
+    assert judge_live(answer, [], reported, regex=None).passed
+
+
+def test_a_recorded_answer_has_no_expected_sources():
+    # The item's sources describe a recorded answer's sources; they are merged, not expected (docs/citation.md).
+    outcome = judge_citation(
+        citation_item(sources=EXPECTS_ANNA, response={"answer": "I do not know [1]."}),
+        answer="I do not know [1].",
+        sources=SOURCES,
+        mention_regex=SPEAKER_PARTY,
+    )
+    assert outcome.passed
 
 
 # --- the runner's entry point ---------------------------------------------------------------------

@@ -198,6 +198,34 @@ def test_the_api_citing_a_source_it_did_not_return_fails_the_gate(pytester, api,
     assert "missing" in result.stdout.str().lower()
 
 
+EXPECTS_ANNA = {**ITEMS[0], "sources": [{"marker": "1", "metadata": {"speaker": "Anna Berg"}}]}
+
+
+@pytest.mark.parametrize(
+    ("item", "response", "finding"),
+    [
+        (EXPECTS_ANNA, {}, None),
+        ({**EXPECTS_ANNA, "sources": [{"marker": "S1", "metadata": {"speaker": "Anna Berg"}}]}, {},
+         "expectedSource: [[]S1] (speaker 'Anna Berg') matches no source the target returned (returned: [[]1])"),
+        (EXPECTS_ANNA, {"metadata": {"speaker": "who.party"}},
+         "expectedSource: [[]1] (speaker 'Anna Berg'): the target's source [[]1] has speaker 'S'"),
+    ],
+    ids=["met", "marker-the-target-never-returns", "map-reads-the-wrong-field"],
+)  # fmt: skip
+def test_an_expected_source_the_answer_does_not_show_fails_the_item(pytester, api, item, response, finding):
+    """An item's expected source metadata is checked against what the target returned, never ignored."""
+    target_map = map_file(pytester.path, api, {**MAP, "response": {**MAP["response"], **response}})
+    ds = dataset(pytester.path / "ds", [item])
+    result = pytester.runpytest(*ARGS, "-p", "no:xdist", f"--eval-dataset={ds}", f"--eval-target-map={target_map}")
+    if finding is None:
+        result.assert_outcomes(passed=1)
+        result.stdout.fnmatch_lines(["*citationMetadataAccuracy*1.0000*PASS*", "gate: PASS"])
+        return
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*{finding}*", "*citationMetadataAccuracy*0.0000 [[]*FAIL*", "gate: FAIL"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
 def test_the_key_and_broken_answers_stay_out_of_every_output(pytester, api):
     items = [
         {"id": "cit-echo", "kind": "citation", "question": "Echo my key"},

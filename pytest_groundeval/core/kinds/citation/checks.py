@@ -6,7 +6,10 @@ intros and transitions without a marker are dropped. Each judged paragraph is ch
 * ``missingSource``: a cited marker names no known source;
 * ``metadataMismatch``: a mention matched by the dataset's ``mentionPattern``
   (named groups are metadata fields, e.g. ``speaker``, ``party``) disagrees with
-  every cited source on some field that source's metadata has.
+  every cited source on some field that source's metadata has;
+* ``expectedSource`` (target answers only): an item ``sources`` entry with metadata
+  that the target did not return, the answer does not cite, or nothing confirms
+  (``expected_sources``, ``expected_source_findings``).
 
 ``judge_citation`` judges one answer against a marker → metadata map; ``source_map``
 builds that map from an item's ``sources``, its recorded ``response`` and a target's
@@ -33,7 +36,10 @@ __all__ = [
     "NO_CITATION_DETAIL",
     "PARAGRAPH_TEXT_CHARS",
     "ParagraphVerdict",
+    "ExpectedSource",
     "disagreements",
+    "expected_source_findings",
+    "expected_sources",
     "judge_citation",
     "judge_paragraph",
     "mention_mismatch",
@@ -154,6 +160,8 @@ class ParagraphVerdict:
     """One text per mention that agrees with no cited source, naming found and expected values."""
     missing_markers: list[str] = field(default_factory=list)
     """Cited markers that name no known source (the ``missingSource`` finding)."""
+    mentions: list[dict[str, str]] = field(default_factory=list, repr=False)
+    """The ``mentionPattern`` matches found in the paragraph (field → value); not in ``to_extra``."""
 
     @property
     def deterministic_pass(self) -> bool:
@@ -207,6 +215,7 @@ def judge_paragraph(
         found = list(mentions(text, mention_regex, timeout_s=timeout_s))
     except MentionTimeout as exc:
         raise MentionTimeout(exc.pattern, index, exc.timeout_s) from None
+    verdict.mentions = found
     for mention in found:
         mismatch = mention_mismatch(mention, cited, sources)
         if mismatch is not None and mismatch not in verdict.metadata_mismatch:
@@ -246,6 +255,136 @@ def mention_mismatch(
     return f"{found} (cited {where}) but " + "; ".join(against)
 
 
+# --------------------------------------------------------------------------- expected sources
+
+
+@dataclass(frozen=True)
+class ExpectedSource:
+    """An item ``sources`` entry with metadata, as a target answer must show it (docs/citation.md, expectedSource)."""
+
+    marker: str
+    """The entry's marker, as the item writes it (``S1``)."""
+    metadata: dict[str, str]
+    """The metadata the cited source must be shown to have (field → value)."""
+    returned: tuple[str, ...]
+    """Markers of the target's sources matched to the entry, in the response's order (may be empty)."""
+    reported: dict[str, dict[str, str]]
+    """Returned marker → the metadata the target itself gave that source (a mapped target's ``sources``)."""
+    available: tuple[str, ...]
+    """Every marker the target returned, for the finding's text."""
+
+    def described(self) -> str:
+        """``[S1] (title 'Vacation')``: the entry as a finding names it."""
+        fields = ", ".join(f"{name} {value!r}" for name, value in self.metadata.items())
+        return f"[{self.marker}] ({fields})"
+
+
+def expected_sources(
+    item: CitationItem,
+    evidence: Sequence[Mapping[str, Any]],
+    target_sources: Sequence[Mapping[str, Any]] | None = None,
+) -> list[ExpectedSource]:
+    """The item's ``sources`` entries with metadata, each matched to the sources a target returned.
+
+    An entry is matched to an evidence entry as ``source_map`` gives that evidence its
+    metadata: by the entry's ``document``, else by the same marker when the entry names no
+    document or the same one; and to a target ``sources`` entry of the same marker when it
+    names no document. Entries without metadata expect nothing and are left out.
+
+    Args:
+        item: The citation item.
+        evidence: The generate response's ``evidence`` entries (``{"marker", "document", …}``).
+        target_sources: The generate response's ``sources`` (``{"marker", "metadata", …}``), if any.
+
+    Returns:
+        One ``ExpectedSource`` per entry with metadata, in the item's order.
+    """
+    available: list[str] = []
+    for entry in [*evidence, *(target_sources or ())]:
+        marker = entry.get("marker")
+        if isinstance(marker, str) and marker not in available:
+            available.append(marker)
+    expected = []
+    for source in item.sources:
+        if not source.metadata:
+            continue
+        returned: list[str] = []
+        reported: dict[str, dict[str, str]] = {}
+        for entry in evidence:
+            marker, document = entry.get("marker"), entry.get("document")
+            if not isinstance(marker, str):
+                continue
+            if (source.document is not None and document == source.document) or (
+                marker == source.marker and source.document in (None, document)
+            ):
+                if marker not in returned:
+                    returned.append(marker)
+        for entry in target_sources or ():
+            marker = entry.get("marker")
+            if isinstance(marker, str) and marker == source.marker and source.document is None:
+                if marker not in returned:
+                    returned.append(marker)
+                reported.setdefault(marker, {}).update(entry.get("metadata") or {})
+        expected.append(
+            ExpectedSource(source.marker, dict(source.metadata), tuple(returned), reported, tuple(available))
+        )
+    return expected
+
+
+def expected_source_findings(expected: Sequence[ExpectedSource], verdicts: Sequence[ParagraphVerdict]) -> None:
+    """Add each unmet expected source's finding to the judged paragraphs it concerns (in place).
+
+    An expected source is met when the target returned a source matched to it, a judged
+    paragraph cites one, no returned source's own metadata contradicts it, and each of its
+    fields is confirmed, by that source's own metadata or by a ``mentionPattern`` mention
+    in a paragraph citing it (equal after ``normalise_field``). A cited marker with no
+    mention says nothing about which source it is, so it confirms nothing. The finding
+    goes to the ``metadata_mismatch`` of every judged paragraph citing a matched source,
+    or, when none does, of every judged paragraph (each cites something else).
+    """
+    for source in expected:
+        citing = [verdict for verdict in verdicts if set(verdict.markers) & set(source.returned)]
+        finding = _expected_source_finding(source, citing)
+        if finding is None:
+            continue
+        for verdict in citing or verdicts:
+            if finding not in verdict.metadata_mismatch:
+                verdict.metadata_mismatch.append(finding)
+
+
+def _expected_source_finding(source: ExpectedSource, citing: Sequence[ParagraphVerdict]) -> str | None:
+    head = f"expectedSource: {source.described()}"
+    if not source.returned:
+        returned = ", ".join(f"[{marker}]" for marker in source.available[:MAX_KNOWN_MARKERS]) or "none"
+        return f"{head} matches no source the target returned (returned: {returned})"
+    if not citing:
+        shown = ", ".join(f"[{marker}]" for marker in source.returned)
+        return f"{head}: the target returned it as {shown}, but no paragraph cites it"
+    cited = [marker for marker in source.returned if any(marker in verdict.markers for verdict in citing)]
+    confirmed: set[str] = set()
+    for marker in cited:
+        own = source.reported.get(marker, {})
+        for name in disagreements(source.metadata, own):
+            return f"{head}: the target's source [{marker}] has {name} {own[name]!r}"
+        confirmed.update(name for name in source.metadata if name in own)
+    for verdict in citing:
+        for mention in verdict.mentions:
+            confirmed.update(
+                name
+                for name, value in mention.items()
+                if name in source.metadata and normalise_field(value) == normalise_field(source.metadata[name])
+            )
+    unconfirmed = [name for name in source.metadata if name not in confirmed]
+    if not unconfirmed:
+        return None
+    names = ", ".join(unconfirmed)
+    where = ", ".join(f"[{marker}]" for marker in cited)
+    return (
+        f"{head}: nothing confirms its {names}: no paragraph citing {where} mentions it "
+        "(mentionPattern) and the target's source does not give it"
+    )
+
+
 # --------------------------------------------------------------------------- the item
 
 
@@ -256,6 +395,7 @@ def judge_citation(
     sources: Mapping[str, Mapping[str, str]],
     mention_regex: regex.Pattern[str] | re.Pattern[str] | None,
     mention_timeout_s: float | None = None,
+    expected: Sequence[ExpectedSource] = (),
 ) -> ItemOutcome:
     """Judge an answer to a citation item with the deterministic checks of docs/citation.md.
 
@@ -272,6 +412,8 @@ def judge_citation(
         mention_regex: The dataset's compiled ``mentionPattern`` (``Manifest.mention_regex``),
             or None to check markers only.
         mention_timeout_s: Seconds of mention matching allowed per paragraph (default ``MENTION_TIMEOUT_S``).
+        expected: A target answer's expected sources (``expected_sources``); an unmet one is an
+            ``expectedSource`` finding on the paragraphs it concerns (``expected_source_findings``).
 
     Returns:
         An ``ItemOutcome`` of kind ``citation`` whose ``extra`` holds JSON built-ins:
@@ -293,6 +435,7 @@ def judge_citation(
                 verdicts.append(judge_paragraph(index, text, sources, mention_regex, timeout_s=mention_timeout_s))
             except MentionTimeout as exc:
                 raise MentionTimeout(exc.pattern, exc.paragraph, exc.timeout_s, item.id) from None
+    expected_source_findings(expected, verdicts)
     failing = [verdict for verdict in verdicts if not verdict.deterministic_pass]
     review = review_answer(item.evidence, answer) if item.evidence is not None else None
 
@@ -304,8 +447,9 @@ def judge_citation(
     if review is not None and not review.passed:
         problems.append(describe_review(review))
     detail = "\n".join(problems) or (
-        f"{len(verdicts)} cited paragraph(s) judged, {len(all_paragraphs) - len(verdicts)} without a marker dropped; "
+        f"{len(verdicts)} cited paragraph(s) checked, {len(all_paragraphs) - len(verdicts)} without a marker dropped; "
         "every marker names a source and every mention agrees with a cited source"
+        + (f"; {len(expected)} expected source(s) cited and confirmed" if expected else "")
     )
     return ItemOutcome(
         id=item.id,
@@ -337,7 +481,10 @@ def _failing_detail(failing: list[ParagraphVerdict], judged: int, sources: Mappi
         if verdict.missing_markers:
             unknown = ", ".join(f"[{marker}]" for marker in verdict.missing_markers)
             lines.append(f"    missingSource: {unknown} names no source (known: {known})")
-        lines.extend(f"    metadataMismatch: {text}" for text in verdict.metadata_mismatch)
+        lines.extend(
+            f"    {text}" if text.startswith("expectedSource: ") else f"    metadataMismatch: {text}"
+            for text in verdict.metadata_mismatch
+        )
     if len(failing) > MAX_DETAIL_PARAGRAPHS:
         lines.append(f"  … and {len(failing) - MAX_DETAIL_PARAGRAPHS} more (all in extra.citationParagraphs)")
     return "\n".join(lines)

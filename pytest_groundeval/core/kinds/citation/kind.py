@@ -14,7 +14,7 @@ from ...drilldown import ANSWER_CHARS, answer_extra
 from ...outcome import ItemOutcome
 from ..base import Kind, ManifestIndex, RuleError, UnitTable
 from .assess import assess_citation, source_details
-from .checks import judge_citation, source_map
+from .checks import expected_sources, judge_citation, source_map
 from .model import CitationItem
 from .tally import METRICS, CitationTally, tally_outcome, tally_rate_parts, tally_results, tally_unit_tables
 
@@ -55,6 +55,7 @@ class CitationKind(Kind):
             answer=response["answer"],
             sources=source_map(item, response["evidence"], target_sources),
             mention_regex=dataset.manifest.mention_regex,
+            expected=expected_sources(item, response["evidence"], target_sources),
         )
         drilldown = answer_extra(item, response, runner.spans(response, dataset)) if runner.drilldown else {}
         if runner.drilldown and target_sources:
