@@ -86,7 +86,7 @@ def _validated(
 
 def _check_compatible(reports: list[tuple[str, Report]], floors_given: bool) -> None:
     _same(reports, "dataset version", lambda r: r.dataset_version)
-    _same(reports, "model lineage", lambda r: r.models.to_wire())
+    _same(_lineage_witnesses(reports), "model lineage", lambda r: r.models.to_wire())
     _same(reports, "shard count", lambda r: _shard(r).count)
     _same(reports, "dataset", lambda r: (_shard(r).dataset_items, _shard(r).dataset_items_digest))
     _same(reports, "plugin version", lambda r: r.environment.plugin_version)
@@ -101,6 +101,21 @@ def _check_compatible(reports: list[tuple[str, Report]], floors_given: bool) -> 
             f"cannot merge: {reports[0][0]} records no floors, so the gate cannot be re-applied as the shards "
             "applied it; give the floors file with --floors"
         )
+
+
+UNKNOWN_LINEAGE = {"generate": "unknown", "embed": "unknown"}
+"""The lineage of a run whose target never said (docs/gate.md)."""
+
+
+def _lineage_witnesses(reports: list[tuple[str, Report]]) -> list[tuple[str, Report]]:
+    """The reports whose lineage says something: those that ran items or know their models.
+
+    A shard that drew no item (more shards than items) starts no target, so it records
+    ``unknown`` lineage; it measured nothing, so it neither agrees nor disagrees with the
+    others (docs/ci.md, "Sharding"). With no witness at all, every report is one.
+    """
+    witnesses = [(source, r) for source, r in reports if r.items or r.models.to_wire() != UNKNOWN_LINEAGE]
+    return witnesses or reports
 
 
 def _check_partition(reports: list[tuple[str, Report]]) -> dict[str, str]:
@@ -267,6 +282,7 @@ def merge_reports(
     owner = _check_partition(validated)
     info = _missing(validated, owner, dataset_ids)
     first = validated[0][1]
+    models = _lineage_witnesses(validated)[0][1].models
     items = [item for _, report in validated for item in report.items]
     outcomes = RunOutcomes.of(items)
     bounds = dict(floors) if floors is not None else first.floors
@@ -278,7 +294,7 @@ def merge_reports(
         baseline_path=baseline_path,
         baseline_ids=outcomes.baseline_ids if items else None,
         dataset_version=first.dataset_version,
-        models=first.models,
+        models=models,
         # A shard whose items never ran was interrupted: the merged run's interrupted check covers them.
         flags=RunFlags(interrupted=interrupted, not_run_check=False, merge=info),
         confidence_level=first.confidence_level,
@@ -290,7 +306,7 @@ def merge_reports(
     ended = max(report.started_at_ms + report.duration_ms for _, report in validated)
     merged = Report(
         dataset_version=first.dataset_version,
-        models=first.models,
+        models=models,
         started_at_ms=started,
         duration_ms=ended - started,
         metrics=end.metrics,

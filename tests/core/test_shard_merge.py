@@ -200,3 +200,20 @@ def test_outputs_import_no_pytest():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_a_shard_that_drew_no_item_does_not_vote_on_the_lineage(v1_report, make_shards):
+    # Five items over ten shards (groundeval init's dataset with --eval-shard K/10): the empty shards start
+    # no target, so they record the lineage "unknown" (found by a new-user trial: the merge refused them).
+    few = {**v1_report, "items": v1_report["items"][:5]}
+    shards = make_shards(few, 10, baseline=None)
+    empty = [shard for shard in shards if not shard["items"]]
+    assert empty and len(empty) < 10
+    for shard in empty:
+        shard["models"] = {"generate": "unknown", "embed": "unknown"}
+    merged = merge_reports(shards)
+    assert merged["models"] == v1_report["models"] != empty[0]["models"]
+    assert merged["merge"]["missingItems"] == 0 and len(merged["items"]) == 5
+    empty[0]["models"] = {"generate": "another-model", "embed": "unknown"}  # an empty shard that knows: compared
+    with pytest.raises(MergeError, match="model lineage"):
+        merge_reports(shards)
