@@ -145,6 +145,7 @@ def usage_lines(metrics: Any) -> tuple[list[str], list[str]]:
 
             judge tokens mock-judge: prompt 427295, completion 19860 (652 replies)
             target tokens: prompt 88120, completion 9311 (120 generate calls)
+            target tokens: unknown (5 generate calls, none reported usage)
             cost: not priced: judge model 'gpt-x' (447155 tokens): not in the prices file; its cost is n/a
     """
     lines = []
@@ -157,7 +158,10 @@ def usage_lines(metrics: Any) -> tuple[list[str], list[str]]:
         lines.append(f"judge tokens, all models: prompt {total['promptTokens']}, completion "
                      f"{total['completionTokens']} ({total['replies']} replies{_unknown(total['repliesWithoutUsage'])})")  # fmt: skip
     target = metrics.target_tokens
-    if target:
+    if target and target["calls"] and target["callsWithoutUsage"] == target["calls"]:
+        # No call reported usage: "prompt 0" would read as a measured zero (docs/gate.md, "Cost").
+        lines.append(f"target tokens: unknown ({target['calls']} generate calls, none reported usage)")
+    elif target:
         lines.append(f"target tokens: prompt {target['promptTokens']}, completion {target['completionTokens']} "
                      f"({target['calls']} generate calls{_unknown(target['callsWithoutUsage'])})")  # fmt: skip
     warnings = []

@@ -213,7 +213,8 @@ def _charts_section(report: Mapping[str, Any], items: Sequence[Mapping[str, Any]
     ]
     parts += ["<h2>Outcomes by kind</h2>", charts.stacked_bars(rows, title="Item outcomes by kind")]
     latencies = [float(i["latencyMs"]) for i in items if isinstance(i.get("latencyMs"), (int, float))]
-    parts += ["<h2>Latency of <code>/v1/generate</code></h2>", charts.histogram(latencies)]
+    # Every target kind answers generate (REST, Python, mapped): the chart names the call, not a REST path.
+    parts += ["<h2>Latency of the target's generate calls</h2>", charts.histogram(latencies)]
     paragraphs = [
         p
         for i in items  # any kind whose outcomes record judged paragraphs (citation's ``citationParagraphs``)

@@ -62,3 +62,5 @@ def test_latency_tokens_and_counts_are_figures_not_bars(v1_report):
         ("latencyMsP95", "59.1 ms", ""),
         ("tokensPerQuery", "703.1 tokens", ""),
     ]
+    # The histogram names the call every target answers (REST, Python or mapped), not the REST contract's path.
+    assert "<h2>Latency of the target's generate calls</h2>" in page and "/v1/generate" not in page
