@@ -13,7 +13,7 @@ to a saved report with no target (``gate_main``).
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 from types import MappingProxyType
@@ -633,18 +633,25 @@ def _useless_check(metric: str, value: float, op: Op, reason: str) -> GateCheck:
     )
 
 
-def nothing_gated_check(metrics: Metrics) -> GateCheck:
+def nothing_gated_check(metrics: Metrics, skipped: Sequence[str] = ()) -> GateCheck:
     """The check that fails a run whose gate compared no quality metric with a bound (docs/gate.md).
 
     Its reason names the metrics the run measured (those a bound could be set on)
     and how to arm a floor, or to measure without gating. When every item errored, no
     floor would change that: the reason says so instead (the ``errors`` check fails the run).
+    When bounds were set but every one was skipped, their metrics unmeasured (``skipped``,
+    wire names), the reason names them rather than asking for a floor the run already has.
     """
     if metrics.items and metrics.errors >= metrics.items:
         reason = (
             f"nothing gated: every item errored ({metrics.errors} of {metrics.items}), so no quality metric "
             "was measured; the items' errors say why (a target that did not answer, or a reply that could not be "
             "read), not a missing floor"
+        )
+    elif skipped:
+        reason = (
+            f"nothing gated: the bound(s) on {', '.join(skipped)} were skipped, as no item gave "
+            f"{'it' if len(skipped) == 1 else 'them'} a value (n/a); the failed items' details say why"
         )
     else:
         values = metrics.to_wire()
@@ -766,5 +773,6 @@ def evaluate_gate(
                 _baseline_recall_check(values[metric], margin, baseline, dataset_version, lineage, bounds.get(metric))
             )
     if gated and not any(c.metric not in NOT_QUALITY and c.outcome != "SKIP" for c in checks):
-        checks.append(nothing_gated_check(metrics))
+        skipped = [c.metric for c in checks if c.metric not in NOT_QUALITY and c.outcome == "SKIP"]
+        checks.append(nothing_gated_check(metrics, skipped))
     return GateResult(passed=all(c.outcome != "FAIL" for c in checks), checks=checks, gated=gated, gate_on=gate_on)

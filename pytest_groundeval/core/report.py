@@ -183,7 +183,7 @@ def _same_figure(stored: Any, recomputed: Any) -> bool:
     return bool(stored == recomputed)
 
 
-ADDED_METRICS = frozenset({"target_tokens"})
+ADDED_METRICS = frozenset({"target_tokens", "citation_uncited_answers"})
 """Metrics (field names) added after reports were first written that older reports' items give a value: a
 report without the key (e.g. a dataset's committed baseline) is not refused for it (``check_metrics``)."""
 

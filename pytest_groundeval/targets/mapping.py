@@ -463,6 +463,12 @@ class ResponseMap:
                     f"the target map's {self.marker.named}{where} gave {_brief(marker)}, not a string or an integer"
                 )
         out: JsonObject = {"marker": marker.strip().strip("[]")}
+        if out["marker"] == "null" and self.marker is not None:
+            # JMESPath's to_string(null) is 'null': the expression read a field the source does not have.
+            raise ValueError(
+                f"the target map's {self.marker.named}{where} gave 'null', which no citation in an answer "
+                "([N] or [S#]) can name: does the expression read a field the source has?"
+            )
         if self.text is not None:
             out["text"] = _text(self.text.search(source, where), self.text, where)
         if self.metadata:

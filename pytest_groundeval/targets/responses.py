@@ -182,6 +182,9 @@ _KIND_WORDS = {
 }
 
 
+_CITABLE_MARKER_RE = re.compile(r"S?[0-9]+")
+"""A source marker an answer's ``[N]``/``[S#]`` can name (``core.contract.MARKER_IN_TEXT_PATTERN``'s group 1)."""
+
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 _REPR = reprlib.Repr()
@@ -345,6 +348,20 @@ def _validator(model: type[_Shape], then: Callable[[dict[str, Any]], None] | Non
 
 
 def _check_generate_coherence(body: dict[str, Any]) -> None:
+    seen: dict[str, int] = {}
+    for i, source in enumerate(body.get("sources") or ()):
+        marker = source["marker"]
+        if not _CITABLE_MARKER_RE.fullmatch(marker):
+            raise ValueError(
+                f"sources[{i}].marker {shorten(marker, 40)!r} is not a marker an answer can cite ([N] or [S#], "
+                "docs/target-contract.md)"
+            )
+        if marker in seen:
+            raise ValueError(
+                f"sources[{i}].marker {marker!r} repeats the marker of sources[{seen[marker]}]: "
+                f"an answer's [{marker}] could name either"
+            )
+        seen[marker] = i
     answer = body["answer"].encode("utf-8")
     markers = {ev["marker"] for ev in body["evidence"]} | {s["marker"] for s in body.get("sources") or ()}
     for i, claim in enumerate(body["claims"]):

@@ -90,6 +90,26 @@ def test_the_example_gate_fails_a_target_whose_citations_show_nothing(pytester, 
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
+def test_the_example_gate_fails_a_target_whose_answers_cite_nothing(pytester, capsys):
+    """Uncited answers are counted, not left out of the gate: one cited answer of five must not pass it."""
+    init(pytester.path, capsys)
+    conftest = pytester.path / "conftest.py"
+    source = conftest.read_text(encoding="utf-8")
+    quoted = """"answer": f"{record['title']}: {record['text']} [S1]","""
+    cited_once = """"answer": f"{record['title']}: {record['text']}" + (" [S1]" if "vacation" in question else ""),"""
+    conftest.write_text(source.replace(quoted, cited_once), encoding="utf-8")
+    result = pytester.runpytest(*NO_THIRD_PARTY_PLUGINS, "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=4)
+    result.stdout.fnmatch_lines(
+        [
+            "citationMetadataAccuracy*1.0000 [[]*] >= 0.9000*PASS*",  # the one cited paragraph is right
+            "citationUncitedAnswers*4 <= 0*FAIL  4 > 0 (armed by the citationMetadataAccuracy bound)",
+            "gate: FAIL",
+        ]
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
 def _steps(job: dict) -> dict[str, dict]:
     return {step.get("name") or step.get("uses") or step["run"]: step for step in job["steps"]}
 

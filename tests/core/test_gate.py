@@ -444,6 +444,20 @@ def test_a_gate_whose_every_item_errored_says_so_instead_of_asking_for_a_floor()
     assert "arm a floor" in check_for(some, "qualityBounds").reason
 
 
+def test_a_gate_whose_floors_were_all_skipped_names_them_instead_of_asking_for_a_floor():
+    # Every answer cited nothing: the accuracy is n/a, its floor skipped, and the floor is there already.
+    uncited = citation_metrics(citation_metadata_accuracy=None, citation_uncited_answers=4)
+    floors = parse_floors({"citationMetadataAccuracy": 0.9})
+    result = evaluate_gate(uncited, floors=floors, dataset_version="c", models=MODELS)
+    assert check_for(result, "citationUncitedAnswers").outcome == "FAIL"  # armed by the accuracy's floor
+    check = check_for(result, "qualityBounds")
+    assert check.outcome == "FAIL" and "arm a floor" not in check.reason
+    assert check.reason == (
+        "nothing gated: the bound(s) on citationMetadataAccuracy were skipped, as no item gave it a value (n/a); "
+        "the failed items' details say why"
+    )
+
+
 def test_error_count_ceilings_alone_arm_nothing_but_a_latency_ceiling_does():
     judged = citation_metrics(judge_errors=0, latency_ms_p95=80.0)
     only_counts = evaluate_gate(

@@ -211,6 +211,12 @@ def test_markers_default_to_positions_and_numbers_become_strings():
         ({"output": {"reply": "a", "citations": [{"n": 1, "passage": "p", "meta": {"author": {"x": 1}}}]}},
          "response.metadata.speaker 'meta.author' for sources[0] gave"),
         ([1, 2], "response.answer 'output.reply' gave null"),
+        # A mistyped field under to_string() gives the string 'null', which no answer can cite.
+        ({"output": {"reply": "a [1]", "citations": [{"id": 1, "passage": "p"}]}},
+         "response.marker 'to_string(n)' for sources[0] gave 'null', which no citation in an answer ([N] or [S#]) "
+         "can name"),
+        ({"output": {"reply": "a [1]", "citations": [{"n": 1, "passage": "p"}, {"n": 1, "passage": "q"}]}},
+         "sources[1].marker '1' repeats the marker of sources[0]: an answer's [1] could name either"),
     ],
 )  # fmt: skip
 def test_a_response_the_map_cannot_read_names_the_expression(document, message):

@@ -278,6 +278,10 @@ class CitationTally(Tally):
 
     judged: int = 0
     mismatched: int = 0
+    answers: int = 0
+    """Outcomes carrying ``citationParagraphsJudged``: the citation answers checked (errors carry none)."""
+    uncited: int = 0
+    """Of ``answers``, those with no judged paragraph (no citation marker anywhere)."""
     judge_judged: int = 0
     judge_supported: int = 0
     speaker_judged: int = 0
@@ -318,6 +322,16 @@ METRICS: tuple[MetricSpec, ...] = (
     MetricSpec(
         "citation_metadata_accuracy",
         "Judged citation paragraphs with no metadata mismatch / judged paragraphs.",
+    ),
+    MetricSpec(
+        "citation_uncited_answers",
+        "Citation answers with no cited paragraph, so that nothing in them could be checked (each also fails "
+        "as an item); null without a checked citation answer. A bound on citationMetadataAccuracy arms <= 0.",
+        direction=MetricDirection("<=", rate=False),
+        type_="count",
+        nullable=True,
+        armed_by=("citationMetadataAccuracy",),
+        only_when_measured=True,
     ),
     MetricSpec(
         "citation_supported_rate",
@@ -449,6 +463,8 @@ def tally_outcome(tally: CitationTally, outcome: ItemOutcome) -> None:
     judged = _extra_count(outcome, "citationParagraphsJudged")
     if judged is not None:
         tally.judged += judged
+        tally.answers += 1
+        tally.uncited += judged == 0
         tally.mismatched += _part_of_judged(outcome, "citationParagraphsMismatched", judged) or 0
         supported = _part_of_judged(outcome, "citationParagraphsSupported", judged)
         if supported is not None:
@@ -546,6 +562,7 @@ def tally_results(tally: CitationTally) -> dict[str, Any]:
     labelled = sum(tally.confusion.values())
     return {
         "citation_metadata_accuracy": ratio(tally.judged - tally.mismatched, tally.judged),
+        "citation_uncited_answers": tally.uncited if tally.answers else None,
         "citation_supported_rate": ratio(tally.judge_supported, tally.judge_judged),
         "wrong_speaker_rate": ratio(tally.speaker_wrong, tally.speaker_judged),
         "unparseable_rate": ratio(tally.unparseable, tally.unparseable_judged),
