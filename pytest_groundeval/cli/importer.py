@@ -93,5 +93,9 @@ def import_main(argv: list[str]) -> int:
         print(f"note: {imported.uncited} recorded answer(s) cite no [N] marker; those items will fail "
               "(an answer without citations does not pass a citation item, docs/citation.md); "
               "--live asks the questions instead")  # fmt: skip
+    if imported.live:
+        print(f"note: {imported.live} live question(s): their answers are checked for citations that name the "
+              "sources the target returned, not for what they say; that takes a judge and a citationSupportedRate "
+              "floor (docs/byo.md, Import)")  # fmt: skip
     print(f"next: pytest --eval-dataset={out}")
     return 0

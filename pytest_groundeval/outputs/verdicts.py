@@ -53,7 +53,7 @@ VERDICT_MEANINGS: Mapping[str, str] = MappingProxyType(
         "contradicted": "the evidence says otherwise",
         "wrong_speaker": "in a cited source, but said by someone else",
         "wrong_attribution": "in another source of the answer, not the one cited",
-        "metadataMismatch": "its speaker, entity or date differs from the cited source's",
+        "metadataMismatch": "a name, entity or date differs from the cited source's, or the source the item expects is not shown",
         "missingSource": "cites a marker that names no source",
         "unverifiable": "nothing to check it against",
         "unparseable": "no readable reply from the judge",

@@ -215,7 +215,10 @@ def test_promptfoo_test_cases_become_live_questions_that_run_against_the_mock(py
     source.write_text(PROMPTFOO_YAML, encoding="utf-8")
     out = pytester.path / "imported"
     assert run_import(source, "--format", "promptfoo", "--out", out) == 0
-    assert "0 recorded answer(s), 2 live question(s), 2 distinct context(s)" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "0 recorded answer(s), 2 live question(s), 2 distinct context(s)" in printed
+    # A live answer is checked for its citations only; the command says what measures the rest.
+    assert "note: 2 live question(s): their answers are checked for citations" in printed and "judge" in printed
     items = load_dataset(out).items
     assert [(i.question, i.origin["line"], i.origin.get("reference")) for i in items] == [
         ("Who founded the village fibre cooperative?", 5, "Åsa Lindqvist founded it."),

@@ -396,8 +396,9 @@ def test_source_map_of_target_evidence():
 
 
 def test_source_map_of_a_target_s_own_sources():
-    # A mapped target's sources (docs/byo.md) carry their own metadata; the item's entry of the
-    # same marker wins on a field both set, unless it is pinned to a document.
+    # A mapped target's sources (docs/byo.md) carry their own metadata, which wins on a field the item's
+    # entry of the same marker sets too (that entry is an expectation: expectedSource); an entry pinned
+    # to a document adds nothing to a source that names none.
     item = citation_item(
         question="q",
         sources=[
@@ -411,12 +412,17 @@ def test_source_map_of_a_target_s_own_sources():
         {"marker": "3"},
     ]
     assert source_map(item, [], target_sources) == {
-        "1": {"speaker": "Curated Name", "party": "S"},
+        "1": {"speaker": "API Name", "party": "S"},
         "2": {"speaker": "Lars Holm"},
         "3": {},
     }
     details = source_details(item, [], {}, target_sources)
-    assert details["1"] == {"text": "t", "metadata": {"speaker": "Curated Name", "party": "S"}}
+    assert details["1"] == {"text": "t", "metadata": {"speaker": "API Name", "party": "S"}}
+    # Without a field of its own, the source takes the item's.
+    assert source_map(item, [], [{"marker": "1", "metadata": {"party": "S"}}])["1"] == {
+        "speaker": "Curated Name",
+        "party": "S",
+    }
     assert details["3"] == {"text": "", "metadata": {}}
 
 

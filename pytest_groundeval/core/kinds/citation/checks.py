@@ -93,7 +93,8 @@ def source_map(
       The generate response's optional ``sources`` (``{"marker", "text", "metadata"}``,
       a mapped target's, docs/byo.md) exist too, each with its own metadata merged
       with the item's entry of the same marker that names no document; on a field
-      both set, the item's wins, as for a recorded answer.
+      both set, the target's wins (it says what the source is; the item's value is an
+      expectation, checked by ``expected_sources``).
 
     Args:
         item: The citation item.
@@ -136,10 +137,12 @@ def source_map(
         if not isinstance(cited, str):
             continue
         merged = sources.setdefault(cited, {})
-        merged.update(entry.get("metadata") or {})
         same_marker = declared.get(cited)
         if same_marker is not None and same_marker.document is None:
             merged.update(same_marker.metadata)
+        # What the target says its source is wins: a mention is compared with the source as it is, and the
+        # item's value is what the expectedSource check compares that source with (``expected_sources``).
+        merged.update(entry.get("metadata") or {})
     return sources
 
 
