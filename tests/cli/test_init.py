@@ -51,62 +51,39 @@ def test_pytest_passes_at_once_in_the_new_project(pytester, capsys):
     assert result.ret == pytest.ExitCode.OK
 
 
-def test_the_example_gate_fails_a_target_that_cites_the_wrong_passage(pytester, capsys):
+QUOTED = """"answer": f"{record['title']}: {record['text']} [S1]","""
+"""The example target's answer line, which the broken variants below replace."""
+
+
+@pytest.mark.parametrize(
+    ("broken", "outcomes", "lines"),
+    [
+        # Always the first passage: a wrong section, quoted under its own title.
+        (('key=lambda p: len(asked & words(p[2]["text"]))', "key=lambda p: 0"), {"passed": 1, "failed": 4},
+         ["*metadataMismatch: title 'Vacation' (cited [[]S1]) but source [[]S1] has title 'Equipment'*",
+          "citationMetadataAccuracy*0.2000 [[]*] >= 0.9000*FAIL*"]),
+        # A citation with no mention proves nothing: "I do not know. [S1]" must not pass as agreeing.
+        ((QUOTED, '"answer": "I do not know. [S1]",'), {"failed": 5},
+         ["*expectedSource: [[]S1] (title 'Vacation'): nothing confirms its title: no paragraph citing [[]S1]*",
+          "citationMetadataAccuracy*0.0000 [[]*] >= 0.9000*FAIL*"]),
+        # Uncited answers are counted, not left out of the gate: one cited answer of five must not pass it.
+        ((QUOTED, """"answer": f"{record['title']}: {record['text']}" + (" [S1]" if "vacation" in question else ""),"""),
+         {"passed": 1, "failed": 4},
+         ["citationMetadataAccuracy*1.0000 [[]*] >= 0.9000*PASS*",  # the one cited paragraph is right
+          "citationUncitedAnswers*4 <= 0*FAIL  4 > 0 (armed by the citationMetadataAccuracy bound)"]),
+    ],
+    ids=["wrong-passage", "citations-that-show-nothing", "answers-that-cite-nothing"],
+)  # fmt: skip
+def test_the_example_gate_fails_a_broken_target(pytester, capsys, broken, outcomes, lines):
     init(pytester.path, capsys)
     conftest = pytester.path / "conftest.py"
     source = conftest.read_text(encoding="utf-8")
-    ranking = 'key=lambda p: len(asked & words(p[2]["text"]))'
-    assert ranking in source
-    conftest.write_text(source.replace(ranking, "key=lambda p: 0"), encoding="utf-8")  # always the first passage
+    old, new = broken
+    assert old in source
+    conftest.write_text(source.replace(old, new), encoding="utf-8")
     result = pytester.runpytest(*NO_THIRD_PARTY_PLUGINS, "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1, failed=4)
-    result.stdout.fnmatch_lines(
-        [
-            "*metadataMismatch: title 'Vacation' (cited [[]S1]) but source [[]S1] has title 'Equipment'*",
-            "citationMetadataAccuracy*0.2000 [[]*] >= 0.9000*FAIL*",
-            "gate: FAIL",
-        ]
-    )
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-
-
-def test_the_example_gate_fails_a_target_whose_citations_show_nothing(pytester, capsys):
-    """A citation with no mention proves nothing: "I do not know. [S1]" must not pass as agreeing."""
-    init(pytester.path, capsys)
-    conftest = pytester.path / "conftest.py"
-    source = conftest.read_text(encoding="utf-8")
-    quoted = """"answer": f"{record['title']}: {record['text']} [S1]","""
-    assert quoted in source
-    conftest.write_text(source.replace(quoted, '"answer": "I do not know. [S1]",'), encoding="utf-8")
-    result = pytester.runpytest(*NO_THIRD_PARTY_PLUGINS, "-p", "no:cacheprovider")
-    result.assert_outcomes(failed=5)
-    result.stdout.fnmatch_lines(
-        [
-            "*expectedSource: [[]S1] (title 'Vacation'): nothing confirms its title: no paragraph citing [[]S1]*",
-            "citationMetadataAccuracy*0.0000 [[]*] >= 0.9000*FAIL*",
-            "gate: FAIL",
-        ]
-    )
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-
-
-def test_the_example_gate_fails_a_target_whose_answers_cite_nothing(pytester, capsys):
-    """Uncited answers are counted, not left out of the gate: one cited answer of five must not pass it."""
-    init(pytester.path, capsys)
-    conftest = pytester.path / "conftest.py"
-    source = conftest.read_text(encoding="utf-8")
-    quoted = """"answer": f"{record['title']}: {record['text']} [S1]","""
-    cited_once = """"answer": f"{record['title']}: {record['text']}" + (" [S1]" if "vacation" in question else ""),"""
-    conftest.write_text(source.replace(quoted, cited_once), encoding="utf-8")
-    result = pytester.runpytest(*NO_THIRD_PARTY_PLUGINS, "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1, failed=4)
-    result.stdout.fnmatch_lines(
-        [
-            "citationMetadataAccuracy*1.0000 [[]*] >= 0.9000*PASS*",  # the one cited paragraph is right
-            "citationUncitedAnswers*4 <= 0*FAIL  4 > 0 (armed by the citationMetadataAccuracy bound)",
-            "gate: FAIL",
-        ]
-    )
+    result.assert_outcomes(**outcomes)
+    result.stdout.fnmatch_lines([*lines, "gate: FAIL"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
