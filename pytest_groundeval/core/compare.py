@@ -14,9 +14,8 @@ significant.
 A metric the fixed rule flags but the paired test cannot judge keeps the fixed rule and
 the output says why: the checks that count what could not be measured (``errors``,
 ``judgeErrors``, ``scorerErrors``, ``citationUncitedAnswers``, ``unparseableRate``: no quality
-figure to test), a run
-that lists no items (a recorded summary), a metric only one run measured over the paired
-items, or too few paired items for any p-value to reach ``alpha`` (``smallest_p``).
+figure to test), a run that lists no items (a recorded summary), a metric only one run measured
+over the paired items, or too few paired items for any p-value to reach ``alpha`` (``smallest_p``).
 """
 
 from __future__ import annotations
