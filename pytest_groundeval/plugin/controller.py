@@ -228,6 +228,10 @@ class Controller:
     # on seeing that line finds them expected (each then counted as an error, docs/guarantees.md).
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if self.config.option.collectonly:
+            # No runner starts to freeze what the run keeps: the collected items are frozen here, so that
+            # pytest's collections at exit do not walk them (benchmarks/README.md, "Collection").
+            freeze_long_lived_objects()
         # A plain run: session.items is the selection (after -k/-m deselection). Under
         # xdist the controller collects nothing; workers tell it what they collected.
         self._expect(item.nodeid for item in session.items)
