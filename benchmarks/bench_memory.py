@@ -103,6 +103,59 @@ def one_run(work: Path, url: str, mode: str, items: int, source: str | None) -> 
     return measured.max_rss_mib
 
 
+RETAINER_PLUGIN = """
+import tracemalloc, pytest
+
+class Retainers:
+    def __init__(self, top, items):
+        self.top, self.items, self.start = top, items, None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, session, config, items):
+        pass
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        snapshot = tracemalloc.take_snapshot().filter_traces(
+            [tracemalloc.Filter(False, tracemalloc.__file__), tracemalloc.Filter(False, "<frozen importlib._bootstrap*>")]
+        )
+        stats = snapshot.statistics("traceback")
+        total = sum(s.size for s in stats)
+        print(f"\\nRETAINED {total / 1024 / self.items:.2f} KiB per item over {self.items} items (traced, at session end)")
+        for stat in stats[: self.top]:
+            frames = " <- ".join(f"{f.filename.split('site-packages/')[-1].split('pytest_groundeval/')[-1]}:{f.lineno}" for f in list(reversed(stat.traceback))[:5])
+            print(f"RETAINER {stat.size / 1024 / self.items:7.3f} KiB/item {stat.count / self.items:6.2f} blocks/item  {frames}")
+        yield
+"""
+
+
+def retainers(items: int, top: int, frames: int) -> None:
+    """Run one in-process session of ``items`` items under ``tracemalloc`` and print the top retainers.
+
+    A fresh subprocess runs ``pytest.main`` in-process with a plugin that, first thing at
+    ``pytest_sessionfinish`` (before the gate is computed and the outputs written), takes a
+    snapshot of every live allocation and prints the allocation sites (``frames`` deep)
+    holding the most memory, per item. Every output is on, as in the *all outputs* mode.
+    """
+    with tempfile.TemporaryDirectory(prefix="bench-memory-retainers-") as tmp, h.instant_target() as url:
+        work = h.write_ini(Path(tmp) / f"n{items}")
+        write_dataset(work / "dataset", items)
+        out = Path(tmp) / "out"
+        out.mkdir()
+        from pytest_groundeval.history import HistoryWriter
+
+        HistoryWriter.open(f"sqlite:///{out / 'history.db'}").close()
+        args = command(url, "all outputs", out)[3:]
+        code = (
+            f"import tracemalloc, sys; tracemalloc.start({frames})\n"
+            + RETAINER_PLUGIN
+            + f"\nimport pytest\nsys.exit(pytest.main({args!r}, plugins=[Retainers({top}, {items})]))\n"
+        )
+        measured = h.run_measured([h.PYTHON, "-c", code], cwd=work, env=h.pytest_env())
+        h.expect_output("retainers", measured.output, [f"{items} passed", "gate: PASS"])
+        print("\n".join(line for line in measured.output.splitlines() if line.startswith(("RETAINE",))))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small", type=int, default=2000, help="items of the smaller run")
@@ -110,7 +163,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--before", metavar="REV", help="also measure this commit's package, interleaved")
     parser.add_argument("--modes", default="plain,all outputs", help="comma-separated: plain, all outputs")
+    parser.add_argument("--retainers", type=int, metavar="ITEMS", help="instead: where memory is retained, over ITEMS")
+    parser.add_argument("--top", type=int, default=25, help="with --retainers: allocation sites shown")
+    parser.add_argument("--frames", type=int, default=8, help="with --retainers: traceback depth of a site")
     args = parser.parse_args(argv)
+    if args.retainers:
+        retainers(args.retainers, args.top, args.frames)
+        return 0
     modes = [m.strip() for m in args.modes.split(",")]
     sources: dict[str, str | None] = {"this tree": None}
     if args.before:
