@@ -129,13 +129,13 @@ class Retainers:
 """
 
 
-def retainers(items: int, top: int, frames: int) -> None:
+def retainers(items: int, top: int, frames: int, mode: str) -> None:
     """Run one in-process session of ``items`` items under ``tracemalloc`` and print the top retainers.
 
     A fresh subprocess runs ``pytest.main`` in-process with a plugin that, first thing at
     ``pytest_sessionfinish`` (before the gate is computed and the outputs written), takes a
     snapshot of every live allocation and prints the allocation sites (``frames`` deep)
-    holding the most memory, per item. Every output is on, as in the *all outputs* mode.
+    holding the most memory, per item, in ``mode`` (the first of ``--modes``).
     """
     with tempfile.TemporaryDirectory(prefix="bench-memory-retainers-") as tmp, h.instant_target() as url:
         work = h.write_ini(Path(tmp) / f"n{items}")
@@ -145,7 +145,7 @@ def retainers(items: int, top: int, frames: int) -> None:
         from pytest_groundeval.history import HistoryWriter
 
         HistoryWriter.open(f"sqlite:///{out / 'history.db'}").close()
-        args = command(url, "all outputs", out)[3:]
+        args = command(url, mode, out)[3:]
         code = (
             f"import tracemalloc, sys; tracemalloc.start({frames})\n"
             + RETAINER_PLUGIN
@@ -167,8 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=25, help="with --retainers: allocation sites shown")
     parser.add_argument("--frames", type=int, default=8, help="with --retainers: traceback depth of a site")
     args = parser.parse_args(argv)
+    modes = [m.strip() for m in args.modes.split(",")]
     if args.retainers:
-        retainers(args.retainers, args.top, args.frames)
+        retainers(args.retainers, args.top, args.frames, modes[0])
         return 0
     modes = [m.strip() for m in args.modes.split(",")]
     sources: dict[str, str | None] = {"this tree": None}
