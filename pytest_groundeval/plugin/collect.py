@@ -146,9 +146,10 @@ class EvalItem(pytest.Function):
         record_outcome(self, ran)
 
     def runtest(self) -> None:
-        assert self.outcome is not None
-        if not self.outcome.passed:
-            raise EvalFailure(self.outcome.detail)
+        outcome, self.outcome = self.outcome, None  # not kept to the session's end (issue 24, memory per item)
+        assert outcome is not None
+        if not outcome.passed:
+            raise EvalFailure(outcome.detail)
 
     def repr_failure(
         self, excinfo: pytest.ExceptionInfo[BaseException], style: TracebackStyle | None = None

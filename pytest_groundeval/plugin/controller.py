@@ -394,6 +394,13 @@ class Controller:
         elif report.failed:
             self.other_failures += 1
 
+    @pytest.hookimpl(trylast=True, specname="pytest_runtest_logreport")
+    def pytest_runtest_logreport_release(self, report: pytest.TestReport) -> None:
+        """Drop the outcome from a report once every plugin saw it: pytest keeps its reports to the end of
+        the session, and what the summary needs of the outcome is counted by then (issue 24, memory per item)."""
+        if hasattr(report, OUTCOME_ATTR):
+            delattr(report, OUTCOME_ATTR)
+
     def _errored(self, run: DatasetRun, kind: str, item_id: str, error: str, *, not_run: bool = False) -> ItemOutcome:
         """The errored outcome of an item that produced none, as its kind counts an error.
 

@@ -127,8 +127,13 @@ def attach(item: pytest.Item, report: pytest.TestReport) -> None:
     if run is not None:
         setattr(report, RUN_ATTR, run)
     outcome = item.stash.get(outcome_key, None)
-    if outcome is not None:
+    if outcome is not None and (report.when == "call" or report.failed):
+        # Only on the report the controller reads it from (its call report, or the setup report
+        # of an item that could not run); then the item no longer holds it, and the controller
+        # drops it from the report once read (``Controller.pytest_runtest_logreport_release``): pytest keeps every report
+        # and item to the end of the session, an outcome is needed only until it is counted.
         setattr(report, OUTCOME_ATTR, outcome)
+        del item.stash[outcome_key]
     notices = item.stash.get(notices_key, None)
     if notices:
         setattr(report, NOTICES_ATTR, notices)

@@ -121,20 +121,31 @@ class DatasetRun:
         return self._dataset
 
     def _raw_manifest(self) -> Any:
-        """The manifest's JSON, read and parsed once (None when it cannot be read)."""
+        """The manifest's JSON as this run needs it, read and parsed once (None when it cannot be read).
+
+        Only what is read here is kept (issue 24, memory per item): its ``version`` and
+        ``floors`` and, under ``ids``, the item ids, or None when the items are not a list of
+        objects with ids; not the items' questions and truths.
+        """
         if self._raw is _UNREAD:
             try:
-                self._raw = json.loads(self.manifest.read_bytes())
+                raw = json.loads(self.manifest.read_bytes())
             except (OSError, ValueError):
-                self._raw = None
+                raw = None
+            if isinstance(raw, dict):
+                try:
+                    ids: list[str] | None = [str(item["id"]) for item in raw["items"]]
+                except (KeyError, TypeError):
+                    ids = None
+                raw = {"version": raw.get("version"), "floors": raw.get("floors"), "ids": ids}
+            self._raw = raw
         return self._raw
 
     def dataset_ids(self) -> list[str] | None:
         """Every item id of the manifest (selected or not), read from its JSON; None when it cannot be read."""
-        try:
-            return [str(item["id"]) for item in self._raw_manifest()["items"]]
-        except (KeyError, TypeError):
-            return None
+        raw = self._raw_manifest()
+        ids = raw.get("ids") if isinstance(raw, dict) else None
+        return list(ids) if ids is not None else None
 
     def manifest_floors(self) -> dict[str, float | None] | None:
         """The manifest's own ``floors`` layer (``core.floors.check_floors``), or None.
