@@ -82,6 +82,10 @@ def hash_corpus_main(argv: list[str]) -> int:
         return 2
     lines = [f"{json.dumps(name, ensure_ascii=False)}: {json.dumps(digest)}" for name, digest in digests]
     print(",\n".join(lines))
+    if not (root / "manifest.json").is_file():
+        # Nothing to compare with: a dataset being written (docs/byo.md), every file under corpus/.
+        print(f"no manifest.json in {root} yet: paste these as its corpusHashes", file=sys.stderr)
+        return 0
     current = _current_hashes(root)
     changed = [name for name, digest in digests if current.get(name) != digest]
     if changed:

@@ -56,6 +56,15 @@ def test_hash_corpus_falls_back_to_every_corpus_file(dataset_dir: Path, capsys: 
     assert hashes["sub/extra.txt"] == xxhash.xxh3_64_hexdigest(b"extra")
 
 
+def test_hash_corpus_of_a_dataset_with_no_manifest_yet_says_so(dataset_dir: Path, capsys) -> None:
+    # A new-user trial: "changed or new since manifest.json" read wrong for a manifest not written yet.
+    (dataset_dir / "manifest.json").unlink()
+    assert cli.main(["hash-corpus", "--dataset", str(dataset_dir)]) == 0
+    captured = capsys.readouterr()
+    assert list(pasted(captured.out)) == ["log.txt", "notes.json"]
+    assert captured.err == f"no manifest.json in {dataset_dir} yet: paste these as its corpusHashes\n"
+
+
 def test_hash_corpus_unreadable_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["hash-corpus", "--dataset", str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err
