@@ -15,6 +15,12 @@ from pydantic import ConfigDict, Field, model_serializer
 
 from .wire import WireModel
 
+UNKNOWN = "unknown"
+"""The dataset version or model name nobody reported."""
+
+UNKNOWN_MODELS = {"generate": UNKNOWN, "embed": UNKNOWN}
+"""The lineage of a run whose target never said its models (copy it before changing it)."""
+
 
 class ModelLineage(WireModel):
     """The models a run used; ``"unknown"`` when the target did not say (docs/gate.md)."""

@@ -25,7 +25,7 @@ from .finalize import RunFlags, RunOutcomes, finalize_run
 from .floors import FloorsError
 from .gate import check_recorded_floors
 from .kinds import KIND_NAMES, errored_outcome
-from .lineage import BaselineInfo
+from .lineage import UNKNOWN, UNKNOWN_MODELS, BaselineInfo
 from .outcome import ItemOutcome, as_attempts
 from .report import CONTEXT_KEY, ReportError, ReportWriter, validation_summary, write_session
 
@@ -96,8 +96,8 @@ def recover_report(path: str | Path) -> Recovered:
             writer.add_item(outcome)
         ran += counts.items - counts.not_run
         not_run += counts.not_run
-        models = context.get("models") or {"generate": "unknown", "embed": "unknown"}
-        version = context.get("datasetVersion") or "unknown"
+        models = context.get("models") or dict(UNKNOWN_MODELS)
+        version = context.get("datasetVersion") or UNKNOWN
         prices = _recorded_prices(spool, context)
         end = finalize_run(
             counts,

@@ -37,6 +37,7 @@ from .evidence import describe_review, review_answer
 from .judging import Judge, Scorer
 from .kinds import kind_of
 from .kinds.base import JudgeError
+from .lineage import UNKNOWN_MODELS
 from .outcome import ItemOutcome, outcome_of_attempts
 from .secrets import Scrubber
 from .text import listed, shorten  # noqa: F401  (listed: re-exported)
@@ -134,7 +135,7 @@ class ItemRunner:
         self._diagnose = diagnose
         self._executor = executor
         self._ingested: dict[str, asyncio.Future[None]] = {}
-        self.models: dict[str, str] = {"generate": "unknown", "embed": "unknown"}
+        self.models: dict[str, str] = dict(UNKNOWN_MODELS)
         """The model lineage of the target, set by whoever knows it (docs/target-contract.md)."""
         self.drilldown = True
         """Whether outcomes carry the per-item view (question, answer, claims, evidence in ``extra``,

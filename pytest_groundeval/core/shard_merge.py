@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .finalize import RunFlags, RunOutcomes, finalize_run
-from .lineage import BaselineInfo, MergeInfo
+from .lineage import UNKNOWN_MODELS, BaselineInfo, MergeInfo
 from .report import Report, ReportError, ShardInfo, parse_report
 from .sharding import ids_digest, shard_of
 
@@ -103,10 +103,6 @@ def _check_compatible(reports: list[tuple[str, Report]], floors_given: bool) -> 
         )
 
 
-UNKNOWN_LINEAGE = {"generate": "unknown", "embed": "unknown"}
-"""The lineage of a run whose target never said (docs/gate.md)."""
-
-
 def _lineage_witnesses(reports: list[tuple[str, Report]]) -> list[tuple[str, Report]]:
     """The reports whose lineage says something: those that ran items or know their models.
 
@@ -114,7 +110,7 @@ def _lineage_witnesses(reports: list[tuple[str, Report]]) -> list[tuple[str, Rep
     ``unknown`` lineage; it measured nothing, so it neither agrees nor disagrees with the
     others (docs/ci.md, "Sharding"). With no witness at all, every report is one.
     """
-    witnesses = [(source, r) for source, r in reports if r.items or r.models.to_wire() != UNKNOWN_LINEAGE]
+    witnesses = [(source, r) for source, r in reports if r.items or r.models.to_wire() != UNKNOWN_MODELS]
     return witnesses or reports
 
 

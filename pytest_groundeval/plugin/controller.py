@@ -50,6 +50,7 @@ from ..core.finalize import RunFlags, finalize_run
 from ..core.gate import FloorsError, baseline_version_problem, merge_floors, summarize_baseline
 from ..core.kinds import errored_outcome, get
 from ..core.kinds.base import ItemBase
+from ..core.lineage import UNKNOWN, UNKNOWN_MODELS
 from ..core.outcome import ItemOutcome, as_attempts
 from ..core.report import FinishedReport, Report, ReportWriter, write_session
 from ..core.sharding import shard_info
@@ -62,7 +63,7 @@ from .nodeids import dataset_key, eval_node
 from .options import STEP_SUMMARY_ENV, Settings, step_summary_path
 from .record import GATE_ATTR, NOTICES_ATTR, OUTCOME_ATTR, RUN_ATTR
 from .session import GateSession
-from .state import UNKNOWN, UNKNOWN_MODELS, DatasetRun, dataset_baseline, load_baseline, load_floors_layer
+from .state import DatasetRun, dataset_baseline, load_baseline, load_floors_layer
 from .summary import write_summary
 
 SHARD_DECIDING = frozenset({"errors", "notRun", "run"})

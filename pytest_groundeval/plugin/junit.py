@@ -14,9 +14,10 @@ import pytest
 from _pytest.junitxml import xml_key
 
 from ..core.gate import verdict
+from ..core.lineage import UNKNOWN
 from ..core.render import format_check
 from .record import GATE_ATTR
-from .state import UNKNOWN, DatasetRun
+from .state import DatasetRun
 
 
 def log_gates_to_junit(

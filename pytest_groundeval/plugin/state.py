@@ -21,7 +21,7 @@ from ..core.dataset import Dataset, load_dataset
 from ..core.finalize import RunOutcomes
 from ..core.floors import FloorsError, check_floors
 from ..core.gate import GateResult, read_floors_file
-from ..core.lineage import BaselineInfo
+from ..core.lineage import UNKNOWN, UNKNOWN_MODELS, BaselineInfo
 from ..core.metrics import Metrics
 from ..core.outcome import ItemOutcome
 from ..core.report import Report, ReportError, ReportWriter, read_report
@@ -29,11 +29,6 @@ from ..core.report import Report, ReportError, ReportWriter, read_report
 BASELINE_NAME = "baseline.json"
 """A dataset's own baseline report, used when ``--eval-baseline`` is not given."""
 
-UNKNOWN = "unknown"
-"""The dataset version or model name nobody reported."""
-
-UNKNOWN_MODELS = {"generate": UNKNOWN, "embed": UNKNOWN}
-"""The lineage of a run whose items never said theirs."""
 
 _UNREAD = object()
 

@@ -16,12 +16,13 @@ import pytest
 
 from ..core.confidence import DEFAULT_CONFIDENCE
 from ..core.gate import NOT_GATED, verdict
+from ..core.lineage import UNKNOWN
 from ..core.render import citation_lines, format_check, judge_problem_lines, unbounded_lines, usage_lines
 from ..core.text import shorten
 from ..history.urls import describe_url
 from ..outputs.write import shown_path
 from .history import HISTORY_EXIT, HISTORY_FAILED
-from .state import UNKNOWN, DatasetRun
+from .state import DatasetRun
 
 if TYPE_CHECKING:
     from .controller import Controller
