@@ -39,9 +39,13 @@ CLAIM_VERDICTS = ("supported", "unsupported", "contradicted", "unverifiable")
 """Claim verdicts a target may return for its claims (docs/target-contract.md); the citation judge's verdicts
 are another vocabulary (``core.judging.JUDGE_VERDICTS``)."""
 
+MARKER_NAME_PATTERN = r"^S?[0-9]+$"
+"""A citation marker's name as written inside the brackets: ``S1`` or ``1`` (docs/citation.md); a source
+whose marker is not one can never be cited."""
+
 MARKER_IN_TEXT_PATTERN = r"\[(S?\d+)\]"
 """A citation marker as it appears in an answer: ``[S1]`` (evidence block) or ``[1]`` (numbered
-source); group 1 is the marker's name (``kinds.base.MARKER_NAME_PATTERN``)."""
+source); group 1 is the marker's name (``MARKER_NAME_PATTERN``)."""
 
 _MARKER_RUN_RE = re.compile(r"\s*" + MARKER_IN_TEXT_PATTERN)
 

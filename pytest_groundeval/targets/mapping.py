@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
+from ..core.contract import MARKER_NAME_PATTERN
 from ..core.text import shorten
 from .protocol import JsonObject, TargetError
 from .responses import check_generate_response
@@ -463,11 +464,12 @@ class ResponseMap:
                     f"the target map's {self.marker.named}{where} gave {_brief(marker)}, not a string or an integer"
                 )
         out: JsonObject = {"marker": marker.strip().strip("[]")}
-        if out["marker"] == "null" and self.marker is not None:
+        if self.marker is not None and not re.match(MARKER_NAME_PATTERN, out["marker"]):
             # JMESPath's to_string(null) is 'null': the expression read a field the source does not have.
+            hint = ": does the expression read a field the source has?" if out["marker"] == "null" else ""
             raise ValueError(
-                f"the target map's {self.marker.named}{where} gave 'null', which no citation in an answer "
-                "([N] or [S#]) can name: does the expression read a field the source has?"
+                f"the target map's {self.marker.named}{where} gave {shorten(out['marker'], 40)!r}, which no "
+                f"citation in an answer ([N] or [S#]) can name{hint}"
             )
         if self.text is not None:
             out["text"] = _text(self.text.search(source, where), self.text, where)

@@ -31,7 +31,7 @@ from typing import Annotated, Any, Literal, Protocol, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
-from ..core.contract import CLAIM_VERDICTS, strip_markers
+from ..core.contract import CLAIM_VERDICTS, MARKER_NAME_PATTERN, strip_markers
 from ..core.text import shorten
 from .protocol import TargetError
 
@@ -181,9 +181,6 @@ _KIND_WORDS = {
     "string_too_short": "a non-empty string",
 }
 
-
-_CITABLE_MARKER_RE = re.compile(r"S?[0-9]+")
-"""A source marker an answer's ``[N]``/``[S#]`` can name (``core.contract.MARKER_IN_TEXT_PATTERN``'s group 1)."""
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -351,7 +348,7 @@ def _check_generate_coherence(body: dict[str, Any]) -> None:
     seen: dict[str, int] = {}
     for i, source in enumerate(body.get("sources") or ()):
         marker = source["marker"]
-        if not _CITABLE_MARKER_RE.fullmatch(marker):
+        if not re.match(MARKER_NAME_PATTERN, marker):
             raise ValueError(
                 f"sources[{i}].marker {shorten(marker, 40)!r} is not a marker an answer can cite ([N] or [S#], "
                 "docs/target-contract.md)"

@@ -215,6 +215,9 @@ def test_markers_default_to_positions_and_numbers_become_strings():
         ({"output": {"reply": "a [1]", "citations": [{"id": 1, "passage": "p"}]}},
          "response.marker 'to_string(n)' for sources[0] gave 'null', which no citation in an answer ([N] or [S#]) "
          "can name"),
+        ({"output": {"reply": "a [a1]", "citations": [{"n": "a1", "passage": "p"}]}},
+         "response.marker 'to_string(n)' for sources[0] gave 'a1', which no citation in an answer ([N] or [S#]) "
+         "can name"),
         ({"output": {"reply": "a [1]", "citations": [{"n": 1, "passage": "p"}, {"n": 1, "passage": "q"}]}},
          "sources[1].marker '1' repeats the marker of sources[0]: an answer's [1] could name either"),
     ],

@@ -17,8 +17,9 @@ from typing import Any, get_args
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from ..contract import MARKER_NAME_PATTERN
 from ..kinds import KIND_NAMES, all_kinds, generation
-from ..kinds.base import ID_PATTERN, MARKER_NAME_PATTERN, TAG_PATTERN, RuleError
+from ..kinds.base import ID_PATTERN, TAG_PATTERN, RuleError
 
 HASH_PATTERN = r"^[0-9a-f]{16}$"
 """xxh3_64 digests: 16 lower-case hex digits (docs/dataset.md)."""

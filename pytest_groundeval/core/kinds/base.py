@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, StringConstraints, field_validator
 
+from ..contract import MARKER_NAME_PATTERN
 from ..outcome import ItemOutcome
 from ..wire import WireModel
 
@@ -28,9 +29,6 @@ ID_PATTERN = r"^[A-Za-z0-9_-]+$"
 
 TAG_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 """Tags become pytest markers, so they must be valid marker names."""
-
-MARKER_NAME_PATTERN = r"^S?[0-9]+$"
-"""A citation marker's name as written inside the brackets: ``S1`` or ``1`` (docs/citation.md)."""
 
 RESERVED_TAGS = frozenset({"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings"})
 """pytest's built-in markers: a tag with one of these names would change how pytest runs the item."""
