@@ -19,7 +19,7 @@ import base64
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from html import escape
 from typing import Any, TypedDict
@@ -91,12 +91,49 @@ def _gate_section(report: Mapping[str, Any]) -> str:
     )
 
 
-def _failures_section(views: Sequence[Mapping[str, Any]]) -> str:
+class _ItemTotals:
+    """What the page's sections (all but the item list) need of the items, from one pass over them.
+
+    The items may be a spool read from disk (``outputs.spool.ItemSpool``): nothing per item
+    is held but its latency (issue 24, memory per item).
+    """
+
+    def __init__(self, items: Iterable[Mapping[str, Any]]) -> None:
+        self.count = 0
+        self.outcomes: Counter[str] = Counter()
+        self.first_bad: dict[str, list[dict[str, Any]]] = {"fail": [], "error": []}
+        """The views of the first ``FAILURES_SHOWN`` failed and errored items, each in report order."""
+        self.by_kind: dict[str, Counter[str]] = {}
+        self.latencies: list[float] = []
+        self.paragraph_verdicts: Counter[str] = Counter()
+        self.claim_verdicts: Counter[str] = Counter()
+        for item in items:
+            outcome = item_outcome(item)
+            self.count += 1
+            self.outcomes[outcome] += 1
+            shown = self.first_bad.get(outcome)
+            if shown is not None and len(shown) < FAILURES_SHOWN:
+                shown.append(item_view(item))
+            self.by_kind.setdefault(str(item.get("kind")), Counter())[outcome] += 1
+            latency = item.get("latencyMs")
+            if isinstance(latency, (int, float)):
+                self.latencies.append(float(latency))
+            extra = item.get("extra") or {}
+            # any kind whose outcomes record judged paragraphs (citation's ``citationParagraphs``)
+            for p in as_list(extra.get("citationParagraphs")):
+                if isinstance(p, Mapping):
+                    self.paragraph_verdicts[paragraph_verdict(p)] += 1
+            for c in as_list(extra.get("claims")):
+                if isinstance(c, Mapping):
+                    self.claim_verdicts[str(c.get("verdict"))] += 1
+
+
+def _failures_section(totals: _ItemTotals) -> str:
     """The items that failed or errored, first ``FAILURES_SHOWN`` of them, each a link that opens it below."""
-    bad = [view for view in views if view["outcome"] != "pass"]
-    counts = Counter(view["outcome"] for view in bad)
+    bad = [*totals.first_bad["fail"], *totals.first_bad["error"]]
+    counts, total = totals.outcomes, totals.count
     if not bad:
-        return f'<section id="failures"><h2>Failures</h2><p class="note">All {len(views)} items passed.</p></section>'
+        return f'<section id="failures"><h2>Failures</h2><p class="note">All {total} items passed.</p></section>'
     rows = "".join(
         f'<tr data-id="{escape(view["id"])}"><td><a href="#items" data-open="{escape(view["id"])}">'
         f"{escape(view['id'])}</a></td><td>{escape(view['kind'])}</td>"
@@ -105,14 +142,15 @@ def _failures_section(views: Sequence[Mapping[str, Any]]) -> str:
         f"{escape(one_line(view['error'] or view['detail'] or '', 200))}</td></tr>"
         for view in bad[:FAILURES_SHOWN]
     )
+    n_bad = counts["fail"] + counts["error"]
     more = (
-        f'<p class="note">and {len(bad) - FAILURES_SHOWN} more, listed first under <a href="#items">Items</a>.</p>'
-        if len(bad) > FAILURES_SHOWN
+        f'<p class="note">and {n_bad - FAILURES_SHOWN} more, listed first under <a href="#items">Items</a>.</p>'
+        if n_bad > FAILURES_SHOWN
         else ""
     )
     return (
         f'<section id="failures"><h2>Failures: {counts["fail"]} failed, {counts["error"]} errored '
-        f"of {len(views)} items</h2>"
+        f"of {total} items</h2>"
         '<table class="grid"><thead><tr><th>id</th><th>kind</th><th>outcome</th><th>why</th></tr></thead><tbody>'
         f"{rows}</tbody></table>{more}</section>"
     )
@@ -197,44 +235,30 @@ def _figures_table(figures: Sequence[_Figure]) -> str:
     )
 
 
-def _charts_section(report: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> str:
+def _charts_section(report: Mapping[str, Any], totals: _ItemTotals) -> str:
     shares, figures = _metric_rows(report)
     parts = [
         '<section id="charts"><h2>Rates against their floors</h2>',
         charts.metric_bars(shares),
         _figures_table(figures),
     ]
-    by_kind: dict[str, Counter[str]] = {}
-    for item in items:
-        by_kind.setdefault(str(item.get("kind")), Counter())[item_outcome(item)] += 1
     rows = [
         (kind, [("pass", c["pass"], "bar-pass"), ("fail", c["fail"], "bar-fail"), ("error", c["error"], "bar-error")])
-        for kind, c in by_kind.items()
+        for kind, c in totals.by_kind.items()
     ]
     parts += ["<h2>Outcomes by kind</h2>", charts.stacked_bars(rows, title="Item outcomes by kind")]
-    latencies = [float(i["latencyMs"]) for i in items if isinstance(i.get("latencyMs"), (int, float))]
     # Every target kind answers generate (REST, Python, mapped): the chart names the call, not a REST path.
-    parts += ["<h2>Latency of the target's generate calls</h2>", charts.histogram(latencies)]
-    paragraphs = [
-        p
-        for i in items  # any kind whose outcomes record judged paragraphs (citation's ``citationParagraphs``)
-        for p in as_list((i.get("extra") or {}).get("citationParagraphs"))
-        if isinstance(p, Mapping)
-    ]
+    parts += ["<h2>Latency of the target's generate calls</h2>", charts.histogram(totals.latencies)]
     parts.append("<h2>Citation verdicts</h2>")
-    if paragraphs:
-        counts = Counter(paragraph_verdict(p) for p in paragraphs)
+    counts = totals.paragraph_verdicts
+    if counts:
         bars = [(v, n, f"bar-{tone(v)}") for v, n in counts.most_common()]
-        parts.append(charts.count_bars(bars, title=f"Verdicts of {len(paragraphs)} judged citation paragraphs"))
+        total = sum(counts.values())
+        parts.append(charts.count_bars(bars, title=f"Verdicts of {total} judged citation paragraphs"))
         parts.append(legend(counts, element_id="citation-legend"))
     else:
         parts.append('<p class="note">No citation items in this run.</p>')
-    claims = Counter(
-        str(c.get("verdict"))
-        for i in items
-        for c in as_list((i.get("extra") or {}).get("claims"))
-        if isinstance(c, Mapping)
-    )
+    claims = totals.claim_verdicts
     if claims:
         bars = [(v, n, f"bar-{tone(v)}") for v, n in claims.most_common()]
         parts += ["<h2>Claim verdicts</h2>", charts.count_bars(bars, title="Verdicts the target gave its claims")]
@@ -326,6 +350,8 @@ def render_html(
 
     Args:
         report: A report's wire dict (``--eval-report`` or ``groundeval merge`` output).
+            Its ``items`` may be any re-iterable of item wire dicts (a list, or an
+            ``outputs.spool.ItemSpool``): the page reads them in several passes.
         history: Past runs of the same dataset and lineage, oldest first, each
             ``{"id": str, "startedAt": epoch ms or text, "metrics": {wire name: value}}``;
             when given, the page adds a trend per metric over the last
@@ -339,12 +365,23 @@ def render_html(
     Raises:
         KeyError: ``report`` lacks ``gate`` or ``metrics``.
     """
-    items = list(report.get("items") or [])
+    return "".join(html_parts(report, history, title=title))
+
+
+def html_parts(
+    report: Mapping[str, Any], history: Sequence[Mapping[str, Any]] | None = None, *, title: str | None = None
+) -> Iterator[str]:
+    """``render_html``'s page as consecutive pieces of text, to be written one after the other.
+
+    The item list goes out one item at a time, so writing the pieces to a file holds
+    one item's view at a time, not the page (issue 24, memory per item). Arguments
+    and errors are ``render_html``'s.
+    """
+    items = report.get("items") or []
     verdict = gate_verdict(report["gate"])
     page_title = title or f"groundeval {report.get('datasetVersion', '')} — gate {verdict}"
-    views = sorted((item_view(item) for item in items), key=lambda view: OUTCOME_ORDER.index(view["outcome"]))
+    totals = _ItemTotals(items)
     data: dict[str, Any] = {
-        "items": views,
         "outcomeOrder": OUTCOME_ORDER,
         "tones": dict(VERDICT_TONES),
         "meanings": dict(VERDICT_MEANINGS),
@@ -359,20 +396,27 @@ def render_html(
         f"default-src 'none'; img-src data:; style-src {_csp_hash(STYLE)}; script-src {_csp_hash(SCRIPT)}; "
         "base-uri 'none'; form-action 'none'"
     )
-    return (
+    yield (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{escape(csp)}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<meta name="generator" content="pytest-groundeval">'
         f'<link rel="icon" href="data:,"><title>{escape(page_title)}</title><style>{STYLE}</style></head><body>'
-        + _header(report)
-        + _gate_section(report)
-        + _failures_section(views)
-        + judge_section(report)
-        + _charts_section(report, items)
-        + history_html
-        + ITEMS_SECTION
-        + f'<script type="application/json" id="ge-data">{_json_island(data)}</script>'
-        + f"<script>{SCRIPT}</script></body></html>\n"
     )
+    yield _header(report) + _gate_section(report) + _failures_section(totals)
+    yield judge_section(report)
+    yield _charts_section(report, totals)
+    yield history_html + ITEMS_SECTION
+    # The data island: {"items": [views, failures first (OUTCOME_ORDER), each outcome in report order], ...}.
+    yield '<script type="application/json" id="ge-data">{"items":['
+    first = True
+    for outcome in OUTCOME_ORDER:
+        if not totals.outcomes[outcome]:
+            continue
+        for item in items:
+            if item_outcome(item) == outcome:
+                yield ("" if first else ",") + _json_island(item_view(item))
+                first = False
+    yield "]," + _json_island(data)[1:] + "</script>"
+    yield f"<script>{SCRIPT}</script></body></html>\n"

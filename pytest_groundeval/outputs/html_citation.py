@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from html import escape
 from typing import Any
 
@@ -23,13 +23,12 @@ from .item_view import as_list, labelled_pair, paragraph_judges
 from .verdicts import tone
 
 
-def _paragraphs(items: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return [
-        p
-        for item in items
-        for p in as_list((item.get("extra") or {}).get("citationParagraphs"))
-        if isinstance(p, Mapping)
-    ]
+def _paragraphs(items: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+    """The paragraph records of the items, one item at a time (the items may be a spool on disk)."""
+    for item in items:
+        for p in as_list((item.get("extra") or {}).get("citationParagraphs")):
+            if isinstance(p, Mapping):
+                yield p
 
 
 def judge_confusion(report: Mapping[str, Any]) -> dict[str, dict[str, int]]:
@@ -53,7 +52,7 @@ def judge_confusion(report: Mapping[str, Any]) -> dict[str, dict[str, int]]:
     return table
 
 
-def judges_against_labels(items: Sequence[Mapping[str, Any]]) -> dict[str, tuple[int, int]]:
+def judges_against_labels(items: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, int]]:
     """Per judge of a jury: ``(labelled paragraphs it was asked about, those where its label is the human one)``.
 
     Counted over paragraph records carrying both ``expectedVerdict`` and the jury's

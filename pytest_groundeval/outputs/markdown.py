@@ -53,12 +53,18 @@ def render_markdown(report: Mapping[str, Any], *, title: str = "groundeval") -> 
     metrics = report["metrics"]
     verdict = gate_verdict(gate)
     items = report.get("items") or []
-    failed = [item for item in items if not item.get("pass") and item.get("error") is None]
-    errored = [item for item in items if item.get("error") is not None]
+    # One pass, keeping only the items listed (the items may be a spool on disk, ``outputs.spool``).
+    listed: dict[str, list[Mapping[str, Any]]] = {"error": [], "fail": []}
+    counts = {"error": 0, "fail": 0, "pass": 0}
+    for item in items:
+        outcome = "error" if item.get("error") is not None else "pass" if item.get("pass") else "fail"
+        counts[outcome] += 1
+        if outcome != "pass" and len(listed[outcome]) < MAX_ITEMS_LISTED:
+            listed[outcome].append(item)
     lines = [
         f"### {cell(title)} gate: {('✅' if gate.get('gated', True) is not False else '➖') if gate['passed'] else '❌'} {verdict} — dataset {cell(report['datasetVersion'])}",
         "",
-        f"{metrics.get('items', len(items))} items ({len(failed)} failed, {len(errored)} errors), "
+        f"{metrics.get('items', sum(counts.values()))} items ({counts['fail']} failed, {counts['error']} errors), "
         f"models {cell(models_label(report.get('models')))}"
         + (" — **interrupted: the metrics cover only part of the selection**" if report.get("interrupted") else ""),
         "",
@@ -92,7 +98,7 @@ def render_markdown(report: Mapping[str, Any], *, title: str = "groundeval") -> 
     ]
     if info:
         lines += ["", "Reported, not gated: " + ", ".join(f"{cell(n)} {cell(metric_value(n, v))}" for n, v in info)]
-    problems = errored + failed
+    problems = listed["error"] + listed["fail"]
     if problems:
         lines += ["", "| item | kind | outcome | detail |", "|---|---|---|---|"]
         for item in problems[:MAX_ITEMS_LISTED]:
@@ -101,8 +107,9 @@ def render_markdown(report: Mapping[str, Any], *, title: str = "groundeval") -> 
             lines.append(
                 f"| {cell(item['id'])} | {cell(item.get('kind', ''))} | {'error' if is_error else 'fail'} | {cell(text)} |"
             )
-        if len(problems) > MAX_ITEMS_LISTED:
+        if counts["error"] + counts["fail"] > MAX_ITEMS_LISTED:
             lines.append(
-                f"\n… and {len(problems) - MAX_ITEMS_LISTED} more failed or errored items (see the HTML report)"
+                f"\n… and {counts['error'] + counts['fail'] - MAX_ITEMS_LISTED} more failed or errored items "
+                "(see the HTML report)"
             )
     return "\n".join(lines) + "\n"

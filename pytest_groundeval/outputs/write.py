@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .html import render_html
+from .html import html_parts
 from .markdown import render_markdown
 
 
@@ -24,8 +24,11 @@ class OutputError(ValueError):
     """An output file cannot be written, or a history file cannot be read; the message names the file."""
 
 
-def write_text_atomic(path: str | Path, text: str) -> Path:
+def write_text_atomic(path: str | Path, text: str | Iterable[str]) -> Path:
     """Write ``text`` (UTF-8) to ``path`` through a temporary file in the same directory and ``os.replace``.
+
+    ``text`` may be a string or consecutive pieces of one (``outputs.html.html_parts``),
+    written as they come, so the whole text is never held.
 
     Raises:
         OutputError: The directory does not exist or is not writable.
@@ -37,7 +40,11 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
         raise OutputError(f"{target}: cannot write: {exc}") from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-            out.write(text)
+            if isinstance(text, str):
+                out.write(text)
+            else:
+                for part in text:
+                    out.write(part)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # an artifact others read, like core/report.py's files
@@ -81,7 +88,7 @@ def write_outputs(
     """
     written = []
     if html:
-        written.append(write_text_atomic(html, render_html(report, history)))
+        written.append(write_text_atomic(html, html_parts(report, history)))
     if markdown:
         written.append(write_text_atomic(markdown, render_markdown(report)))
     return written
@@ -131,7 +138,8 @@ def write_session_outputs(
     ``step_summary`` (the file ``$GITHUB_STEP_SUMMARY`` names).
 
     Args:
-        reports: One wire dict per dataset of the session (items may be only those kept).
+        reports: One wire dict per dataset of the session (items may be only those kept, in a
+            list or an ``outputs.spool.ItemSpool``: the page reads them in several passes).
         html: ``--eval-html``'s path, or None.
         markdown: ``--eval-markdown``'s path, or None.
         step_summary: The job summary file to append to, or None.
@@ -143,7 +151,7 @@ def write_session_outputs(
     out = SessionOutputs()
     text = session_markdown(reports)
 
-    def write(path: Path, render: Callable[[], str]) -> None:
+    def write(path: Path, render: Callable[[], str | Iterable[str]]) -> None:
         try:
             out.written.append(write_text_atomic(path, render()))
         except (OutputError, OSError) as exc:
@@ -155,7 +163,7 @@ def write_session_outputs(
                 f"--eval-html: this run gated {len(reports)} datasets and a page shows one; nothing written"
             )
         else:
-            write(html, lambda: render_html(reports[0]))
+            write(html, lambda: html_parts(reports[0]))
     if markdown is not None:
         write(markdown, lambda: text)
     if step_summary is not None:

@@ -276,7 +276,7 @@ class Controller:
         if self.history is not None:
             self.history.add(run, wire, self.run_floors(run))
         if self.keep == "all" or (self.keep == "problems" and not outcome.passed):
-            run.kept.append(outcome.to_wire())
+            run.kept.add(outcome.to_wire())
         if self._keeps_for_hook():
             self.hook_items.setdefault(run.key, []).append(wire)
         if outcome.error is not None:
@@ -742,6 +742,8 @@ class Controller:
             step_summary=self.step_summary,
             step_summary_name=STEP_SUMMARY_ENV,
         )
+        for run, _ in parts:
+            run.kept.close()
         self.written += out.written
         self.output_errors += out.errors
         self.step_summary_error = out.step_summary_error

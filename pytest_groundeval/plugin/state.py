@@ -25,6 +25,7 @@ from ..core.lineage import UNKNOWN, UNKNOWN_MODELS, BaselineInfo
 from ..core.metrics import Metrics
 from ..core.outcome import ItemOutcome
 from ..core.report import Report, ReportError, ReportWriter, read_report
+from ..outputs.spool import ItemSpool
 
 BASELINE_NAME = "baseline.json"
 """A dataset's own baseline report, used when ``--eval-baseline`` is not given."""
@@ -79,8 +80,9 @@ class DatasetRun:
     """The run's gate, once the session finished."""
     confidence: dict[str, ConfidenceInterval | None] | None = None
     """Every rate metric's confidence interval, once the session finished (docs/statistics.md)."""
-    kept: list[dict[str, Any]] = field(default_factory=list)
-    """Item outcomes (wire dicts) kept for the HTML page or the Markdown table, when they are written."""
+    kept: ItemSpool = field(default_factory=ItemSpool, repr=False)
+    """Item outcomes (wire dicts) kept for the HTML page or the Markdown table, when they are written;
+    on disk, not in memory (issue 24, memory per item)."""
     shard: dict[str, Any] | None = None
     """The report's ``shard`` block (``core.sharding.shard_info``)."""
     spooled_baseline: tuple[frozenset[str], dict[str, Any] | None] | None = None
