@@ -10,6 +10,7 @@ shows them (docs/ci.md, "Outputs").
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -75,9 +76,18 @@ def kind_figures(wire: Mapping[str, Any]) -> list[tuple[str, Any]]:
     return figures
 
 
+@functools.lru_cache(maxsize=64)
+def _run_block(dataset_version: str, models: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    return {"datasetVersion": dataset_version, "models": dict(models)}
+
+
 def record_run(item: pytest.Item, dataset_version: str, models: Mapping[str, str]) -> None:
-    """Attach the run's dataset version and lineage to the item's reports (for the controller)."""
-    item.stash[run_key] = {"datasetVersion": dataset_version, "models": dict(models)}
+    """Attach the run's dataset version and lineage to the item's reports (for the controller).
+
+    Items of one run share one block, which nothing changes (a block per item was a
+    quarter of a KiB per item, kept to the session's end with its reports: issue 24).
+    """
+    item.stash[run_key] = _run_block(dataset_version, tuple(models.items()))
 
 
 def record_outcome(item: pytest.Item, outcome: ItemOutcome) -> None:

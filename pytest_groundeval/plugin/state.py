@@ -138,6 +138,11 @@ class DatasetRun:
             self._raw = raw
         return self._raw
 
+    def read_manifest(self) -> None:
+        """Read and keep the manifest's version, floors and item ids now, if not read yet (never raises:
+        a manifest that cannot be read is remembered as such, as ``dataset_ids`` and the rest report)."""
+        self._raw_manifest()
+
     def dataset_ids(self) -> list[str] | None:
         """Every item id of the manifest (selected or not), read from its JSON; None when it cannot be read."""
         raw = self._raw_manifest()
