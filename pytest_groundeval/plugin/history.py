@@ -165,7 +165,8 @@ class SessionHistory:
             return
         record = dict(wire)
         extra = wire.get("extra") or {}
-        context = self._contexts(run).get(wire["id"])
+        # Each item is recorded once (the controller drops repeats): its context is let go now.
+        context = self._contexts(run).pop(wire["id"], None)
         if context:
             for key, value in context.items():
                 if key not in extra:
