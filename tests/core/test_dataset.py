@@ -15,6 +15,7 @@ import pytest
 import xxhash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from pytest_groundeval.core.dataset import (
     CHUNK_SIZE,
@@ -1252,3 +1253,19 @@ def test_dataset_error_helpers_annotations_resolve():
         if function.__module__ == errors.__name__:
             typing.get_type_hints(function)
     assert typing.get_type_hints(errors._describe_errors)["exc"] is ValidationError
+
+
+def test_items_of_one_shape_share_one_frozen_set_of_given_fields_and_are_read_only(tmp_path):
+    # issue 24, memory per item: pydantic's per-model set of given fields was ~40% of an item.
+    untagged = {key: value for key, value in QA.items() if key != "tags"}
+    items = [{**untagged, "id": "q1"}, {**untagged, "id": "q2", "question": "Another?"}, {**QA, "id": "q3"}]
+    q1, q2, q3 = load_dataset(write_dataset(tmp_path, items)).items
+    assert q1.model_fields_set == {"id", "kind", "question", "find", "expected_evidence", "truths"}
+    assert q1.__pydantic_fields_set__ is q2.__pydantic_fields_set__
+    assert q3.model_fields_set == q1.model_fields_set | {"tags"}
+    assert "tags" not in q1.model_dump(exclude_unset=True) and q3.model_dump(exclude_unset=True)["tags"] == ["smoke"]
+    with pytest.raises(ValidationError, match="frozen"):
+        q1.question = "changed"  # would otherwise mark the field given on every item of its shape
+    copied = q1.model_copy(update={"tags": ["x"]})
+    assert "tags" in copied.model_fields_set and "tags" not in q2.model_fields_set
+    assert q2.question == "Another?" and q1.question == QA["question"]

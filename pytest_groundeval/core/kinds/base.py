@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, StringConstraints, field_validator
+from pydantic import ConfigDict, Field, StringConstraints, field_validator
 
 from ..contract import MARKER_NAME_PATTERN
 from ..outcome import ItemOutcome
@@ -78,7 +78,14 @@ def _check_tags(tags: list[str]) -> list[str]:
 
 
 class ItemBase(WireModel):
-    """Fields every item has (docs/dataset.md)."""
+    """Fields every item has (docs/dataset.md).
+
+    Items are frozen: a validated dataset item is read-only (assigning a field raises
+    ``pydantic.ValidationError``), so the loader lets items of one shape share one set of
+    given fields (``core.dataset.loader``).
+    """
+
+    model_config = ConfigDict(frozen=True)
 
     id: ItemId
     """Unique within the dataset; letters, digits, ``-``, ``_``."""
