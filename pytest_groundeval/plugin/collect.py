@@ -111,6 +111,8 @@ class EvalItem(pytest.Function):
 
     def setup(self) -> None:
         super().setup()
+        if self.config.option.setupplan:
+            return  # --setup-plan: pytest plans the fixtures without making them, and nothing runs
         name = "groundeval_runner" if self.uses_target else "groundeval_offline_runner"
         runner = cast(ItemRunner, self.funcargs[name])
         record_run(self, self.dataset.version, runner.models)

@@ -219,7 +219,7 @@ class Controller:
                 if of_run is None:
                     of_run = expected[key] = self._run_for(key).expected
                 of_run.setdefault(item_id, kind)
-        if not self.config.option.collectonly:
+        if not self._runs_nothing():
             # Read now what the end of the session reads of each manifest (its version, floors and
             # ids): parsed here, its whole JSON is a passing peak before the run's reports and
             # outcomes exist, not one on top of them (benchmarks/README.md, "Memory per item").
@@ -235,10 +235,13 @@ class Controller:
     # on seeing that line finds them expected (each then counted as an error, docs/guarantees.md).
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        if self.config.option.collectonly:
+        if self._runs_nothing():
             # No runner starts to freeze what the run keeps: the collected items are frozen here, so that
             # pytest's collections at exit do not walk them (benchmarks/README.md, "Collection").
             freeze_long_lived_objects()
+            # Nothing runs, so nothing is expected, spooled or recorded: a history run opened here
+            # would stay in the history, never finished (docs/history.md).
+            return
         # A plain run: session.items is the selection (after -k/-m deselection). Under
         # xdist the controller collects nothing; workers tell it what they collected.
         self._expect(item.nodeid for item in session.items)
@@ -254,8 +257,14 @@ class Controller:
                 self.history.note_items(key, items)
             self._open_history_runs()
 
+    def _runs_nothing(self) -> bool:
+        """Whether this session only collects (``--collect-only``) or plans (``--setup-plan``): no item runs."""
+        return bool(self.config.option.collectonly or getattr(self.config.option, "setupplan", False))
+
     def collected(self, nodeids: Iterable[str]) -> None:
         """What an xdist worker collected (``pytest_xdist_node_collection_finished``, ``plugin.xdist_hooks``)."""
+        if self._runs_nothing():
+            return
         self._expect(nodeids)
         self._spool_collected()
         if self.history is not None:
@@ -511,7 +520,7 @@ class Controller:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         # First, so that the gate reaches junitxml's file before it is written; the exit
         # status is decided last (``pytest_sessionfinish_exit_status``).
-        if self.config.option.collectonly or getattr(self.config.option, "setupplan", False):
+        if self._runs_nothing():
             return
         if exitstatus == pytest.ExitCode.USAGE_ERROR:  # refused before any item ran (plugin.target_source)
             self._abort_writers()  # the spools opened at collection: no report, no file left open

@@ -55,6 +55,16 @@ def test_history_options_are_checked_before_the_run(run, smoke, args, message):
     assert "s3cret" not in result.stderr.str() + result.stdout.str()
 
 
+@pytest.mark.parametrize("mode", ["--collect-only", "--setup-plan"])
+def test_a_session_that_runs_no_item_records_no_run(run, pytester, smoke, mode):
+    # Before: --collect-only opened a history run at collection that was never finished.
+    db = pytester.path / "h.db"
+    result = run(f"--eval-dataset={smoke}", f"--eval-history=sqlite:///{db}", mode)
+    assert result.ret == 0, result.stdout.str()
+    assert _rows(db, "SELECT id FROM runs") == []
+    assert _rows(db, "SELECT item_id FROM items") == []
+
+
 @pytest.mark.xdist_group("smoke_n2")
 def test_a_run_is_recorded_and_n2_rows_equal_n0_rows(run, pytester, smoke, smoke_n2_run):
     # The -n 2 run (label xdist) is shared with test_plugin.py's modes: its history is copied here,
