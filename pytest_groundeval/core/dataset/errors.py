@@ -176,7 +176,7 @@ def _join_path(base: str, tail: str) -> str:
 def _item_name(raw: dict[str, Any], index: int) -> str:
     items = raw.get("items")
     item = items[index] if isinstance(items, list) and 0 <= index < len(items) else None
-    # A valid item was already replaced by its model (``_validate_items_in_place``).
+    # A valid item was already replaced by its model (``loader._item_validator``).
     item_id = item.get("id") if isinstance(item, dict) else getattr(item, "id", None)
     if isinstance(item_id, str) and re.match(ID_PATTERN, item_id):
         return item_id
