@@ -228,6 +228,12 @@ def _truth_tokens(truth: str) -> frozenset[str]:
     return frozenset(tokenize(truth))
 
 
+@functools.lru_cache(maxsize=4096)
+def _truth_negations(truth: str) -> frozenset[str]:
+    """The negations a truth's tokens express (``negation_key``), remembered as its tokens are."""
+    return frozenset(key for tok in _truth_tokens(truth) if (key := negation_key(tok)) is not None)
+
+
 def _coverage(claim_tokens: set[str], truth_tokens: frozenset[str] | set[str]) -> float:
     if not claim_tokens:
         return 0.0
@@ -248,13 +254,12 @@ def claim_coverage(claim: str, truth: str) -> float:
     return _coverage(set(tokenize(claim)), _truth_tokens(truth))
 
 
-def _guards_hold(claim_tokens: set[str], truth_tokens: frozenset[str]) -> bool:
+def _guards_hold(claim_tokens: set[str], truth_tokens: frozenset[str], truth: str) -> bool:
     numbers = {tok for tok in claim_tokens if is_number_token(tok)}
     if not numbers <= truth_tokens:
         return False
     claim_negations = {negation_key(tok) for tok in claim_tokens} - {None}
-    truth_negations = {negation_key(tok) for tok in truth_tokens} - {None}
-    return claim_negations <= truth_negations
+    return claim_negations <= _truth_negations(truth)
 
 
 def _judge(claim: str, truths: Iterable[str]) -> tuple[str | None, float, bool]:
@@ -265,7 +270,7 @@ def _judge(claim: str, truths: Iterable[str]) -> tuple[str | None, float, bool]:
     for truth in truths:
         truth_tokens = _truth_tokens(truth)
         coverage = _coverage(claim_tokens, truth_tokens)
-        if coverage >= COVERAGE_THRESHOLD and claim_tokens and _guards_hold(claim_tokens, truth_tokens):
+        if coverage >= COVERAGE_THRESHOLD and claim_tokens and _guards_hold(claim_tokens, truth_tokens, truth):
             return truth, coverage, True
         if coverage > best_coverage:
             best, best_coverage = truth, coverage
