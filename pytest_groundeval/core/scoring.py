@@ -89,6 +89,8 @@ _TOKEN_RE = re.compile(
     rf"|(?P<sea>(?=[^\W\d_])[{_SOUTHEAST_ASIAN}]{_MARK}*)"
     rf"|(?P<word>{_LETTER_RUN}(?:['-]{_LETTER_RUN})*)"
 )
+_ASCII_TOKEN_RE = re.compile(rf"(?P<number>{_NUMBER})|(?P<word>[^\W\d_]+(?:['-][^\W\d_]+)*)")
+"""``_TOKEN_RE`` on ASCII text, where no character is a mark or of a script without spaces: the same tokens."""
 _NUMBER_TOKEN_RE = re.compile(r"-?\d+(?:[.,]\d+)*%?")
 _SPACE_RE = re.compile(r"\s+")
 _PUNCTUATION_FOLD = str.maketrans({"\u2019": "'", "\u02bc": "'", "\u2010": "-", "\u2011": "-", "\u2212": "-"})
@@ -173,10 +175,13 @@ def tokenize(text: str) -> list[str]:
     Returns:
         The tokens, NFC-normalised and case-folded.
     """
-    folded = unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
-    folded = folded.translate(_PUNCTUATION_FOLD)
+    if text.isascii():  # NFC and the punctuation fold leave ASCII as it is, and ASCII case-folds as it lowers
+        folded, pattern = text.lower(), _ASCII_TOKEN_RE
+    else:
+        folded = unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
+        folded, pattern = folded.translate(_PUNCTUATION_FOLD), _TOKEN_RE
     tokens: list[str] = []
-    for match in _TOKEN_RE.finditer(folded):
+    for match in pattern.finditer(folded):
         token = match.group()
         if match.lastgroup == "number":
             token = _SPACE_RE.sub("", token)
