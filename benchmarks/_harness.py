@@ -37,6 +37,18 @@ REPO = BENCH_DIR.parent
 PYTHON = sys.executable
 
 
+def export_rev(rev: str) -> str:
+    """``rev``'s ``pytest_groundeval`` exported into a temp dir (removed at exit); returns the dir."""
+    archive = subprocess.run(
+        ["git", "archive", rev, "pytest_groundeval"], cwd=REPO, capture_output=True, check=True
+    ).stdout
+    dest = tempfile.mkdtemp(prefix="bench-src-")
+    atexit.register(shutil.rmtree, dest, True)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(dest)
+    return dest
+
+
 def _pin_source() -> str | None:
     source = os.environ.get("BENCH_SOURCE")
     if source:
@@ -48,13 +60,7 @@ def _pin_source() -> str | None:
     rev = os.environ.get("BENCH_REV")
     if not rev:
         return None
-    archive = subprocess.run(
-        ["git", "archive", rev, "pytest_groundeval"], cwd=REPO, capture_output=True, check=True
-    ).stdout
-    dest = tempfile.mkdtemp(prefix="bench-src-")
-    atexit.register(shutil.rmtree, dest, True)
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(dest)
+    dest = export_rev(rev)
     sys.path.insert(0, dest)
     return dest
 

@@ -27,13 +27,9 @@ before → after comes from one invocation.
 from __future__ import annotations
 
 import argparse
-import atexit
-import io
 import os
 import shutil
-import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
@@ -42,18 +38,6 @@ from synthetic import write_dataset
 
 GOALS_KIB = {"plain": 8.0, "all outputs": 12.0}
 """Issue 24's goals: KiB of peak RSS per extra item."""
-
-
-def export_rev(rev: str) -> str:
-    """``rev``'s ``pytest_groundeval`` exported into a temp dir (removed at exit); returns the dir."""
-    archive = subprocess.run(
-        ["git", "archive", rev, "pytest_groundeval"], cwd=h.REPO, capture_output=True, check=True
-    ).stdout
-    dest = tempfile.mkdtemp(prefix="bench-memory-src-")
-    atexit.register(shutil.rmtree, dest, True)
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(dest)
-    return dest
 
 
 def command(url: str, mode: str, out: Path) -> list[str]:
@@ -174,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     modes = [m.strip() for m in args.modes.split(",")]
     sources: dict[str, str | None] = {"this tree": None}
     if args.before:
-        sources = {f"before ({args.before})": export_rev(args.before), "after (this tree)": None}
+        sources = {f"before ({args.before})": h.export_rev(args.before), "after (this tree)": None}
     print(f"memory benchmark: {args.small} and {args.large} items, {args.rounds} rounds; {h.machine_note()}")
     sizes = (args.small, args.large)
     rss: dict[tuple[str, str, int], list[float]] = {(s, m, n): [] for s in sources for m in modes for n in sizes}

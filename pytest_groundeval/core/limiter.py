@@ -28,8 +28,7 @@ import asyncio
 import email.utils
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 __all__ = ["AimdLimiter", "LimitChange", "Slot", "retry_after_seconds"]
@@ -95,6 +94,25 @@ class Slot:
         self.retry_after = retry_after
 
 
+class _Held:
+    """What :meth:`AimdLimiter.slot` returns: an async context manager holding one slot (a class: it
+    is entered once per request, and ``contextlib.asynccontextmanager`` costs a generator each time)."""
+
+    __slots__ = ("_limiter", "_slot")
+
+    def __init__(self, limiter: AimdLimiter) -> None:
+        self._limiter = limiter
+        self._slot: Slot | None = None
+
+    async def __aenter__(self) -> Slot:
+        self._slot = await self._limiter.acquire()
+        return self._slot
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        assert self._slot is not None  # entered
+        self._limiter.release(self._slot)
+
+
 class AimdLimiter:
     """Requests in flight bounded by a limit that halves on a 429 and recovers one slot at a time.
 
@@ -144,6 +162,8 @@ class AimdLimiter:
     @property
     def held_for(self) -> float:
         """Seconds new requests still wait for a ``Retry-After`` (0 when none holds them)."""
+        if not self._resume_at:  # never held: no clock to read
+            return 0.0
         return max(0.0, self._resume_at - time.monotonic())
 
     def hold(self, seconds: float) -> None:
@@ -186,14 +206,9 @@ class AimdLimiter:
         self.in_flight -= 1
         self._wake()
 
-    @asynccontextmanager
-    async def slot(self) -> AsyncIterator[Slot]:
+    def slot(self) -> _Held:
         """``async with limiter.slot() as slot:``: :meth:`acquire`, then :meth:`release` however the body ends."""
-        taken = await self.acquire()
-        try:
-            yield taken
-        finally:
-            self.release(taken)
+        return _Held(self)
 
     def _on_rate_limited(self, slot: Slot) -> None:
         self.rate_limited += 1

@@ -227,6 +227,8 @@ class ItemRunner:
             finally:
                 call_ids.reset(ids)
             done.set_result(None)
+        elif done.done():
+            done.result()  # ingested: every later item of the dataset passes here, awaiting nothing
         else:
             await asyncio.shield(done)
 

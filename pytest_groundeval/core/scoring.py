@@ -89,6 +89,8 @@ _TOKEN_RE = re.compile(
     rf"|(?P<sea>(?=[^\W\d_])[{_SOUTHEAST_ASIAN}]{_MARK}*)"
     rf"|(?P<word>{_LETTER_RUN}(?:['-]{_LETTER_RUN})*)"
 )
+_ASCII_TOKEN_RE = re.compile(rf"(?P<number>{_NUMBER})|(?P<word>[^\W\d_]+(?:['-][^\W\d_]+)*)")
+"""``_TOKEN_RE`` on ASCII text, where no character is a mark or of a script without spaces: the same tokens."""
 _NUMBER_TOKEN_RE = re.compile(r"-?\d+(?:[.,]\d+)*%?")
 _SPACE_RE = re.compile(r"\s+")
 _PUNCTUATION_FOLD = str.maketrans({"\u2019": "'", "\u02bc": "'", "\u2010": "-", "\u2011": "-", "\u2212": "-"})
@@ -173,10 +175,13 @@ def tokenize(text: str) -> list[str]:
     Returns:
         The tokens, NFC-normalised and case-folded.
     """
-    folded = unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
-    folded = folded.translate(_PUNCTUATION_FOLD)
+    if text.isascii():  # NFC and the punctuation fold leave ASCII as it is, and ASCII case-folds as it lowers
+        folded, pattern = text.lower(), _ASCII_TOKEN_RE
+    else:
+        folded = unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
+        folded, pattern = folded.translate(_PUNCTUATION_FOLD), _TOKEN_RE
     tokens: list[str] = []
-    for match in _TOKEN_RE.finditer(folded):
+    for match in pattern.finditer(folded):
         token = match.group()
         if match.lastgroup == "number":
             token = _SPACE_RE.sub("", token)
@@ -228,6 +233,12 @@ def _truth_tokens(truth: str) -> frozenset[str]:
     return frozenset(tokenize(truth))
 
 
+@functools.lru_cache(maxsize=4096)
+def _truth_negations(truth: str) -> frozenset[str]:
+    """The negations a truth's tokens express (``negation_key``), remembered as its tokens are."""
+    return frozenset(key for tok in _truth_tokens(truth) if (key := negation_key(tok)) is not None)
+
+
 def _coverage(claim_tokens: set[str], truth_tokens: frozenset[str] | set[str]) -> float:
     if not claim_tokens:
         return 0.0
@@ -248,13 +259,12 @@ def claim_coverage(claim: str, truth: str) -> float:
     return _coverage(set(tokenize(claim)), _truth_tokens(truth))
 
 
-def _guards_hold(claim_tokens: set[str], truth_tokens: frozenset[str]) -> bool:
+def _guards_hold(claim_tokens: set[str], truth_tokens: frozenset[str], truth: str) -> bool:
     numbers = {tok for tok in claim_tokens if is_number_token(tok)}
     if not numbers <= truth_tokens:
         return False
     claim_negations = {negation_key(tok) for tok in claim_tokens} - {None}
-    truth_negations = {negation_key(tok) for tok in truth_tokens} - {None}
-    return claim_negations <= truth_negations
+    return claim_negations <= _truth_negations(truth)
 
 
 def _judge(claim: str, truths: Iterable[str]) -> tuple[str | None, float, bool]:
@@ -265,7 +275,7 @@ def _judge(claim: str, truths: Iterable[str]) -> tuple[str | None, float, bool]:
     for truth in truths:
         truth_tokens = _truth_tokens(truth)
         coverage = _coverage(claim_tokens, truth_tokens)
-        if coverage >= COVERAGE_THRESHOLD and claim_tokens and _guards_hold(claim_tokens, truth_tokens):
+        if coverage >= COVERAGE_THRESHOLD and claim_tokens and _guards_hold(claim_tokens, truth_tokens, truth):
             return truth, coverage, True
         if coverage > best_coverage:
             best, best_coverage = truth, coverage

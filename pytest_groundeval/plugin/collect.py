@@ -22,7 +22,7 @@ from .record import record_notices, record_outcome, record_run
 
 if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr, TracebackStyle
-    from _pytest.fixtures import FuncFixtureInfo
+    from _pytest.fixtures import FixtureDef, FuncFixtureInfo
 
 
 class EvalFailure(Exception):
@@ -60,6 +60,9 @@ class KindGroup(pytest.Collector):
         # Markers on the group reach every item through iter_markers (-m) and keywords (-k).
         self.add_marker(self.name)
         self.add_marker("groundeval")
+        self.session_fixtures: dict[str, tuple[FuncFixtureInfo, dict[str, FixtureDef[Any]]]] = {}
+        """Per runner fixture name: the fixture closure its items share and the session-scoped
+        fixture definitions pytest resolved it to for the first item (``EvalItem.setup``)."""
 
     def collect(self) -> list[EvalItem]:
         # Items of one group with one test function share one fixture closure, as the
@@ -110,10 +113,13 @@ class EvalItem(pytest.Function):
         return cast(KindGroup, self.parent).dataset
 
     def setup(self) -> None:
-        super().setup()
         if self.config.option.setupplan:
+            super().setup()
             return  # --setup-plan: pytest plans the fixtures without making them, and nothing runs
         name = "groundeval_runner" if self.uses_target else "groundeval_offline_runner"
+        if not self._fill_from_session(name):
+            super().setup()
+            self._note_session_fixtures(name)
         runner = cast(ItemRunner, self.funcargs[name])
         record_run(self, self.dataset.version, runner.models)
         error: ItemError | None = None
@@ -146,6 +152,48 @@ class EvalItem(pytest.Function):
             pytest.fail(f"{self.eval_item.kind} item {self.eval_item.id} could not be run: {error}", pytrace=False)
         assert ran is not None  # no ItemError: the try above set it
         record_outcome(self, ran)
+
+    def _note_session_fixtures(self, name: str) -> None:
+        """After pytest filled this item's fixtures: remember them for the group's next items when
+        every one is session-scoped and unparametrised (no autouse function fixture, no ``callspec``)."""
+        group = cast(KindGroup, self.parent)
+        if name in group.session_fixtures:
+            return
+        try:
+            defs = dict(self._request._fixture_defs)  # pytest's own record of the item's fixtures
+        except AttributeError:  # a pytest without it: every item is filled by pytest
+            return
+        if set(self.fixturenames) - {"request"} != set(defs) or any(
+            fixturedef.scope != "session" or fixturedef.params is not None for fixturedef in defs.values()
+        ):
+            return
+        group.session_fixtures[name] = (self._fixtureinfo, defs)
+
+    def _fill_from_session(self, name: str) -> bool:
+        """Fill the fixtures as pytest would, from the session-scoped values pytest already made.
+
+        For each item pytest resolves the closure again, down to a fresh ``request`` fixture
+        definition (``inspect.signature`` included) per fixture that asks for it, only to find
+        every value cached: for the group's items that share the closure noted for its first
+        item (``_note_session_fixtures``), with every value cached and none an error, the values
+        are taken as they are. False (pytest fills them) otherwise. The values go where pytest's
+        own fill puts them (``funcargs`` and the request's ``_fixture_defs``, which pytest 8 and 9
+        have; ``_note_session_fixtures`` notes nothing on a pytest without them).
+        """
+        noted = cast(KindGroup, self.parent).session_fixtures.get(name)
+        if noted is None or noted[0] is not self._fixtureinfo:
+            return False
+        defs = noted[1]
+        for fixturedef in defs.values():
+            cached = fixturedef.cached_result
+            if cached is None or cached[1] is not None or cached[2] is not None:
+                return False
+        for argname, fixturedef in defs.items():
+            self.funcargs[argname] = cast(tuple[Any, Any, None], fixturedef.cached_result)[0]
+            self._request._fixture_defs[argname] = fixturedef
+        if "request" in self.fixturenames:
+            self.funcargs["request"] = self._request
+        return True
 
     def runtest(self) -> None:
         outcome, self.outcome = self.outcome, None  # not kept to the session's end (issue 24, memory per item)

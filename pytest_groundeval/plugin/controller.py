@@ -61,7 +61,7 @@ from .hookspecs import is_wrapper
 from .junit import log_gates_to_junit
 from .nodeids import dataset_key, eval_node
 from .options import STEP_SUMMARY_ENV, Settings, step_summary_path
-from .record import GATE_ATTR, NOTICES_ATTR, OUTCOME_ATTR, RUN_ATTR
+from .record import GATE_ATTR, NOTICES_ATTR, OUTCOME_ATTR, RUN_ATTR, built_outcomes_key
 from .session import GateSession
 from .state import DatasetRun, dataset_baseline, load_baseline, load_floors_layer
 from .summary import write_summary
@@ -400,7 +400,9 @@ class Controller:
             self._note_run(run, info)
         wire = getattr(report, OUTCOME_ATTR, None)
         if wire is not None and (report.when == "call" or report.failed):
-            self._add(run, ItemOutcome.model_validate(wire), wire)
+            # Built in this process (no xdist): the object itself, not its wire dict validated again.
+            built = self.config.stash.get(built_outcomes_key, {}).pop(report.nodeid, None)
+            self._add(run, built if built is not None else ItemOutcome.model_validate(wire), wire)
         elif report.failed and report.when != "teardown":
             # No outcome: a crashed worker's synthetic report, or a fixture that failed
             # before the item could run. It is an error, counted, never dropped.
@@ -416,6 +418,7 @@ class Controller:
         the session, and what the summary needs of the outcome is counted by then (issue 24, memory per item)."""
         if hasattr(report, OUTCOME_ATTR):
             delattr(report, OUTCOME_ATTR)
+            self.config.stash.get(built_outcomes_key, {}).pop(report.nodeid, None)
 
     def _errored(self, run: DatasetRun, kind: str, item_id: str, error: str, *, not_run: bool = False) -> ItemOutcome:
         """The errored outcome of an item that produced none, as its kind counts an error.

@@ -5,7 +5,9 @@ item coroutines (``ItemRunner.run_async``) on one background event loop. When
 pytest sets up an item, the item and the next ones this process is going to run
 are submitted, so up to ``concurrency`` items are in flight; the setup then
 waits for its own item's outcome. pytest still runs, reports and times each item
-as its own test, in order.
+as its own test, in order. What is sent at once reaches the loop as one batch
+(one cross-thread wake-up); while ``concurrency`` finished outcomes already wait
+for pytest, items are sent ``concurrency // 2`` at a time rather than one by one.
 
 Guarantees:
 - only items this process will run are sent (``-k``/``-m``/``--lf`` deselect
@@ -64,6 +66,12 @@ class ItemDispatcher:
         self._on_close = on_close
         self._futures: dict[str, concurrent.futures.Future[ItemOutcome]] = {}
         self._done: set[str] = set()
+        # In flight = sent - finished: each count has one writer (sent: pytest's thread;
+        # finished: the loop, as each item's task ends), so no lock and no scan is needed.
+        self._sent = 0
+        self._finished = 0
+        self._batch = max(1, concurrency // 2)
+        """Items sent at once when the target is ahead of pytest (``_top_up``)."""
         self.executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=concurrency, thread_name_prefix="groundeval-target"
         )
@@ -79,34 +87,54 @@ class ItemDispatcher:
 
     @property
     def in_flight(self) -> int:
-        """Items sent whose target calls have not finished."""
-        return sum(1 for future in self._futures.values() if not future.done())
+        """Items sent whose runs have not finished (a cancelled one counts until its task ends)."""
+        return self._sent - self._finished
 
-    def _submit(self, test_item: Any) -> None:
-        key = test_item.nodeid
-        if key in self._futures or key in self._done:
-            return
-        self._futures[key] = asyncio.run_coroutine_threadsafe(self._run(test_item), self.loop)
+    def _submit(self, test_items: list[Any]) -> None:
+        """Send ``test_items`` (not yet sent) to the loop with one cross-thread wake-up."""
+        batch = []
+        for test_item in test_items:
+            if test_item.nodeid in self._futures:
+                continue  # listed twice
+            future: concurrent.futures.Future[ItemOutcome] = concurrent.futures.Future()
+            self._futures[test_item.nodeid] = future
+            batch.append((self._run(test_item), future))
+        if batch:
+            self._sent += len(batch)
+            self.loop.call_soon_threadsafe(self._start, batch)
+
+    def _start(self, batch: list[tuple[Any, concurrent.futures.Future[ItemOutcome]]]) -> None:
+        """On the loop: a task per coroutine, its result, error or cancellation chained to its
+        future as ``asyncio.run_coroutine_threadsafe`` chains them."""
+        for coro, future in batch:
+            task = self.loop.create_task(coro)
+            task.add_done_callback(self._count_finished)
+            asyncio.futures._chain_future(task, future)  # type: ignore[attr-defined]
+
+    def _count_finished(self, _task: asyncio.Task[Any]) -> None:
+        self._finished += 1
 
     def _top_up(self, test_item: Any) -> None:
         """Send the items that follow ``test_item`` until ``concurrency`` are in flight.
 
         Finished outcomes wait for pytest in ``_futures``; at most ``2 × concurrency``
-        are held, so a fast target cannot run far ahead of the report.
+        are held, so a fast target cannot run far ahead of the report. What is sent
+        at once goes to the loop in one batch (``_submit``).
         """
-        if len(self._futures) >= 2 * self.concurrency or self.in_flight >= self.concurrency:
+        running, held = self.in_flight, len(self._futures)
+        room = min(self.concurrency - running, 2 * self.concurrency - held)
+        if room <= 0 or (room < self._batch and held - running >= self.concurrency):
+            # With ``concurrency`` finished outcomes already waiting for pytest, the target is
+            # ahead: wait until a batch can go, one wake-up of the loop for several items.
             return
-        running = self.in_flight
+        sending: list[Any] = []
         for following in self._upcoming(test_item):
-            if running >= self.concurrency or len(self._futures) >= 2 * self.concurrency:
+            if len(sending) >= room:
                 break
-            if (
-                self._eligible(following)
-                and following.nodeid not in self._futures
-                and following.nodeid not in self._done
-            ):
-                self._submit(following)
-                running += 1
+            key = following.nodeid
+            if self._eligible(following) and key not in self._futures and key not in self._done:
+                sending.append(following)
+        self._submit(sending)
 
     def outcome_for(self, test_item: Any) -> ItemOutcome:
         """Submit ``test_item`` and what follows it (up to the window), then wait for its outcome.
@@ -121,7 +149,8 @@ class ItemDispatcher:
                 item is cancelled and nothing more is sent.
         """
         raise_pending_interrupt()
-        self._submit(test_item)
+        if test_item.nodeid not in self._futures and test_item.nodeid not in self._done:
+            self._submit([test_item])
         self._top_up(test_item)
         future = self._futures.pop(test_item.nodeid)
         self._done.add(test_item.nodeid)

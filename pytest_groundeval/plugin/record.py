@@ -52,6 +52,12 @@ position_key = pytest.StashKey[dict[str, int]]()
 """Node id -> index in ``session.items`` (``session.stash``), built on first use."""
 outcome_key = pytest.StashKey[dict[str, Any]]()
 """The item's outcome as a wire dict (``item.stash``), copied onto its reports."""
+built_key = pytest.StashKey["ItemOutcome"]()
+"""The item's outcome itself (``item.stash``), beside its wire dict (``outcome_key``)."""
+built_outcomes_key = pytest.StashKey[dict[str, "ItemOutcome"]]()
+"""Outside an xdist worker: node id -> the outcome object whose wire dict a report of the item
+carries (``config.stash``), so the controller in the same process takes the object rather than
+validating its wire dict again; the controller removes each once its report is logged."""
 run_key = pytest.StashKey[dict[str, Any]]()
 """The item's dataset version and lineage (``item.stash``), copied onto its reports."""
 notices_key = pytest.StashKey[list[str]]()
@@ -94,6 +100,7 @@ def record_outcome(item: pytest.Item, outcome: ItemOutcome) -> None:
     """Attach the outcome as JSON built-ins to the item's reports, and its key figures as JUnit properties."""
     wire = outcome.to_wire()
     item.stash[outcome_key] = wire
+    item.stash[built_key] = outcome
     record_figures(item, wire)
 
 
@@ -144,6 +151,11 @@ def attach(item: pytest.Item, report: pytest.TestReport) -> None:
         # and item to the end of the session, an outcome is needed only until it is counted.
         setattr(report, OUTCOME_ATTR, outcome)
         del item.stash[outcome_key]
+        built = item.stash.get(built_key, None)
+        if built is not None:
+            del item.stash[built_key]
+            if not hasattr(item.config, "workerinput"):  # no xdist worker: the controller is in this process
+                item.config.stash.setdefault(built_outcomes_key, {})[report.nodeid] = built
     notices = item.stash.get(notices_key, None)
     if notices:
         setattr(report, NOTICES_ATTR, notices)

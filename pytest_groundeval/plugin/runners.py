@@ -179,15 +179,21 @@ def serve_runner(request: pytest.FixtureRequest, groundeval_target: Target) -> I
 
     session = session_id(request.config)
     keys: dict[Path, str] = {}
+    run_ids: dict[Path, str] = {}
 
     def call_run_id(dataset: Dataset) -> str:
-        # The dataset's run id in the history: derived from the session id and the node ids' manifest part.
+        # The dataset's run id in the history: derived from the session id and the node ids' manifest part,
+        # once per dataset (a SHA-256 per item otherwise).
+        run_id = run_ids.get(dataset.manifest_path)
+        if run_id is not None:
+            return run_id
         key = keys.get(dataset.manifest_path)
         if key is None:
             key = keys[dataset.manifest_path] = os.path.relpath(dataset.manifest_path, request.config.rootpath).replace(
                 os.sep, "/"
             )
-        return dataset_run_id(session, key)
+        run_id = run_ids[dataset.manifest_path] = dataset_run_id(session, key)
+        return run_id
 
     runner = ItemRunner(
         groundeval_target,
@@ -213,7 +219,8 @@ def serve_runner(request: pytest.FixtureRequest, groundeval_target: Target) -> I
     runner.journal = journal
 
     async def run(test_item: EvalItem) -> ItemOutcome:
-        keys.setdefault(test_item.dataset.manifest_path, test_item.nodeid.split("::")[0])
+        if test_item.dataset.manifest_path not in keys:
+            keys[test_item.dataset.manifest_path] = test_item.nodeid.split("::")[0]
         if journal is None:
             return await runner.run_async(test_item.eval_item, test_item.dataset)
         journal.sent(test_item.nodeid)

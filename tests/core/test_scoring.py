@@ -305,6 +305,15 @@ def test_tokenize_is_normal_form_independent(text):
     assert tokenize(unicodedata.normalize("NFD", text)) == tokenize(unicodedata.normalize("NFC", text))
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=60))
+def test_ascii_text_tokenizes_as_the_general_path_does(text):
+    # ASCII text takes a shorter path (no NFC, lower() for casefold(), a regex without the
+    # scripts and marks ASCII cannot hold); a non-ASCII word after it sends the same text
+    # down the general path, where it must give the same tokens.
+    assert tokenize(text + " \u00e9t\u00e9") == tokenize(text) + ["\u00e9t\u00e9"]
+
+
 @settings(max_examples=200, deadline=None)
 @given(_texts)
 def test_tokens_are_nonempty_and_contain_no_separators(text):

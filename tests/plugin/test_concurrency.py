@@ -161,3 +161,36 @@ def test_invalid_concurrency_is_a_usage_error(run, pytester, smoke, value):
     result = run(f"--eval-dataset={smoke}", f"--eval-concurrency={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{value!r} is not a valid value for --eval-concurrency*whole number >= 1*"])
+
+
+FIXTURES_CONFTEST = """
+import json
+import pytest
+
+LOG = {log!r}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_call(item):
+    funcargs = item.funcargs
+    with open(LOG, "a", encoding="utf-8") as f:
+        f.write(json.dumps({{
+            "names": sorted(funcargs),
+            "defs": sorted(item._request._fixture_defs),
+            "values": [id(funcargs[n]) for n in sorted(funcargs) if n != "request"],
+            "request": funcargs.get("request") is item._request,
+        }}) + "\\n")
+"""
+
+
+def test_every_item_gets_the_session_fixtures_pytest_gave_the_first(run, pytester, smoke, log):
+    # From the second item on, the group's session-scoped fixture values are taken as pytest
+    # cached them (collect.EvalItem._fill_from_session): each item must see what pytest gave the first.
+    pytester.makeconftest(FIXTURES_CONFTEST.format(log=str(log)))
+    result = run(f"--eval-dataset={smoke}", "-k", "qa or adversarial", "--eval-concurrency=4")
+    result.assert_outcomes(passed=7)
+    seen = events(log)
+    assert len(seen) == 7
+    assert all(entry == seen[0] for entry in seen)
+    assert seen[0]["names"] == ["groundeval_runner", "groundeval_target", "request"]
+    assert seen[0]["defs"] == ["groundeval_runner", "groundeval_target"] and seen[0]["request"]
