@@ -36,6 +36,33 @@ _POLL_S = 0.2
 """How often a waiting setup wakes, so Ctrl-C is seen promptly."""
 
 
+def _chain(
+    task: asyncio.Task[ItemOutcome], future: concurrent.futures.Future[ItemOutcome], loop: asyncio.AbstractEventLoop
+) -> None:
+    """Tie ``task`` (on ``loop``) to ``future`` (waited on from pytest's thread) as
+    ``asyncio.run_coroutine_threadsafe`` ties its own: the task's result, error or
+    cancellation goes to the future when the task ends, and a cancelled future
+    cancels the task on its loop."""
+
+    def task_done(done: asyncio.Task[ItemOutcome]) -> None:
+        if done.cancelled():
+            future.cancel()
+        if not future.set_running_or_notify_cancel():
+            return  # cancelled from pytest's side first
+        error = done.exception()
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(done.result())
+
+    def future_done(done: concurrent.futures.Future[ItemOutcome]) -> None:
+        if done.cancelled() and not loop.is_closed():
+            loop.call_soon_threadsafe(task.cancel)
+
+    task.add_done_callback(task_done)
+    future.add_done_callback(future_done)
+
+
 class ItemDispatcher:
     """Submits items ahead of pytest and hands each item its outcome when pytest reaches it.
 
@@ -109,7 +136,7 @@ class ItemDispatcher:
         for coro, future in batch:
             task = self.loop.create_task(coro)
             task.add_done_callback(self._count_finished)
-            asyncio.futures._chain_future(task, future)  # type: ignore[attr-defined]
+            _chain(task, future, self.loop)
 
     def _count_finished(self, _task: asyncio.Task[Any]) -> None:
         self._finished += 1
