@@ -70,6 +70,31 @@ def test_the_item_spool_is_removed_when_the_session_ends_in_a_usage_error(run, p
     assert [p.name for p in spool_dir.glob("groundeval-items.*")] == []
 
 
+def test_a_temporary_directory_that_cannot_hold_the_items_fails_the_outputs_not_the_session(
+    run, pytester, smoke, monkeypatch
+):
+    # The page's items are spooled to a temporary file as they report (outputs/spool.py); a full or
+    # read-only temporary directory is an output error at the end, as an unwritable page is, never
+    # an internal error in the middle of the run that loses the gate.
+    from types import SimpleNamespace
+
+    from pytest_groundeval.outputs import spool as spool_module
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(spool_module, "tempfile", SimpleNamespace(NamedTemporaryFile=full))
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    html, md = pytester.path / "out.html", pytester.path / "out.md"
+    result = run(f"--eval-dataset={smoke}", "-k", "qa", f"--eval-html={html}", f"--eval-markdown={md}")
+    result.stdout.no_fnmatch_line("*INTERNALERROR*")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["*cannot write out.html: *No space left on device*"])
+    result.stdout.fnmatch_lines(["*cannot write out.md: *No space left on device*"])
+    assert result.ret != pytest.ExitCode.OK  # a file not written fails the session (docs/ci.md)
+    assert not html.exists() and not md.exists()
+
+
 def test_markdown_lists_failures_and_the_step_summary_gets_it_appended(run, pytester, smoke, monkeypatch):
     summary = pytester.path / "summary.md"
     summary.write_text("earlier step\n", encoding="utf-8")
