@@ -149,7 +149,11 @@ def write_session_outputs(
         What was written, and a message for each file that could not be.
     """
     out = SessionOutputs()
-    text = session_markdown(reports)
+    text, text_error = "", None
+    try:
+        text = session_markdown(reports)
+    except OSError as exc:  # the items could not be read back from their spool (``outputs.spool``)
+        text_error = exc
 
     def write(path: Path, render: Callable[[], str | Iterable[str]]) -> None:
         try:
@@ -165,8 +169,14 @@ def write_session_outputs(
         else:
             write(html, lambda: html_parts(reports[0]))
     if markdown is not None:
-        write(markdown, lambda: text)
+        if text_error is not None:
+            out.errors.append(f"cannot write {shown_path(markdown)}: {text_error}")
+        else:
+            write(markdown, lambda: text)
     if step_summary is not None:
+        if text_error is not None:
+            out.step_summary_error = f"{step_summary_name} ({step_summary}): cannot append: {text_error}"
+            return out
         try:
             with open(step_summary, "a", encoding="utf-8") as summary:
                 summary.write(text + "\n")

@@ -172,6 +172,10 @@ class Controller:
 
     @pytest.hookimpl
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        # The item spools' temporary files go whatever ended the session (a usage error, an
+        # exception writing the outputs, an interrupt): they hold every kept item's answer.
+        for run in self.runs.values():
+            run.kept.close()
         if self.history is not None:
             self.history.close()
 
@@ -514,8 +518,9 @@ class Controller:
         self._abort_writers()
 
     def _abort_writers(self) -> None:
-        """Close and delete every report spool: the session wrote no report (a usage error)."""
+        """Close and delete every report spool and item spool: the session wrote no report (a usage error)."""
         for run in self.runs.values():
+            run.kept.close()
             if run.writer is not None:
                 run.writer.abort()
 

@@ -93,7 +93,11 @@ def record_run(item: pytest.Item, dataset_version: str, models: Mapping[str, str
     Items of one run share one block, which nothing changes (a block per item was a
     quarter of a KiB per item, kept to the session's end with its reports: issue 24).
     """
-    item.stash[run_key] = _run_block(dataset_version, tuple(models.items()))
+    try:
+        block = _run_block(dataset_version, tuple(models.items()))
+    except TypeError:  # a name that cannot be a cache key (a target's info() gave a list): a block of its own
+        block = {"datasetVersion": dataset_version, "models": dict(models)}
+    item.stash[run_key] = block
 
 
 def record_outcome(item: pytest.Item, outcome: ItemOutcome) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from types import SimpleNamespace
 
 import pytest
 
@@ -54,3 +55,35 @@ def test_the_page_and_table_written_from_a_spool_are_those_of_the_list(tmp_path,
     assert out.errors == []
     assert (tmp_path / "page.html").read_text(encoding="utf-8") == render_html(attribution_report)
     assert (tmp_path / "gate.md").read_text(encoding="utf-8") == render_markdown(attribution_report)
+
+
+def _no_temporary_directory(*args, **kwargs):
+    raise OSError(28, "No space left on device")
+
+
+def test_a_temporary_file_that_cannot_be_written_drops_the_items_and_fails_only_the_outputs(
+    tmp_path, monkeypatch, attribution_report
+):
+    # A full or read-only temporary directory: the spool keeps the error, not the items, and never
+    # raises while the session runs; the page, the table and the step summary each say why they are missing.
+    from pytest_groundeval.outputs import spool as spool_module
+
+    monkeypatch.setattr(spool_module, "tempfile", SimpleNamespace(NamedTemporaryFile=_no_temporary_directory))
+    spool = ItemSpool()
+    for item in attribution_report["items"]:
+        spool.add(item)
+    assert isinstance(spool.error, OSError) and len(spool) == 0
+    with pytest.raises(OSError, match="No space left on device"):
+        list(spool)
+    spool.close()  # still quiet
+    summary = tmp_path / "summary.md"
+    out = write_session_outputs(
+        [dict(attribution_report, items=spool)],
+        html=tmp_path / "page.html",
+        markdown=tmp_path / "gate.md",
+        step_summary=summary,
+    )
+    assert out.written == []
+    assert len(out.errors) == 2 and all("No space left on device" in error for error in out.errors)
+    assert out.step_summary_error is not None and "No space left on device" in out.step_summary_error
+    assert not (tmp_path / "page.html").exists() and not (tmp_path / "gate.md").exists() and not summary.exists()

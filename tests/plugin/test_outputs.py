@@ -49,6 +49,52 @@ def test_html_and_markdown_are_written_without_a_json_report(run, pytester, smok
     assert not list(pytester.path.glob("*.json"))  # no JSON report was asked for
 
 
+def test_the_item_spool_is_removed_when_the_session_ends_in_a_usage_error(run, pytester, smoke, monkeypatch, tmp_path):
+    # The page's items are spooled to a temporary file as they report; a usage error found at the end
+    # of the session (here a baseline of another dataset version) writes no page, and must not leave
+    # the file, every item's answer in it, behind in the temporary directory (outputs/spool.py).
+    spool_dir = tmp_path / "tmp"
+    spool_dir.mkdir()
+    monkeypatch.setenv("TMPDIR", str(spool_dir))
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    baseline = pytester.path / "other.json"
+    assert run(f"--eval-dataset={smoke}", "-k", "qa", f"--eval-report={baseline}").ret == 0
+    wire = json.loads(baseline.read_text(encoding="utf-8"))
+    baseline.write_text(json.dumps(dict(wire, datasetVersion="other-1")), encoding="utf-8")
+    html = pytester.path / "out.html"
+    result = run(
+        str(smoke), "-k", "qa", f"--eval-html={html}", f"--eval-baseline={baseline}", subprocess=True
+    )  # the dataset named by its path: its version is known, and the baseline refused, at the session's end
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    assert not html.exists()
+    assert [p.name for p in spool_dir.glob("groundeval-items.*")] == []
+
+
+def test_a_temporary_directory_that_cannot_hold_the_items_fails_the_outputs_not_the_session(
+    run, pytester, smoke, monkeypatch
+):
+    # The page's items are spooled to a temporary file as they report (outputs/spool.py); a full or
+    # read-only temporary directory is an output error at the end, as an unwritable page is, never
+    # an internal error in the middle of the run that loses the gate.
+    from types import SimpleNamespace
+
+    from pytest_groundeval.outputs import spool as spool_module
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(spool_module, "tempfile", SimpleNamespace(NamedTemporaryFile=full))
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    html, md = pytester.path / "out.html", pytester.path / "out.md"
+    result = run(f"--eval-dataset={smoke}", "-k", "qa", f"--eval-html={html}", f"--eval-markdown={md}")
+    result.stdout.no_fnmatch_line("*INTERNALERROR*")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["*cannot write out.html: *No space left on device*"])
+    result.stdout.fnmatch_lines(["*cannot write out.md: *No space left on device*"])
+    assert result.ret != pytest.ExitCode.OK  # a file not written fails the session (docs/ci.md)
+    assert not html.exists() and not md.exists()
+
+
 def test_markdown_lists_failures_and_the_step_summary_gets_it_appended(run, pytester, smoke, monkeypatch):
     summary = pytester.path / "summary.md"
     summary.write_text("earlier step\n", encoding="utf-8")

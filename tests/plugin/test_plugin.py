@@ -424,6 +424,30 @@ def groundeval_target(groundeval_target):
     result.stdout.fnmatch_lines(["*the target refused the harness's API key*401*"])
 
 
+def test_a_target_whose_info_names_a_model_by_a_list_still_runs_its_items(run, pytester, smoke):
+    # The items of a run share one block of dataset version and lineage (plugin/record.py, a cache keyed
+    # by the lineage): a lineage value that cannot be a cache key must not turn every item into an error.
+    pytester.makeconftest(
+        """
+import pytest
+
+@pytest.fixture(scope="session")
+def groundeval_target(groundeval_target):
+    class Listed:
+        def __getattr__(self, name):
+            return getattr(groundeval_target, name)
+
+        def info(self):
+            return {"models": {"generate": ["gpt-x", "v2"], "embed": "e"}}
+
+    return Listed()
+"""
+    )
+    result = run(f"--eval-dataset={smoke}", "-k", "qa")
+    result.assert_outcomes(passed=4)
+    result.stdout.no_fnmatch_line("*unhashable*")
+
+
 def test_spawn_placeholders_reach_a_user_server(run, pytester, smoke):
     """--eval-spawn with the reference server started by a user command and a setup step."""
     marker = pytester.path / "setup-ran"
