@@ -550,15 +550,20 @@ class ReportWriter:
         self._items.write(_dumps({CONTEXT_KEY: context}) + "\n")
         self._items.flush()
 
-    def add_item(self, outcome: ItemOutcome | dict[str, Any]) -> None:
+    def add_item(self, outcome: ItemOutcome | dict[str, Any], *, wire: dict[str, Any] | None = None) -> None:
         """Append one item's outcome (a model or its wire dict) to the spool file.
+
+        ``wire``: the model's ``to_wire()``, when the caller has it already (not serialised again).
 
         Raises:
             RuntimeError: The writer was already finished or aborted.
         """
         if self._items is None:
             raise RuntimeError(f"report writer for {self.path} is closed")
-        wire = outcome.to_wire() if isinstance(outcome, ItemOutcome) else ItemOutcome.model_validate(outcome).to_wire()
+        if wire is None or not isinstance(outcome, ItemOutcome):
+            wire = (
+                outcome.to_wire() if isinstance(outcome, ItemOutcome) else ItemOutcome.model_validate(outcome).to_wire()
+            )
         # One item per line: JSON strings escape newlines, so lines are items.
         self._items.write(_dumps(wire) + "\n")
         # Flushed per item so that nothing accumulates in the process (a few µs each).

@@ -291,11 +291,11 @@ class Controller:
         self._writer(run)
         run.outcomes.add(outcome)
         if run.writer is not None:
-            run.writer.add_item(outcome)
+            run.writer.add_item(outcome, wire=wire)  # the outcome's wire dict, serialised once per item
         if self.history is not None:
             self.history.add(run, wire, self.run_floors(run))
         if self.keep == "all" or (self.keep == "problems" and not outcome.passed):
-            run.kept.add(outcome.to_wire())
+            run.kept.add(wire)
         if self._keeps_for_hook():
             self.hook_items.setdefault(run.key, []).append(wire)
         if outcome.error is not None:
