@@ -553,17 +553,16 @@ class ReportWriter:
     def add_item(self, outcome: ItemOutcome | dict[str, Any], *, wire: dict[str, Any] | None = None) -> None:
         """Append one item's outcome (a model or its wire dict) to the spool file.
 
-        ``wire``: the model's ``to_wire()``, when the caller has it already (not serialised again).
+        ``wire``: the outcome's ``to_wire()``, when the caller has it already (written as given).
 
         Raises:
             RuntimeError: The writer was already finished or aborted.
         """
         if self._items is None:
             raise RuntimeError(f"report writer for {self.path} is closed")
-        if wire is None or not isinstance(outcome, ItemOutcome):
-            wire = (
-                outcome.to_wire() if isinstance(outcome, ItemOutcome) else ItemOutcome.model_validate(outcome).to_wire()
-            )
+        if wire is None:
+            model = outcome if isinstance(outcome, ItemOutcome) else ItemOutcome.model_validate(outcome)
+            wire = model.to_wire()
         # One item per line: JSON strings escape newlines, so lines are items.
         self._items.write(_dumps(wire) + "\n")
         # Flushed per item so that nothing accumulates in the process (a few µs each).

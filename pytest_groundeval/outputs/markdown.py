@@ -12,6 +12,7 @@ from typing import Any
 
 from ..core.gate import verdict as gate_verdict
 from ._format import metric_value, models_label, one_line, value_with_interval
+from .item_view import item_outcome
 
 MAX_ITEMS_LISTED = 10
 """Failed or errored items listed under the table; the rest are counted."""
@@ -57,7 +58,7 @@ def render_markdown(report: Mapping[str, Any], *, title: str = "groundeval") -> 
     listed: dict[str, list[Mapping[str, Any]]] = {"error": [], "fail": []}
     counts = {"error": 0, "fail": 0, "pass": 0}
     for item in items:
-        outcome = "error" if item.get("error") is not None else "pass" if item.get("pass") else "fail"
+        outcome = item_outcome(item)
         counts[outcome] += 1
         if outcome != "pass" and len(listed[outcome]) < MAX_ITEMS_LISTED:
             listed[outcome].append(item)

@@ -50,10 +50,8 @@ spawned_key: pytest.StashKey[SpawnedTarget] = pytest.StashKey()
 """The session's ``SpawnedTarget`` (``session.stash``), when the target was spawned."""
 position_key = pytest.StashKey[dict[str, int]]()
 """Node id -> index in ``session.items`` (``session.stash``), built on first use."""
-outcome_key = pytest.StashKey[dict[str, Any]]()
-"""The item's outcome as a wire dict (``item.stash``), copied onto its reports."""
-built_key = pytest.StashKey["ItemOutcome"]()
-"""The item's outcome itself (``item.stash``), beside its wire dict (``outcome_key``)."""
+outcome_key = pytest.StashKey[tuple[dict[str, Any], "ItemOutcome"]]()
+"""The item's outcome as a wire dict, copied onto its reports, and the outcome itself (``item.stash``)."""
 built_outcomes_key = pytest.StashKey[dict[str, "ItemOutcome"]]()
 """Outside an xdist worker: node id -> the outcome object whose wire dict a report of the item
 carries (``config.stash``), so the controller in the same process takes the object rather than
@@ -103,8 +101,7 @@ def record_run(item: pytest.Item, dataset_version: str, models: Mapping[str, str
 def record_outcome(item: pytest.Item, outcome: ItemOutcome) -> None:
     """Attach the outcome as JSON built-ins to the item's reports, and its key figures as JUnit properties."""
     wire = outcome.to_wire()
-    item.stash[outcome_key] = wire
-    item.stash[built_key] = outcome
+    item.stash[outcome_key] = (wire, outcome)
     record_figures(item, wire)
 
 
@@ -147,19 +144,17 @@ def attach(item: pytest.Item, report: pytest.TestReport) -> None:
     run = item.stash.get(run_key, None)
     if run is not None:
         setattr(report, RUN_ATTR, run)
-    outcome = item.stash.get(outcome_key, None)
-    if outcome is not None and (report.when == "call" or report.failed):
+    recorded = item.stash.get(outcome_key, None)
+    if recorded is not None and (report.when == "call" or report.failed):
         # Only on the report the controller reads it from (its call report, or the setup report
         # of an item that could not run); then the item no longer holds it, and the controller
         # drops it from the report once read (``Controller.pytest_runtest_logreport_release``): pytest keeps every report
         # and item to the end of the session, an outcome is needed only until it is counted.
-        setattr(report, OUTCOME_ATTR, outcome)
+        wire, built = recorded
+        setattr(report, OUTCOME_ATTR, wire)
         del item.stash[outcome_key]
-        built = item.stash.get(built_key, None)
-        if built is not None:
-            del item.stash[built_key]
-            if not hasattr(item.config, "workerinput"):  # no xdist worker: the controller is in this process
-                item.config.stash.setdefault(built_outcomes_key, {})[report.nodeid] = built
+        if not hasattr(item.config, "workerinput"):  # no xdist worker: the controller is in this process
+            item.config.stash.setdefault(built_outcomes_key, {})[report.nodeid] = built
     notices = item.stash.get(notices_key, None)
     if notices:
         setattr(report, NOTICES_ATTR, notices)
