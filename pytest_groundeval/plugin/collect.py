@@ -113,9 +113,9 @@ class EvalItem(pytest.Function):
         return cast(KindGroup, self.parent).dataset
 
     def setup(self) -> None:
-        if self.config.option.setupplan:
+        if getattr(self.config.option, "setuponly", False):
             super().setup()
-            return  # --setup-plan: pytest plans the fixtures without making them, and nothing runs
+            return  # --setup-only (and --setup-plan): pytest sets up (or plans) the fixtures, and no item runs
         name = "groundeval_runner" if self.uses_target else "groundeval_offline_runner"
         if not self._fill_from_session(name):
             super().setup()

@@ -262,8 +262,10 @@ class Controller:
             self._open_history_runs()
 
     def _runs_nothing(self) -> bool:
-        """Whether this session only collects (``--collect-only``) or plans (``--setup-plan``): no item runs."""
-        return bool(self.config.option.collectonly or getattr(self.config.option, "setupplan", False))
+        """Whether this session only collects (``--collect-only``) or sets up fixtures (``--setup-only``, and
+        ``--setup-plan``, which pytest makes a ``--setup-only`` that plans them): no item runs."""
+        option = self.config.option
+        return bool(option.collectonly or getattr(option, "setuponly", False))
 
     def collected(self, nodeids: Iterable[str]) -> None:
         """What an xdist worker collected (``pytest_xdist_node_collection_finished``, ``plugin.xdist_hooks``)."""
@@ -375,8 +377,7 @@ class Controller:
         A run killed before its first item finishes is then recoverable too: every
         collected item is recovered as never run (``groundeval report --recover``).
         """
-        option = self.config.option
-        if self.settings.report is None or option.collectonly or getattr(option, "setupplan", False):
+        if self.settings.report is None or self._runs_nothing():
             return
         for run in self.runs.values():
             if not run.expected:
