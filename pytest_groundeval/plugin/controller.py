@@ -262,10 +262,17 @@ class Controller:
             self._open_history_runs()
 
     def _runs_nothing(self) -> bool:
-        """Whether this session only collects (``--collect-only``) or sets up fixtures (``--setup-only``, and
-        ``--setup-plan``, which pytest makes a ``--setup-only`` that plans them): no item runs."""
+        """Whether this session only collects (``--collect-only``, and ``--fixtures`` and
+        ``--fixtures-per-test``, which list fixtures after collecting) or sets up fixtures
+        (``--setup-only``, and ``--setup-plan``, which pytest makes a ``--setup-only`` that plans
+        them): no item runs."""
         option = self.config.option
-        return bool(option.collectonly or getattr(option, "setuponly", False))
+        return bool(
+            option.collectonly
+            or getattr(option, "setuponly", False)
+            or getattr(option, "showfixtures", False)
+            or getattr(option, "show_fixtures_per_test", False)
+        )
 
     def collected(self, nodeids: Iterable[str]) -> None:
         """What an xdist worker collected (``pytest_xdist_node_collection_finished``, ``plugin.xdist_hooks``)."""

@@ -55,16 +55,20 @@ def test_history_options_are_checked_before_the_run(run, smoke, args, message):
     assert "s3cret" not in result.stderr.str() + result.stdout.str()
 
 
-@pytest.mark.parametrize("mode", ["--collect-only", "--setup-plan", "--setup-only"])
+@pytest.mark.parametrize(
+    "mode", ["--collect-only", "--setup-plan", "--setup-only", "--fixtures-per-test", "--fixtures"]
+)
 def test_a_session_that_runs_no_item_records_no_run(run, pytester, smoke, mode):
     # Before: --collect-only opened a history run at collection that was never finished.
-    # --setup-only made a failed run of items "never run" and recorded it, with its report.
+    # --setup-only, --fixtures-per-test and --fixtures made a failed run of items "never run" and
+    # recorded it, with its report.
     db, report = pytester.path / "h.db", pytester.path / "r.json"
     result = run(f"--eval-dataset={smoke}", f"--eval-history=sqlite:///{db}", f"--eval-report={report}", mode)
     assert result.ret == 0, result.stdout.str()
     assert not report.exists() and list(pytester.path.glob(".r.json.*")) == []
     assert _rows(db, "SELECT id FROM runs") == []
     assert _rows(db, "SELECT item_id FROM items") == []
+    assert "gate:" not in result.stdout.str()
 
 
 @pytest.mark.xdist_group("smoke_n2")
