@@ -12,6 +12,13 @@ items against ``instant_target.py`` (every item passes; the run must print
 - *all outputs*: ``--eval-report``, ``--eval-history`` (a SQLite history that
   exists already), ``--junitxml``, ``--eval-markdown`` and ``--eval-html``.
 
+``--modes`` also takes, to tell pytest's share from the plugin's: *all but JUnit* (every
+output but ``--junitxml``), *JUnit only* (plain with ``--junitxml``), and two runs with no
+plugin (``-p no:groundeval``) of a trivial test parametrised over the same number of items:
+*trivial*, and *trivial + JUnit*, which records seven JUnit properties per test (as many as a
+qa item's, ``record_property``, two of them strings that differ per item) with
+``--junitxml``. The plugin-free modes run once per round whatever ``--before`` says.
+
 Each mode runs at two sizes; the figure is the slope, the peak RSS difference
 (``ru_maxrss`` from ``os.wait4``, the child alone) divided by the item
 difference, in KiB per item: what an extra item costs, without the fixed cost
@@ -39,9 +46,39 @@ from synthetic import write_dataset
 GOALS_KIB = {"plain": 8.0, "all outputs": 12.0}
 """Issue 24's goals: KiB of peak RSS per extra item."""
 
+PLUGIN_FREE = ("trivial", "trivial + JUnit")
+"""Modes that run a trivial parametrised test with the plugin disabled: pytest's own share."""
+
+TRIVIAL_TEST = """\
+import pytest
+
+N = {items}
+
+
+@pytest.mark.parametrize("i", range(N))
+def test_item(i, record_property):
+    for name, value in (("outcome", "pass"), ("latencyMs", f"{{i % 997}}.5"), ("evidenceFound", 1),
+                        ("evidenceExpected", 1), ("claimsReturned", 1), ("traceId", f"trace-{{i:08d}}"), ("tokens", 42)):
+        record_property(name, value)
+"""
+
 
 def command(url: str, mode: str, out: Path) -> list[str]:
     """The pytest command line of one run in ``mode``; output files go under ``out``."""
+    if mode in PLUGIN_FREE:
+        cmd = [
+            h.PYTHON,
+            "-m",
+            "pytest",
+            *h.QUIET_PLUGINS,
+            "-p",
+            "no:xdist",
+            "-p",
+            "no:groundeval",
+            "-q",
+            "test_trivial.py",
+        ]
+        return cmd + ([f"--junitxml={out / 'junit.xml'}"] if mode == "trivial + JUnit" else [])
     cmd = [
         h.PYTHON,
         "-m",
@@ -54,14 +91,15 @@ def command(url: str, mode: str, out: Path) -> list[str]:
         f"--eval-url={url}",
         "--eval-api-key=k",
     ]
-    if mode == "all outputs":
+    if mode in ("all outputs", "all but JUnit"):
         cmd += [
             f"--eval-report={out / 'report.json'}",
             f"--eval-history=sqlite:///{out / 'history.db'}",
-            f"--junitxml={out / 'junit.xml'}",
             f"--eval-markdown={out / 'gate.md'}",
             f"--eval-html={out / 'report.html'}",
         ]
+    if mode in ("all outputs", "JUnit only"):
+        cmd.append(f"--junitxml={out / 'junit.xml'}")
     return cmd
 
 
@@ -70,7 +108,7 @@ def one_run(work: Path, url: str, mode: str, items: int, source: str | None) -> 
     out = work / "out"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir()
-    if mode == "all outputs":
+    if mode in ("all outputs", "all but JUnit"):
         # A history that exists already, as for every run but a project's first.
         from pytest_groundeval.history import HistoryWriter
 
@@ -79,9 +117,17 @@ def one_run(work: Path, url: str, mode: str, items: int, source: str | None) -> 
     if source:  # the exported revision goes first, before any pinned source
         env["PYTHONPATH"] = os.pathsep.join(p for p in (source, env.get("PYTHONPATH")) if p)
     measured = h.check(h.run_measured(command(url, mode, out), cwd=work / f"n{items}", env=env), f"{mode} {items}")
-    h.expect_output(f"{mode} {items}", measured.output, [f"{items} passed", "gate: PASS"])
-    if mode == "all outputs":
-        missing = [n for n in ("report.json", "junit.xml", "gate.md", "report.html") if not (out / n).is_file()]
+    h.expect_output(
+        f"{mode} {items}", measured.output, [f"{items} passed"] + ([] if mode in PLUGIN_FREE else ["gate: PASS"])
+    )
+    written = {
+        "all outputs": ("report.json", "junit.xml", "gate.md", "report.html"),
+        "all but JUnit": ("report.json", "gate.md", "report.html"),
+        "JUnit only": ("junit.xml",),
+        "trivial + JUnit": ("junit.xml",),
+    }
+    if mode in written:
+        missing = [n for n in written[mode] if not (out / n).is_file()]
         if missing:
             raise RuntimeError(f"{mode} {items}: no {', '.join(missing)} written")
     return measured.max_rss_mib
@@ -146,7 +192,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--large", type=int, default=10000, help="items of the larger run")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--before", metavar="REV", help="also measure this commit's package, interleaved")
-    parser.add_argument("--modes", default="plain,all outputs", help="comma-separated: plain, all outputs")
+    parser.add_argument(
+        "--modes",
+        default="plain,all outputs",
+        help="comma-separated: plain, all outputs, all but JUnit, JUnit only, trivial, trivial + JUnit",
+    )
     parser.add_argument("--retainers", type=int, metavar="ITEMS", help="instead: where memory is retained, over ITEMS")
     parser.add_argument("--top", type=int, default=25, help="with --retainers: allocation sites shown")
     parser.add_argument("--frames", type=int, default=8, help="with --retainers: traceback depth of a site")
@@ -166,24 +216,31 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         for n in sizes:
             write_dataset(h.write_ini(work / f"n{n}") / "dataset", n)
+            (work / f"n{n}" / "test_trivial.py").write_text(TRIVIAL_TEST.format(items=n), encoding="utf-8")
+        first = next(iter(sources))
         for round_ in range(args.rounds):
             for side, source in sources.items():
                 for mode in modes:
+                    if mode in PLUGIN_FREE and side != first:
+                        continue  # no plugin: the same run for every side
                     for n in sizes:
                         rss[side, mode, n].append(one_run(work, url, mode, n, source))
             print(
-                f"  round {round_ + 1}: " + ", ".join(f"{s}/{m}/{n} {v[-1]:.0f} MiB" for (s, m, n), v in rss.items()),
+                f"  round {round_ + 1}: "
+                + ", ".join(f"{s}/{m}/{n} {v[-1]:.0f} MiB" for (s, m, n), v in rss.items() if v),
                 flush=True,
             )
     rows = []
     for side in sources:
         for mode in modes:
+            if mode in PLUGIN_FREE and side != first:
+                continue
             small, large = h.median(rss[side, mode, args.small]), h.median(rss[side, mode, args.large])
             slope = (large - small) * 1024 / (args.large - args.small)
             goal = GOALS_KIB.get(mode)
             rows.append(
                 [
-                    side,
+                    "no plugin" if mode in PLUGIN_FREE else side,
                     mode,
                     h.spread(rss[side, mode, args.small], "{:.0f}"),
                     h.spread(rss[side, mode, args.large], "{:.0f}"),
