@@ -610,3 +610,30 @@ def test_target_does_not_outlive_a_harness_killed_without_teardown(tmp_path: Pat
         proc.kill()
         proc.wait()
         proc.stdout.close()
+
+
+def test_a_claim_that_is_its_slice_is_checked_without_stripping_markers(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A well-formed reply's claim text is its slice as it is: no marker stripping is needed (issue 24).
+    from pytest_groundeval.targets import check_generate_response, responses
+
+    def refuse(text: str) -> str:
+        raise AssertionError("markers stripped")
+
+    monkeypatch.setattr(responses, "strip_markers", refuse)
+    check_generate_response(json.loads(json.dumps(GOOD_GENERATE)))
+
+
+@pytest.mark.parametrize(
+    ("text", "fits"),
+    [("Alpha  ships in May", True), ("Alpha ships [S1] in May", True), ("Alpha ships in June", False)],
+)
+def test_a_claim_text_matches_its_slice_up_to_markers_and_spacing(text: str, fits: bool) -> None:
+    from pytest_groundeval.targets import check_generate_response
+
+    body = json.loads(json.dumps(GOOD_GENERATE))
+    body["claims"][0]["text"] = text
+    if fits:
+        check_generate_response(body)
+    else:
+        with pytest.raises(ValueError, match=r"claims\[0\] start/end"):
+            check_generate_response(body)
