@@ -59,8 +59,6 @@ def _combining_marks_class() -> str:
     )
 
 
-_MARK = f"[{_combining_marks_class()}]"
-
 # Scripts written without spaces between words: one token per character.
 _CJK = (
     "\u3005\u3007"  # 々 iteration mark, 〇 ideographic zero
@@ -80,17 +78,30 @@ _SOUTHEAST_ASIAN = (
 )
 _NO_SPACE = f"[{_CJK}{_SOUTHEAST_ASIAN}]"
 _LETTER = rf"(?:(?!{_NO_SPACE})[^\W\d_])"
-_LETTER_RUN = rf"{_LETTER}(?:{_LETTER}|{_MARK})*"
 
 _NUMBER = r"(?<!\w)-?\d+(?:[.,]\d+)*(?:\s*%)?|\d+(?:[.,]\d+)*(?:\s*%)?"
-_TOKEN_RE = re.compile(
-    rf"(?P<number>{_NUMBER})"
-    rf"|(?P<cjk>[{_CJK}]{_MARK}*)"
-    rf"|(?P<sea>(?=[^\W\d_])[{_SOUTHEAST_ASIAN}]{_MARK}*)"
-    rf"|(?P<word>{_LETTER_RUN}(?:['-]{_LETTER_RUN})*)"
-)
+
+
+@functools.cache
+def _token_re() -> re.Pattern[str]:
+    """The tokenizer's pattern for any text, built when ``tokenize`` first sees text that is not ASCII.
+
+    Not at import: listing the combining marks scans 0x20000 code points and the pattern's classes
+    are large, 40-70 ms on a 2-core VM, paid by every process that imports scoring (the pytest
+    process, the reference server) even when every text it scores is ASCII.
+    """
+    mark = f"[{_combining_marks_class()}]"
+    letter_run = rf"{_LETTER}(?:{_LETTER}|{mark})*"
+    return re.compile(
+        rf"(?P<number>{_NUMBER})"
+        rf"|(?P<cjk>[{_CJK}]{mark}*)"
+        rf"|(?P<sea>(?=[^\W\d_])[{_SOUTHEAST_ASIAN}]{mark}*)"
+        rf"|(?P<word>{letter_run}(?:['-]{letter_run})*)"
+    )
+
+
 _ASCII_TOKEN_RE = re.compile(rf"(?P<number>{_NUMBER})|(?P<word>[^\W\d_]+(?:['-][^\W\d_]+)*)")
-"""``_TOKEN_RE`` on ASCII text, where no character is a mark or of a script without spaces: the same tokens."""
+"""``_token_re()`` on ASCII text, where no character is a mark or of a script without spaces: the same tokens."""
 _NUMBER_TOKEN_RE = re.compile(r"-?\d+(?:[.,]\d+)*%?")
 _SPACE_RE = re.compile(r"\s+")
 _PUNCTUATION_FOLD = str.maketrans({"\u2019": "'", "\u02bc": "'", "\u2010": "-", "\u2011": "-", "\u2212": "-"})
@@ -179,7 +190,7 @@ def tokenize(text: str) -> list[str]:
         folded, pattern = text.lower(), _ASCII_TOKEN_RE
     else:
         folded = unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
-        folded, pattern = folded.translate(_PUNCTUATION_FOLD), _TOKEN_RE
+        folded, pattern = folded.translate(_PUNCTUATION_FOLD), _token_re()
     tokens: list[str] = []
     for match in pattern.finditer(folded):
         token = match.group()

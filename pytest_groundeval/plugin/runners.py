@@ -116,7 +116,11 @@ def serve_target(request: pytest.FixtureRequest) -> Iterator[Target]:
     spawned = SpawnedTarget(config)
     problem = None
     try:
-        spawned.start()
+        spawned.launch()
+        # While the child starts (its imports take most of that): the modules this run needs are
+        # all in by now, and keeping the collector off them costs a full collection.
+        freeze_long_lived_objects()
+        spawned.wait_until_ready()
     except (TargetError, ValueError) as exc:  # ValueError: a placeholder with no value
         # The log tail may quote the fresh key the child was given.
         problem = f"the target failed to start: {Scrubber([spawned.api_key]).text(str(exc))}"

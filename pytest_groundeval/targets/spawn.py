@@ -194,6 +194,8 @@ class SpawnedTarget:
     key, substitutes the placeholders, runs the setup commands in order, starts
     the command in its own process group with stdout and stderr going to
     ``<data_dir>/target.log``, and waits for ``GET /readyz`` to answer 200.
+    ``launch`` and ``wait_until_ready`` are the same in two steps, for a caller with work
+    of its own to do while the child starts.
     The child's environment is ``os.environ`` plus ``config.env`` plus
     ``GROUNDEVAL_PORT``, ``GROUNDEVAL_DATA_DIR``, ``GROUNDEVAL_LLM_URL``,
     ``GROUNDEVAL_EMBED_URL``, ``GROUNDEVAL_API_KEY``, ``GROUNDEVAL_RUN_ID`` (the session
@@ -255,6 +257,16 @@ class SpawnedTarget:
 
     def start(self) -> SpawnedTarget:
         """Set up, start and wait for the child; see the class docstring. Returns self."""
+        self.launch()
+        self.wait_until_ready()
+        return self
+
+    def launch(self) -> SpawnedTarget:
+        """``start`` up to the child's start: set up and start it, without waiting for ``GET /readyz``.
+
+        For a caller with work of its own to do while the child starts; ``wait_until_ready``
+        follows. On an error the child (if started) is stopped first. Returns self.
+        """
         if self.process is not None:
             raise RuntimeError("SpawnedTarget.start() called twice")
         config = self.config
@@ -290,8 +302,23 @@ class SpawnedTarget:
             self._target = HttpTarget(
                 self.base_url, self.api_key, timeout_s=config.timeout_s, max_response_bytes=config.max_response_bytes
             )
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def wait_until_ready(self) -> SpawnedTarget:
+        """Wait for a launched child's ``GET /readyz`` to answer 200 (``ready_timeout_s``); returns self.
+
+        Raises:
+            SpawnError: the child exited or was not ready in time; it is stopped first.
+            RuntimeError: the child was not launched.
+        """
+        if self.process is None or self._target is None:
+            raise RuntimeError("SpawnedTarget.wait_until_ready() called before launch()")
+        try:
             try:
-                self._target.wait_ready(config.ready_timeout_s, READY_POLL_S, process=self.process)
+                self._target.wait_ready(self.config.ready_timeout_s, READY_POLL_S, process=self.process)
             except TargetUnavailable as exc:
                 raise self._spawn_error(f"the target did not become ready: {exc}") from exc
         except BaseException:

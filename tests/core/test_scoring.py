@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import unicodedata
 
 import pytest
@@ -320,3 +322,17 @@ def test_tokens_are_nonempty_and_contain_no_separators(text):
     for tok in tokenize(text):
         assert tok
         assert not any(ch.isspace() or ch == "_" for ch in tok)
+
+
+def test_the_full_tokenizer_pattern_is_built_at_the_first_text_that_is_not_ascii() -> None:
+    """Not at import (its combining-mark class scans 0x20000 code points): an all-ASCII run never builds it."""
+    probe = (
+        "from pytest_groundeval.core import scoring\n"
+        "before = scoring._token_re.cache_info().currsize\n"
+        "scoring.tokenize('plain ASCII, 3.5%')\n"
+        "ascii_only = scoring._token_re.cache_info().currsize\n"
+        "assert scoring.tokenize('Göteborg ไม่') == ['göteborg', 'ไ', 'ม่']\n"
+        "print(before, ascii_only, scoring._token_re.cache_info().currsize)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["0", "0", "1"]

@@ -429,3 +429,28 @@ def test_now_sees_writes_stamped_ahead_of_the_wall_clock(tmp_path):
     assert [r["properties"] for r in records] == [{"v": "right"}]
     changes = bitemporal.compare_records(conn, "t1", label="L", target=None, from_tx=fixed_tx - 1, to_tx=None)
     assert len(changes["changed"]) == 1
+
+
+# ------------------------------------------------------------------- serving
+
+
+def test_serve_freezes_what_it_has_imported_once_listening(tmp_path, monkeypatch) -> None:
+    """The interpreter's collections at exit no longer walk the modules (benchmarks/README.md, "Start-up, fourth pass")."""
+    from pytest_groundeval.reference import app
+
+    frozen_when: list[bool] = []
+    # Recorded, not done: whether the port was announced yet when the server froze.
+    monkeypatch.setattr(app.gc, "freeze", lambda: frozen_when.append((tmp_path / app.PORT_FILE_NAME).exists()))
+    config = app.ReferenceConfig(data_dir=tmp_path, llm_url="http://127.0.0.1:9/v1", embed_url="http://127.0.0.1:9/v1")
+
+    async def serve_until_listening() -> None:
+        serving = asyncio.create_task(app.serve(config))
+        while not (tmp_path / app.PORT_FILE_NAME).exists():
+            assert not serving.done(), serving.exception()
+            await asyncio.sleep(0.01)
+        serving.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await serving
+
+    asyncio.run(serve_until_listening())
+    assert frozen_when == [False]

@@ -189,6 +189,28 @@ def test_readiness_waits_for_a_slow_listener(tmp_path: Path) -> None:
         assert "waiting 1.0 s before listening" in spawned.log_tail(5)
 
 
+def test_launch_returns_before_readiness_and_wait_until_ready_waits(tmp_path: Path) -> None:
+    """``launch`` then ``wait_until_ready`` is ``start`` in two steps, with the caller's work between them."""
+    spawned = SpawnedTarget(spawn_config(tmp_path, f"{FAKE} --port {{port}} --delay-listen 60"))
+    with pytest.raises(RuntimeError, match="before launch"):
+        spawned.wait_until_ready()
+    try:
+        spawned.launch()
+        assert spawned.is_alive()
+        with pytest.raises(TargetUnavailable):
+            spawned.target.ready()  # not listening yet: launch did not wait
+    finally:
+        spawned.stop()
+    assert not spawned.is_alive()
+
+
+def test_wait_until_ready_stops_a_child_that_never_gets_ready(tmp_path: Path) -> None:
+    spawned = SpawnedTarget(spawn_config(tmp_path, f"{FAKE} --delay-listen 60", ready_timeout_s=0.5)).launch()
+    with pytest.raises(SpawnError, match="not ready after"):
+        spawned.wait_until_ready()
+    assert spawned.process is not None and spawned.process.poll() is not None
+
+
 def test_command_that_exits_at_once_reports_code_and_log(tmp_path: Path) -> None:
     command = f"{PYTHON} -c \"import sys; print('boom'); sys.exit(3)\""
     spawned = SpawnedTarget(spawn_config(tmp_path, command))
