@@ -242,6 +242,14 @@ FUNCTION_LEVEL_IMPORTS = {
         "start-up: the mock provider (aiohttp's server side) is imported only by a session that needs it, never "
         "by a run against --eval-url or a target map"
     ),
+    ("plugin.fixtures", "plugin.spawn_ahead"): (
+        "start-up: the embedded reference server is launched before plugin.runners imports the HTTP stack, "
+        "so that the two starts overlap (tests/plugin/test_spawn_ahead.py)"
+    ),
+    ("targets.spawn", "targets.http"): (
+        "start-up: SpawnedTarget.launch imports no HTTP library, so a launch can come before the HTTP stack's "
+        "imports; the HttpTarget is made at readiness (tests/targets/test_targets.py)"
+    ),
     ("plugin.hooks", "plugin.controller"): (
         "start-up: the controller (pydantic, core.report) is registered only for a session with a dataset "
         "(tests/plugin/test_session.py)"

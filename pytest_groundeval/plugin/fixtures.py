@@ -48,9 +48,17 @@ def groundeval_target(request: pytest.FixtureRequest) -> Iterator[Target]:
     fixture in a ``conftest.py`` to return any object implementing
     ``pytest_groundeval.targets.Target`` (an in-process pipeline).
     """
-    from .runners import serve_target
+    from .spawn_ahead import launch_ahead
 
-    yield from serve_target(request)
+    # The embedded server starts now, while the HTTP stack is imported and the mock started.
+    launched = launch_ahead(request)
+    try:
+        from .runners import serve_target
+
+        yield from serve_target(request, launched)
+    finally:
+        if launched is not None and launched.spawned is not None:
+            launched.spawned.stop()  # done already when serve_target adopted it; not if it failed first
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ import pytest
 
 from ..mock import NoiseSettings, ThreadedMockProvider
 from .options import Settings
-from .record import mock_key, settings_key
+from .record import mock_key, mock_port_key, settings_key
 
 __all__ = ["serve_mock"]
 
@@ -24,6 +24,20 @@ def serve_mock(request: pytest.FixtureRequest) -> Iterator[ThreadedMockProvider]
     Its generations carry the seeded noise of ``--eval-mock-noise`` / ``--eval-mock-seed`` (docs/mock.md).
     """
     settings: Settings = request.config.stash[settings_key]
-    with ThreadedMockProvider(noise=NoiseSettings(settings.mock_noise, settings.mock_seed)) as mock:
+    noise = NoiseSettings(settings.mock_noise, settings.mock_seed)
+    # The port the target launched ahead was told (plugin/spawn_ahead.py), if any; taken by
+    # another process meanwhile, any free port (the target is then launched again against it).
+    reserved = request.session.stash.get(mock_port_key, 0)
+    mock = ThreadedMockProvider(port=reserved, noise=noise)
+    try:
+        mock.start()
+    except OSError:
+        if not reserved:
+            raise
+        mock = ThreadedMockProvider(noise=noise)
+        mock.start()
+    try:
         request.session.stash[mock_key] = mock
         yield mock
+    finally:
+        mock.stop()

@@ -11,6 +11,7 @@ shows them (docs/ci.md, "Outputs").
 from __future__ import annotations
 
 import functools
+import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -46,8 +47,21 @@ settings_key: pytest.StashKey[Settings] = pytest.StashKey()
 """The resolved options (``config.stash``)."""
 mock_key: pytest.StashKey[ThreadedMockProvider] = pytest.StashKey()
 """The session's ``ThreadedMockProvider`` (``session.stash``), when one started."""
+mock_port_key: pytest.StashKey[int] = pytest.StashKey()
+"""The port the mock is to bind (``session.stash``): the one the target launched ahead of it
+was told (``plugin/spawn_ahead.py``)."""
 spawned_key: pytest.StashKey[SpawnedTarget] = pytest.StashKey()
 """The session's ``SpawnedTarget`` (``session.stash``), when the target was spawned."""
+
+
+def session_id(config: pytest.Config) -> str:
+    """The session id (the controller's, given to xdist workers); a fresh one if none was set."""
+    found = config.stash.get(session_key, None)
+    if found is None:
+        found = config.stash[session_key] = uuid.uuid4().hex
+    return found
+
+
 position_key = pytest.StashKey[dict[str, int]]()
 """Node id -> index in ``session.items`` (``session.stash``), built on first use."""
 outcome_key = pytest.StashKey[tuple[dict[str, Any], "ItemOutcome"]]()

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-import uuid
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
@@ -35,15 +34,16 @@ from ..judge.scorer import CoverageScorer
 from ..targets.http import connect_url
 from ..targets.mapped import MappedTarget
 from ..targets.protocol import Target, TargetError, lineage
-from ..targets.spawn import SpawnConfig, SpawnedTarget, reference_command
+from ..targets.spawn import SpawnedTarget
 from .collect import EvalItem
 from .crash import WorkerJournal
 from .dispatch import ItemDispatcher
 from .freeze import freeze_long_lived_objects
 from .options import MOCK, Settings, step_summary_path
-from .record import mock_key, position_key, session_key, settings_key, spawned_key
+from .record import mock_key, position_key, session_id, settings_key, spawned_key
+from .spawn_ahead import Launched, spawn_config
 from .target_source import conflict_key
-from .xdist import queued_indices, worker_id
+from .xdist import queued_indices
 
 __all__ = [
     "serve_offline_runner",
@@ -55,12 +55,14 @@ __all__ = [
 ]
 
 
-def serve_target(request: pytest.FixtureRequest) -> Iterator[Target]:
+def serve_target(request: pytest.FixtureRequest, launched: Launched | None = None) -> Iterator[Target]:
     """The ``groundeval_target`` fixture's body: the target the options name, torn down after the session.
 
     ``--eval-target-map`` reaches an existing API through its map (docs/byo.md); ``--eval-url``
     connects to a running target; otherwise ``--eval-spawn`` (or the embedded
-    reference server) is started against ``groundeval_mock`` (docs/target-contract.md).
+    reference server) is started against ``groundeval_mock`` (docs/target-contract.md), or
+    ``launched``, the embedded server ``spawn_ahead.launch_ahead`` started before this module was
+    imported, is adopted when the mock is at the URL it was told.
     Stops the session (``stop_session``) when the target cannot be reached or started.
     """
     settings: Settings = request.config.stash[settings_key]
@@ -100,32 +102,32 @@ def serve_target(request: pytest.FixtureRequest) -> Iterator[Target]:
             target.close()
         return
     mock = request.getfixturevalue("groundeval_mock")
-    worker = worker_id(request.config)
-    config = SpawnConfig(
-        command=settings.spawn or reference_command(),
-        setup=list(settings.setup),
-        ready_timeout_s=settings.ready_timeout_s,
-        timeout_s=settings.timeout_s,
-        max_response_bytes=settings.max_response_bytes,
-        llm_url=mock.base_url,
-        embed_url=mock.base_url,
-        worker_id=worker,
-        base_dir=request.getfixturevalue("tmp_path_factory").mktemp("groundeval-target"),
-        run_id=session_id(request.config),
-    )
-    spawned = SpawnedTarget(config)
-    problem = None
-    try:
-        spawned.launch()
-        # While the child starts (its imports take most of that): the modules this run needs are
-        # all in by now, and keeping the collector off them costs a full collection.
-        freeze_long_lived_objects()
-        spawned.wait_until_ready()
-    except (TargetError, ValueError) as exc:  # ValueError: a placeholder with no value
-        # The log tail may quote the fresh key the child was given.
-        problem = f"the target failed to start: {Scrubber([spawned.api_key]).text(str(exc))}"
+    if launched is not None and launched.llm_url != mock.base_url:
+        # Launched ahead against a URL this mock is not at (groundeval_mock overridden, or its port
+        # taken meanwhile): started again below against the right one (plugin/spawn_ahead.py).
+        if launched.spawned is not None:
+            launched.spawned.stop()
+        launched = None
+    problem = launched.problem if launched is not None else None
+    spawned = launched.spawned if launched is not None else None
+    if spawned is None and problem is None:
+        spawned = SpawnedTarget(spawn_config(request, settings, mock.base_url))
+        try:
+            spawned.launch()
+        except (TargetError, ValueError) as exc:  # ValueError: a placeholder with no value
+            # The log tail may quote the fresh key the child was given.
+            problem = f"the target failed to start: {Scrubber([spawned.api_key]).text(str(exc))}"
+    if spawned is not None and problem is None:
+        try:
+            # While the child starts (its imports take most of that): the modules this run needs are
+            # all in by now, and keeping the collector off them costs a full collection.
+            freeze_long_lived_objects()
+            spawned.wait_until_ready()
+        except (TargetError, ValueError) as exc:
+            problem = f"the target failed to start: {Scrubber([spawned.api_key]).text(str(exc))}"
     if problem is not None:
         stop_session(request, problem)
+    assert spawned is not None  # launched ahead or here, else a problem stopped the session
     request.session.stash[spawned_key] = spawned
     try:
         yield spawned.target
@@ -260,14 +262,6 @@ def serve_runner(request: pytest.FixtureRequest, groundeval_target: Target) -> I
         runner.dispatcher.close()
         if journal is not None:
             journal.close()
-
-
-def session_id(config: pytest.Config) -> str:
-    """The session id (the controller's, given to xdist workers); a fresh one if none was set."""
-    found = config.stash.get(session_key, None)
-    if found is None:
-        found = config.stash[session_key] = uuid.uuid4().hex
-    return found
 
 
 def judging_clients(

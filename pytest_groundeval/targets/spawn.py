@@ -23,13 +23,15 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ..core.contract import RUN_ID_ENV
-from .http import HttpTarget
 from .placeholders import fill_placeholders
 from .protocol import DEFAULT_MAX_RESPONSE_BYTES, SpawnError, TargetError, TargetUnavailable, describe_exit
 from .watchdog import group_alive as _group_alive
+
+if TYPE_CHECKING:
+    from .http import HttpTarget
 
 __all__ = [
     "MOCK_LLM_API_KEY",
@@ -123,7 +125,8 @@ def exec_form(command: str) -> str:
     return f"exec {command}"
 
 
-def _free_loopback_port() -> int:
+def free_loopback_port() -> int:
+    """A loopback TCP port free now (bound to 0, read, closed); another process may take it before it is used."""
     # Another process may take the port between close and the child's bind;
     # the child then fails to start and the SpawnError shows its log.
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -265,7 +268,8 @@ class SpawnedTarget:
         """``start`` up to the child's start: set up and start it, without waiting for ``GET /readyz``.
 
         For a caller with work of its own to do while the child starts; ``wait_until_ready``
-        follows. On an error the child (if started) is stopped first. Returns self.
+        follows. Imports no HTTP library (``HttpTarget`` is made by ``wait_until_ready``). On an
+        error the child (if started) is stopped first. Returns self.
         """
         if self.process is not None:
             raise RuntimeError("SpawnedTarget.start() called twice")
@@ -274,7 +278,7 @@ class SpawnedTarget:
         base_dir = str(config.base_dir) if config.base_dir is not None else None
         self.data_dir = Path(tempfile.mkdtemp(prefix=f"groundeval-{worker}-", dir=base_dir))
         self.log_path = self.data_dir / "target.log"
-        self.port = _free_loopback_port()
+        self.port = free_loopback_port()
         # A prefix keeps the key from starting with "-", which argument parsers read as a flag.
         self.api_key = f"ge_{secrets.token_urlsafe(24)}"
         self.base_url = f"http://127.0.0.1:{self.port}"
@@ -299,9 +303,6 @@ class SpawnedTarget:
                 **_new_group_kwargs(),
             )
             self._watchdog = _start_watchdog(self.process.pid, config.terminate_grace_s)
-            self._target = HttpTarget(
-                self.base_url, self.api_key, timeout_s=config.timeout_s, max_response_bytes=config.max_response_bytes
-            )
         except BaseException:
             self.stop()
             raise
@@ -314,9 +315,20 @@ class SpawnedTarget:
             SpawnError: the child exited or was not ready in time; it is stopped first.
             RuntimeError: the child was not launched.
         """
-        if self.process is None or self._target is None:
+        if self.process is None:
             raise RuntimeError("SpawnedTarget.wait_until_ready() called before launch()")
         try:
+            if self._target is None:
+                # Imported here, not by launch: the HTTP stack's imports then overlap the child's start
+                # (plugin/spawn_ahead.py).
+                from .http import HttpTarget
+
+                self._target = HttpTarget(
+                    self.base_url,
+                    self.api_key,
+                    timeout_s=self.config.timeout_s,
+                    max_response_bytes=self.config.max_response_bytes,
+                )
             try:
                 self._target.wait_ready(self.config.ready_timeout_s, READY_POLL_S, process=self.process)
             except TargetUnavailable as exc:

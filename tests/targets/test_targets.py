@@ -198,10 +198,29 @@ def test_launch_returns_before_readiness_and_wait_until_ready_waits(tmp_path: Pa
         spawned.launch()
         assert spawned.is_alive()
         with pytest.raises(TargetUnavailable):
-            spawned.target.ready()  # not listening yet: launch did not wait
+            HttpTarget(spawned.base_url, spawned.api_key).ready()  # not listening yet: launch did not wait
     finally:
         spawned.stop()
     assert not spawned.is_alive()
+
+
+def test_launch_imports_no_http_library(tmp_path: Path) -> None:
+    # The embedded server is launched before the session imports its HTTP stack, so that the two
+    # overlap (plugin/spawn_ahead.py): a module-level import of targets.http in spawn undid that.
+    code = f"""
+import sys
+from pathlib import Path
+from pytest_groundeval.targets.spawn import SpawnConfig, SpawnedTarget
+spawned = SpawnedTarget(SpawnConfig(command={FAKE + " --port {port} --delay-listen 60"!r}, llm_url="http://127.0.0.1:9/v1", embed_url="http://127.0.0.1:9/v1", base_dir=Path({str(tmp_path)!r})))
+try:
+    spawned.launch()
+    print(sorted(m for m in ("aiohttp", "httpx", "httpcore") if m in sys.modules))
+finally:
+    spawned.stop()
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 def test_wait_until_ready_stops_a_child_that_never_gets_ready(tmp_path: Path) -> None:
