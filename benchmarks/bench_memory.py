@@ -65,32 +65,11 @@ def test_item(i, record_property):
 
 def command(url: str, mode: str, out: Path) -> list[str]:
     """The pytest command line of one run in ``mode``; output files go under ``out``."""
+    pytest_cmd = [h.PYTHON, "-m", "pytest", *h.QUIET_PLUGINS, "-p", "no:xdist", "-q"]
     if mode in PLUGIN_FREE:
-        cmd = [
-            h.PYTHON,
-            "-m",
-            "pytest",
-            *h.QUIET_PLUGINS,
-            "-p",
-            "no:xdist",
-            "-p",
-            "no:groundeval",
-            "-q",
-            "test_trivial.py",
-        ]
+        cmd = [*pytest_cmd, "-p", "no:groundeval", "test_trivial.py"]
         return cmd + ([f"--junitxml={out / 'junit.xml'}"] if mode == "trivial + JUnit" else [])
-    cmd = [
-        h.PYTHON,
-        "-m",
-        "pytest",
-        *h.QUIET_PLUGINS,
-        "-p",
-        "no:xdist",
-        "-q",
-        "--eval-dataset=dataset",
-        f"--eval-url={url}",
-        "--eval-api-key=k",
-    ]
+    cmd = [*pytest_cmd, "--eval-dataset=dataset", f"--eval-url={url}", "--eval-api-key=k"]
     if mode in ("all outputs", "all but JUnit"):
         cmd += [
             f"--eval-report={out / 'report.json'}",
