@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+import shutil
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
@@ -107,24 +108,32 @@ def serve_target(request: pytest.FixtureRequest, launched: Launched | None = Non
         # taken meanwhile): started again below against the right one (plugin/spawn_ahead.py).
         if launched.spawned is not None:
             launched.spawned.stop()
+            # Its log holds its command line alone: the run's is the next launch's.
+            shutil.rmtree(launched.spawned.data_dir, ignore_errors=True)
         launched = None
     problem = launched.problem if launched is not None else None
     spawned = launched.spawned if launched is not None else None
-    if spawned is None and problem is None:
-        spawned = SpawnedTarget(spawn_config(request, settings, mock.base_url))
-        try:
-            spawned.launch()
-        except (TargetError, ValueError) as exc:  # ValueError: a placeholder with no value
-            # The log tail may quote the fresh key the child was given.
-            problem = f"the target failed to start: {Scrubber([spawned.api_key]).text(str(exc))}"
-    if spawned is not None and problem is None:
-        try:
-            # While the child starts (its imports take most of that): the modules this run needs are
-            # all in by now, and keeping the collector off them costs a full collection.
-            freeze_long_lived_objects()
-            spawned.wait_until_ready()
-        except (TargetError, ValueError) as exc:
-            problem = f"the target failed to start: {Scrubber([spawned.api_key]).text(str(exc))}"
+    try:
+        if spawned is None and problem is None:
+            spawned = SpawnedTarget(spawn_config(request, settings, mock.base_url))
+            try:
+                spawned.launch()
+            except (TargetError, ValueError) as exc:  # ValueError: a placeholder with no value
+                # The log tail may quote the fresh key the child was given.
+                problem = f"the target failed to start: {Scrubber([spawned.api_key]).text(str(exc))}"
+        if spawned is not None and problem is None:
+            try:
+                # While the child starts (its imports take most of that): the modules this run needs are
+                # all in by now, and keeping the collector off them costs a full collection.
+                freeze_long_lived_objects()
+                spawned.wait_until_ready()
+            except (TargetError, ValueError) as exc:
+                problem = f"the target failed to start: {Scrubber([spawned.api_key]).text(str(exc))}"
+    except BaseException:
+        # Ctrl-C or SIGTERM while it starts: not left running until the process exits.
+        if spawned is not None:
+            spawned.stop()
+        raise
     if problem is not None:
         stop_session(request, problem)
     assert spawned is not None  # launched ahead or here, else a problem stopped the session

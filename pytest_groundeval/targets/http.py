@@ -619,14 +619,19 @@ class HttpTarget:
         timeout_s: float,
         poll_interval_s: float = 0.1,
         process: subprocess.Popen[bytes] | None = None,
+        *,
+        since: float | None = None,
     ) -> None:
         """Poll ``GET /readyz`` until it answers 200 (docs/target-contract.md).
 
         Args:
-            timeout_s: Give up after this many seconds.
+            timeout_s: Give up after this many seconds, counted from ``since``.
             poll_interval_s: Pause between polls, in seconds.
             process: The child serving the target, if any; when it exits the
                 wait stops at once.
+            since: When the wait's budget started (``time.monotonic()``): when the child
+                was started, for a caller that did other work since (``SpawnedTarget``).
+                Now when None. One poll is made even when the budget is spent already.
 
         Each poll may take up to 2 s, and at least ``READY_POLL_MIN_S`` even when
         less time is left: the last poll may end that much after ``timeout_s``,
@@ -638,9 +643,10 @@ class HttpTarget:
                 last status or connection error seen; a poll that only timed out
                 does not hide the status an earlier poll received).
         """
-        deadline = time.monotonic() + timeout_s
+        deadline = (time.monotonic() if since is None else since) + timeout_s
         last = "no attempt"
         answered = False  # some poll received a status or a connection error
+        polled = False  # one poll is made however late the wait starts: a target ready by then is ready
         while True:
             if process is not None and process.poll() is not None:
                 raise TargetUnavailable(
@@ -649,12 +655,13 @@ class HttpTarget:
                     url=f"{self.base_url}/readyz",
                 )
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if remaining <= 0 and polled:
                 raise TargetUnavailable(
                     f"GET {self.base_url}/readyz did not answer 200 within {timeout_s:g} s (last: {last})",
                     call="GET /readyz",
                     url=f"{self.base_url}/readyz",
                 )
+            polled = True
             try:
                 status = self.ready(timeout_s=min(2.0, max(READY_POLL_MIN_S, remaining)))
             except TargetError as exc:

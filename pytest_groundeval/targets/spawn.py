@@ -241,6 +241,9 @@ class SpawnedTarget:
         self._target: HttpTarget | None = None
         self._log: IO[bytes] | None = None
         self._watchdog: subprocess.Popen[bytes] | None = None
+        self._launched_at = 0.0
+        """When the child was started (``time.monotonic()``): the start of ``ready_timeout_s``."""
+        self._stopped = False
 
     def __enter__(self) -> SpawnedTarget:
         self.start()
@@ -302,6 +305,7 @@ class SpawnedTarget:
                 stderr=subprocess.STDOUT,
                 **_new_group_kwargs(),
             )
+            self._launched_at = time.monotonic()  # --eval-ready-timeout counts from here (wait_until_ready)
             self._watchdog = _start_watchdog(self.process.pid, config.terminate_grace_s)
         except BaseException:
             self.stop()
@@ -309,7 +313,8 @@ class SpawnedTarget:
         return self
 
     def wait_until_ready(self) -> SpawnedTarget:
-        """Wait for a launched child's ``GET /readyz`` to answer 200 (``ready_timeout_s``); returns self.
+        """Wait for a launched child's ``GET /readyz`` to answer 200 within ``ready_timeout_s`` of its
+        start (``launch``), whatever the caller did in between; returns self.
 
         Raises:
             SpawnError: the child exited or was not ready in time; it is stopped first.
@@ -330,7 +335,9 @@ class SpawnedTarget:
                     max_response_bytes=self.config.max_response_bytes,
                 )
             try:
-                self._target.wait_ready(self.config.ready_timeout_s, READY_POLL_S, process=self.process)
+                self._target.wait_ready(
+                    self.config.ready_timeout_s, READY_POLL_S, process=self.process, since=self._launched_at
+                )
             except TargetUnavailable as exc:
                 raise self._spawn_error(f"the target did not become ready: {exc}") from exc
         except BaseException:
@@ -467,8 +474,13 @@ class SpawnedTarget:
         SIGTERM goes to the whole group; the group then has ``terminate_grace_s``
         to exit (all of it, since ``sh -c`` may have left the server as the
         shell's child) before SIGKILL ends every process left in it. Safe to
-        call more than once and after a failed ``start``.
+        call more than once (the group is signalled by the first call only) and
+        after a failed ``start``.
         """
+        if self._stopped:
+            # Its process group is gone: signalling that id again could reach a group that reused it.
+            return
+        self._stopped = True
         try:
             if self.process is not None:
                 _terminate_group(self.process, self.config.terminate_grace_s)

@@ -7,6 +7,8 @@ import socket
 import pytest
 
 from pytest_groundeval.plugin import spawn_ahead
+from pytest_groundeval.targets.spawn import SpawnedTarget
+from tests._support.pytest_args import NO_THIRD_PARTY_PLUGINS
 
 ONE_ITEM = ("-k", "qa-smoke-alpha-budget")
 
@@ -20,8 +22,13 @@ def pytest_sessionfinish(session):
 
 
 def _launches(pytester: pytest.Pytester) -> int:
-    """How many times the last run launched a target: each launch logs to a ``target.log`` of its own under
-    the run's base temporary directory (pytester's, which each in-process run starts empty)."""
+    """How many times the last run launched a target: each launch gets a ``groundeval-target*`` directory of
+    its own under the run's base temporary directory (pytester's, which each in-process run starts empty)."""
+    return len(list((pytester.path.parent / "basetemp").glob("groundeval-target[0-9]*")))
+
+
+def _logs(pytester: pytest.Pytester) -> int:
+    """The ``target.log`` files the last run left (a launch discarded for another leaves none)."""
     return len(list((pytester.path.parent / "basetemp").rglob("target.log")))
 
 
@@ -50,6 +57,7 @@ def groundeval_mock():
     result = run(f"--eval-dataset={smoke}", *ONE_ITEM, "-s", spawn=True)
     result.assert_outcomes(passed=1)
     assert _launches(pytester) == 2  # the one launched ahead, stopped, and the one against this mock
+    assert _logs(pytester) == 1  # the run's own: the discarded launch's log (its command line alone) is gone
 
 
 def test_a_reserved_port_taken_meanwhile_gets_the_server_started_again(run, pytester, smoke, monkeypatch):
@@ -74,3 +82,45 @@ def test_no_launch_ahead_for_a_spawn_command_or_setup_commands(run, pytester, sm
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["mock port *, reserved None"])
     assert _launches(pytester) == 1
+
+
+def test_a_server_started_again_is_stopped_when_the_session_is_interrupted_while_it_starts(
+    run, pytester, smoke, monkeypatch
+):
+    # Ctrl-C while the server started against an overridden mock was starting left it running until the
+    # process exited (the fixture's own clean-up knows only the server launched ahead).
+    launched: list[SpawnedTarget] = []
+    stopped: list[SpawnedTarget] = []
+    launch, stop = SpawnedTarget.launch, SpawnedTarget.stop
+
+    def record_launch(self: SpawnedTarget) -> SpawnedTarget:
+        launched.append(self)
+        return launch(self)
+
+    def record_stop(self: SpawnedTarget) -> None:
+        stopped.append(self)
+        stop(self)
+
+    def interrupted(self: SpawnedTarget) -> SpawnedTarget:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(SpawnedTarget, "launch", record_launch)
+    monkeypatch.setattr(SpawnedTarget, "stop", record_stop)
+    monkeypatch.setattr(SpawnedTarget, "wait_until_ready", interrupted)
+    pytester.makeconftest(
+        """
+import pytest
+from pytest_groundeval.mock import ThreadedMockProvider
+
+@pytest.fixture(scope="session")
+def groundeval_mock():
+    with ThreadedMockProvider() as mock:
+        yield mock
+"""
+    )
+    # As conftest.py's run(spawn=True), with pytester told not to raise the run's KeyboardInterrupt here.
+    args = (*NO_THIRD_PARTY_PLUGINS, "-p", "no:cacheprovider", f"--eval-dataset={smoke}", *ONE_ITEM)
+    result = pytester.inline_run(*args, no_reraise_ctrlc=True)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert len(launched) == 2  # ahead, then against the overridden mock
+    assert all(spawned in stopped and not spawned.is_alive() for spawned in launched)

@@ -204,6 +204,35 @@ def test_launch_returns_before_readiness_and_wait_until_ready_waits(tmp_path: Pa
     assert not spawned.is_alive()
 
 
+def test_the_ready_timeout_counts_from_the_launch(tmp_path: Path) -> None:
+    # --eval-ready-timeout is the time a spawned target may take to answer GET /readyz: a caller's
+    # work between launch and wait_until_ready (the mock's start, plugin/spawn_ahead.py) counts.
+    slow = SpawnedTarget(spawn_config(tmp_path, f"{FAKE} --port {{port}} --delay-listen 2", ready_timeout_s=1.0))
+    slow.launch()
+    time.sleep(1.5)  # the budget is spent; counted from the wait, it would last until the target listens
+    with pytest.raises(SpawnError, match="within 1 s"):
+        slow.wait_until_ready()
+    # A target that is ready when the wait starts late passes: one poll is made however late.
+    ready = SpawnedTarget(spawn_config(tmp_path, f"{FAKE} --port {{port}}", ready_timeout_s=0.3))
+    ready.launch()
+    time.sleep(0.8)
+    try:
+        ready.wait_until_ready()
+    finally:
+        ready.stop()
+
+
+def test_stop_signals_the_process_group_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A second stop (the fixture's own, after serve_target's) signalled the group id again, which by
+    # then another process group may have taken.
+    spawned = SpawnedTarget(spawn_config(tmp_path, f"{FAKE} --port {{port}}")).start()
+    spawned.stop()
+    signalled: list[tuple[int, int]] = []
+    monkeypatch.setattr(os, "killpg", lambda pgid, sig: signalled.append((pgid, sig)))
+    spawned.stop()
+    assert signalled == []
+
+
 def test_launch_imports_no_http_library(tmp_path: Path) -> None:
     # The embedded server is launched before the session imports its HTTP stack, so that the two
     # overlap (plugin/spawn_ahead.py): a module-level import of targets.http in spawn undid that.
