@@ -176,7 +176,9 @@ class ItemDispatcher:
                 item is cancelled and nothing more is sent.
         """
         raise_pending_interrupt()
-        if test_item.nodeid not in self._futures and test_item.nodeid not in self._done:
+        if test_item.nodeid not in self._futures:
+            # Not sent ahead, or run already and run again (a re-run: pytest-rerunfailures, docs/gate.md).
+            self._done.discard(test_item.nodeid)
             self._submit([test_item])
         self._top_up(test_item)
         future = self._futures.pop(test_item.nodeid)

@@ -52,6 +52,26 @@ def test_results_and_errors_reach_pytest_in_order_and_every_item_runs_once():
         dispatcher.close()
 
 
+def test_an_item_run_again_is_sent_again():
+    # A re-run (pytest-rerunfailures runs an item's protocol again) asked for an item whose outcome was
+    # taken already: KeyError, reported as an error of every re-run item.
+    items = [Node(f"i{n}") for n in range(3)]
+    ran = []
+
+    async def run(item):
+        ran.append(item.nodeid)
+        return f"{item.nodeid} run {ran.count(item.nodeid)}"
+
+    dispatcher = _dispatcher(run, items)
+    try:
+        assert dispatcher.outcome_for(items[0]) == "i0 run 1"
+        assert dispatcher.outcome_for(items[0]) == "i0 run 2"
+        assert [dispatcher.outcome_for(item) for item in items[1:]] == ["i1 run 1", "i2 run 1"]
+        assert sorted(ran) == ["i0", "i0", "i1", "i2"]
+    finally:
+        dispatcher.close()
+
+
 def test_close_cancels_what_is_still_in_flight_on_the_loop():
     items = [Node(f"i{n}") for n in range(4)]
     cancelled = threading.Event()
