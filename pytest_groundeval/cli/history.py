@@ -189,7 +189,7 @@ def format_comparison(cmp: Comparison) -> list[str]:
 
 
 def _open(flag: str | None) -> HistoryStore:
-    return HistoryStore.open(url_from_sources(flag))
+    return HistoryStore.open(url_from_sources(flag), create=False)
 
 
 def _floors(path: str | None) -> dict[str, float] | None:

@@ -73,7 +73,7 @@ def rejudge_main(argv: list[str], judge_factory: JudgeFactory | None = None) -> 
     try:
         judge = (judge_factory or judge_from_args)(args)
         try:
-            with HistoryStore.open(url_from_sources(args.history)) as store:
+            with HistoryStore.open(url_from_sources(args.history), create=False) as store:
                 progress = tty_progress(sys.stderr) if sys.stderr.isatty() else None
                 ref = args.run
                 if args.as_new_run:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from sqlalchemy import Connection, Engine, func, select
+from sqlalchemy import Connection, Engine, func, make_url, select
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from . import schema
@@ -51,18 +52,29 @@ class HistoryStore:
         self._writer: HistoryWriter | None = None
 
     @classmethod
-    def open(cls, value: str | None, cwd: str | None = None) -> HistoryStore:
+    def open(cls, value: str | None, cwd: str | None = None, *, create: bool = True) -> HistoryStore:
         """Open (creating or migrating) the history database named by ``value``.
 
         Args:
             value: A history URL or shorthand (see ``engine.resolve_url``).
             cwd: Directory that relative SQLite paths and the default database live under.
+            create: False for a command that only reads what runs recorded (``groundeval
+                history``, ``gate --run``, ``rejudge``, trends): a SQLite file that does not
+                exist is an error naming it (a mistyped path, or no run recorded there yet),
+                not an empty database made on the spot.
 
         Raises:
             HistoryError: The URL is invalid, the database cannot be reached, or its
-                schema is newer than this plugin's; the message names the database.
+                schema is newer than this plugin's; the message names the database. With
+                ``create=False``: the SQLite file does not exist.
         """
         url = resolve_url(value, cwd)
+        parsed = make_url(url)
+        if not create and parsed.get_backend_name() == "sqlite" and not Path(parsed.database or "").is_file():
+            raise HistoryError(
+                f"no history database at {parsed.database}: no run has been recorded there "
+                "(a run records with --eval-history; docs/history.md)"
+            )
         engine = create_history_engine(url)
         try:
             ensure_schema(engine)

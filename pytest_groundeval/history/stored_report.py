@@ -120,7 +120,7 @@ def stored_report_at(url: str | None, ref: str) -> Report:
     Raises:
         HistoryError: the database cannot be opened, ``ref`` names no run, or the run is not a valid report.
     """
-    with HistoryStore.open(url) as store:
+    with HistoryStore.open(url, create=False) as store:
         return report_from_history(store, ref)
 
 
@@ -132,7 +132,7 @@ def trends_at(
     Raises:
         HistoryError: the database cannot be opened or a stored run is not a valid report.
     """
-    with HistoryStore.open(url) as store:
+    with HistoryStore.open(url, create=False) as store:
         return earlier_runs(store, dataset_version, models, until_ms)
 
 

@@ -53,9 +53,20 @@ def test_list_show_and_group(store: HistoryStore, history_url: str, capsys, monk
         (["list", "--limit", "0"], "--limit must be >= 1"),
     ],
 )
-def test_usage_errors_exit_2(argv, message, history_url: str, capsys) -> None:
+def test_usage_errors_exit_2(argv, message, store: HistoryStore, history_url: str, capsys) -> None:
     assert history_main([*argv, "--history", history_url]) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", [[], ["--history", "sqlite:///hsitory.db"]])
+def test_reading_a_history_that_does_not_exist_names_it_and_creates_nothing(flag, tmp_path, monkeypatch, capsys):
+    # It made an empty database on the spot (the default one, or a mistyped path) and said "no runs recorded".
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GROUNDEVAL_HISTORY", raising=False)
+    for argv in (["history", "list", *flag], ["history", "show", "latest", *flag], ["gate", "--run", "latest", *flag]):
+        assert main(argv) == 2
+        assert "no history database at " in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_bad_url_exits_2(capsys) -> None:
