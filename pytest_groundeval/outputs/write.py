@@ -159,7 +159,10 @@ def write_session_outputs(
         try:
             out.written.append(write_text_atomic(path, render()))
         except (OutputError, OSError) as exc:
-            out.errors.append(f"cannot write {shown_path(path)}: {exc}")
+            # The path once: an OutputError names it again, and an OSError names the temporary file.
+            cause = exc.__cause__ if isinstance(exc, OutputError) and exc.__cause__ is not None else exc
+            reason = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(cause)
+            out.errors.append(f"cannot write {shown_path(path)}: {reason}")
 
     if html is not None:
         if len(reports) > 1:  # refused before the run when the paths showed it (plugin/hooks.py)

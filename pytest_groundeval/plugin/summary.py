@@ -27,6 +27,13 @@ from .state import DatasetRun
 if TYPE_CHECKING:
     from .controller import Controller
 
+OUTPUT_EXIT = (
+    "exit status 1: an output could not be written as asked (above), so the session fails whatever the gate says "
+    "(docs/guarantees.md)"
+)
+"""The summary line after the gate verdict when a report, page or Markdown file was not written, or was
+written without what a report extension added (``Controller.output_errors``)."""
+
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
@@ -74,6 +81,8 @@ def write_summary(tr: pytest.TerminalReporter, controller: Controller) -> None:
         )
     if controller.history is not None and controller.history.failure is not None:
         tr.write_line(HISTORY_EXIT, red=True, bold=True)
+    if controller.output_errors:
+        tr.write_line(OUTPUT_EXIT, red=True, bold=True)
     if controller.sharded and settings.shard is not None:
         index, count = settings.shard
         tr.write_line(

@@ -42,6 +42,7 @@ def test_what_cannot_be_written_is_reported_not_raised(tmp_path, citation_report
     assert out.written == []
     (error,) = out.errors
     assert error.startswith(f"cannot write {shown_path(missing / 'r.md')}: ")
+    assert error.count("r.md") == 1  # the path once (the error it wrapped named it too)
     assert out.step_summary_error.startswith(f"GITHUB_STEP_SUMMARY ({missing / 'summary.md'}): cannot append: ")
 
 
