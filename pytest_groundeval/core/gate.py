@@ -321,7 +321,8 @@ def interrupted_check(items_ran: int) -> GateCheck:
         bound=None,
         op="<=",
         outcome="FAIL",
-        reason=f"interrupted after {items_ran} items: the metrics cover only part of the selection",
+        reason=f"interrupted after {items_ran} {'item' if items_ran == 1 else 'items'}: the metrics cover only part "
+        "of the selection",
     )
 
 

@@ -519,6 +519,8 @@ def resolve_settings(config: pytest.Config) -> Settings:
             continue
         if out.is_dir() or not out.parent.is_dir():
             what = "is a directory" if out.is_dir() else f"is in a directory that does not exist ({out.parent})"
+            if not out.is_dir() and out.parent.exists():  # a file where a directory should be
+                what = f"is under {out.parent}, which is not a directory"
             raise pytest.UsageError(
                 f"{values[name]!r} given by {sources[name]} {what}: expected the path of {what_file} to write"
             )

@@ -262,7 +262,7 @@ def test_a_judge_that_gave_up_stops_the_session_like_a_dead_target(run, pytester
     assert data["metrics"]["judgeErrors"] == 5 * len(judged) and data["metrics"]["errors"] == 6 - len(judged)
     if workers == "0":
         assert len(judged) == 1  # the first item's five paragraphs already made the judge give up
-        result.stdout.fnmatch_lines(["notRun*5 <= 0*FAIL*", "run*FAIL*interrupted after 1 items*", "gate: FAIL"])
+        result.stdout.fnmatch_lines(["notRun*5 <= 0*FAIL*", "run*FAIL*interrupted after 1 item:*", "gate: FAIL"])
 
 
 def test_a_scorer_that_gave_up_stops_the_session_too(run, pytester, cites):

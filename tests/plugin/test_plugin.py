@@ -820,6 +820,7 @@ def count_provider_calls(request, groundeval_mock):
     [
         ("nowhere/r.json", "is in a directory that does not exist"),
         (".", "is a directory"),
+        ("smoke/manifest.json/r.json", "is under *manifest.json, which is not a directory"),  # said "does not exist"
         # Root may write anywhere the permissions say, but not where the file system refuses (an INTERNALERROR before).
         ("/sys/r.json", "is in a directory this run cannot write (/sys: Permission denied)"),
     ],
