@@ -42,7 +42,7 @@ from .dispatch import ItemDispatcher
 from .freeze import freeze_long_lived_objects
 from .options import MOCK, Settings, step_summary_path
 from .record import mock_key, position_key, session_id, settings_key, spawned_key
-from .spawn_ahead import Launched, spawn_config
+from .spawn_ahead import Launched, spawn_config, start_problem
 from .target_source import conflict_key
 from .xdist import queued_indices
 
@@ -50,7 +50,6 @@ __all__ = [
     "serve_offline_runner",
     "serve_runner",
     "serve_target",
-    "session_id",
     "stop_session",
     "upcoming_items",
 ]
@@ -119,8 +118,7 @@ def serve_target(request: pytest.FixtureRequest, launched: Launched | None = Non
             try:
                 spawned.launch()
             except (TargetError, ValueError) as exc:  # ValueError: a placeholder with no value
-                # The log tail may quote the fresh key the child was given.
-                problem = f"the target failed to start: {Scrubber([spawned.api_key]).text(str(exc))}"
+                problem = start_problem(spawned, exc)
         if spawned is not None and problem is None:
             try:
                 # While the child starts (its imports take most of that): the modules this run needs are
@@ -128,7 +126,7 @@ def serve_target(request: pytest.FixtureRequest, launched: Launched | None = Non
                 freeze_long_lived_objects()
                 spawned.wait_until_ready()
             except (TargetError, ValueError) as exc:
-                problem = f"the target failed to start: {Scrubber([spawned.api_key]).text(str(exc))}"
+                problem = start_problem(spawned, exc)
     except BaseException:
         # Ctrl-C or SIGTERM while it starts: not left running until the process exits.
         if spawned is not None:

@@ -5,7 +5,7 @@ set-up imported the runner, the HTTP clients and the mock (aiohttp), started the
 then started the server, whose own start (its imports, about half a second on a 2-core machine)
 the item then waited out. Here ``groundeval_target`` starts the server first, told the URL of a
 mock that is not running yet (a free loopback port, which ``groundeval_mock`` then binds), and
-the rest of the set-up happens while the server starts (benchmarks/README.md, "Start-up, fifth
+the rest of the set-up happens while the server starts (benchmarks/README.md, "Start-up, fourth
 pass"). ``SpawnedTarget.launch`` imports no HTTP library, and neither does this module.
 
 Launched ahead only when nothing could make a second start matter: the embedded reference
@@ -28,7 +28,7 @@ from .options import Settings
 from .record import mock_key, mock_port_key, session_id, settings_key
 from .xdist import worker_id
 
-__all__ = ["Launched", "launch_ahead", "spawn_config"]
+__all__ = ["Launched", "launch_ahead", "spawn_config", "start_problem"]
 
 
 @dataclass
@@ -39,6 +39,12 @@ class Launched:
     spawned: SpawnedTarget | None
     llm_url: str
     problem: str | None = None
+
+
+def start_problem(spawned: SpawnedTarget, error: Exception) -> str:
+    """The session's one error for a target that did not start (``runners.stop_session`` says it), with
+    the fresh key the child was given masked: its log tail, quoted in ``error``, may show it."""
+    return f"the target failed to start: {Scrubber([spawned.api_key]).text(str(error))}"
 
 
 def spawn_config(request: pytest.FixtureRequest, settings: Settings, llm_url: str) -> SpawnConfig:
@@ -79,6 +85,5 @@ def launch_ahead(request: pytest.FixtureRequest) -> Launched | None:
     try:
         spawned.launch()
     except (TargetError, ValueError) as exc:  # ValueError: a placeholder with no value
-        # The log tail may quote the fresh key the child was given.
-        return Launched(None, llm_url, f"the target failed to start: {Scrubber([spawned.api_key]).text(str(exc))}")
+        return Launched(None, llm_url, start_problem(spawned, exc))
     return Launched(spawned, llm_url)
