@@ -20,6 +20,16 @@ def pytest_sessionfinish(session):
     print(f"\nmock port {mock.provider.port if mock else None}, reserved {reserved}")
 """
 
+OVERRIDDEN_MOCK = """
+import pytest
+from pytest_groundeval.mock import ThreadedMockProvider
+
+@pytest.fixture(scope="session")
+def groundeval_mock():
+    with ThreadedMockProvider() as mock:  # on a port of its own, not the one reserved
+        yield mock
+"""
+
 
 def _launches(pytester: pytest.Pytester) -> int:
     """How many times the last run launched a target: each launch gets a ``groundeval-target*`` directory of
@@ -42,18 +52,7 @@ def test_the_server_launched_ahead_is_the_one_the_run_uses(run, pytester, smoke)
 
 
 def test_an_overridden_mock_gets_the_server_started_again_against_it(run, pytester, smoke):
-    pytester.makeconftest(
-        REPORT_PORTS
-        + """
-import pytest
-from pytest_groundeval.mock import ThreadedMockProvider
-
-@pytest.fixture(scope="session")
-def groundeval_mock():
-    with ThreadedMockProvider() as mock:  # on a port of its own, not the one reserved
-        yield mock
-"""
-    )
+    pytester.makeconftest(REPORT_PORTS + OVERRIDDEN_MOCK)
     result = run(f"--eval-dataset={smoke}", *ONE_ITEM, "-s", spawn=True)
     result.assert_outcomes(passed=1)
     assert _launches(pytester) == 2  # the one launched ahead, stopped, and the one against this mock
@@ -107,17 +106,7 @@ def test_a_server_started_again_is_stopped_when_the_session_is_interrupted_while
     monkeypatch.setattr(SpawnedTarget, "launch", record_launch)
     monkeypatch.setattr(SpawnedTarget, "stop", record_stop)
     monkeypatch.setattr(SpawnedTarget, "wait_until_ready", interrupted)
-    pytester.makeconftest(
-        """
-import pytest
-from pytest_groundeval.mock import ThreadedMockProvider
-
-@pytest.fixture(scope="session")
-def groundeval_mock():
-    with ThreadedMockProvider() as mock:
-        yield mock
-"""
-    )
+    pytester.makeconftest(OVERRIDDEN_MOCK)
     # As conftest.py's run(spawn=True), with pytester told not to raise the run's KeyboardInterrupt here.
     args = (*NO_THIRD_PARTY_PLUGINS, "-p", "no:cacheprovider", f"--eval-dataset={smoke}", *ONE_ITEM)
     result = pytester.inline_run(*args, no_reraise_ctrlc=True)
